@@ -1,0 +1,32 @@
+# Resolves the AUTO options to ON/OFF from what this machine has.
+include(CheckLanguage)
+
+if(BRAID_WITH_CUDA STREQUAL "AUTO")
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(BRAID_CUDA_FOUND ON)
+  else()
+    set(BRAID_CUDA_FOUND OFF)
+  endif()
+elseif(BRAID_WITH_CUDA)
+  set(BRAID_CUDA_FOUND ON)
+else()
+  set(BRAID_CUDA_FOUND OFF)
+endif()
+# Device-memory support is not built yet (see README's feature table); the option is
+# resolved so that configure reports what it would do.
+message(STATUS "Braid: CUDA toolkit ${BRAID_CUDA_FOUND} (device-memory path not built yet)")
+
+if(BRAID_WITH_VERBS STREQUAL "AUTO")
+  find_path(BRAID_VERBS_INCLUDE infiniband/verbs.h)
+  if(BRAID_VERBS_INCLUDE)
+    set(BRAID_VERBS_FOUND ON)
+  else()
+    set(BRAID_VERBS_FOUND OFF)
+  endif()
+elseif(BRAID_WITH_VERBS)
+  set(BRAID_VERBS_FOUND ON)
+else()
+  set(BRAID_VERBS_FOUND OFF)
+endif()
+message(STATUS "Braid: IB verbs headers ${BRAID_VERBS_FOUND} (verbs transport not built yet)")

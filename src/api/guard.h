@@ -1,0 +1,42 @@
+// The one C-boundary guard. Every extern "C" entry point runs its body through guard(), which
+// turns a Status or any exception into an ncclResult_t and records the message that
+// ncclGetLastError returns. Nothing thrown inside Braid crosses into the caller.
+#pragma once
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace braid::api {
+
+// Records the failure (per thread, and on the communicator when there is one) and logs it.
+ncclResult_t fail(ncclComm* comm, const char* function, const Status& status);
+
+template <typename Body>
+ncclResult_t guard(ncclComm* comm, const char* function, Body&& body) noexcept {
+  try {
+    Status status = std::forward<Body>(body)();
+    if (status.ok() || status.code() == ncclInProgress) return status.code();
+    return fail(comm, function, status);
+  } catch (const std::bad_alloc&) {
+    return fail(comm, function, systemError("out of host memory"));
+  } catch (const std::exception& e) {
+    return fail(comm, function, internalError("unexpected exception: %s", e.what()));
+  } catch (...) {
+    return fail(comm, function, internalError("unexpected exception"));
+  }
+}
+
+}  // namespace braid::api
+
+// Defines ncclX with default visibility and pncclX as its alias (NCCL's profiling names).
+#define BRAID_API(ret, name, ...)                                                      \
+  extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__);             \
+  extern "C" __attribute__((visibility("default"), alias(#name))) ret p##name(__VA_ARGS__); \
+  extern "C" ret name(__VA_ARGS__)

@@ -1,0 +1,94 @@
+#include "core/env.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "core/log.h"
+
+namespace braid::env {
+namespace {
+
+// Keep sorted: NCCL_* (names NCCL users already set), then BRAID_* (Braid's own knobs).
+constexpr Var kTable[] = {
+    {"NCCL_COMM_ID", nullptr,
+     "host:port of the bootstrap root; makes the unique id deterministic and rank 0 hosts the root"},
+    {"NCCL_CONF_FILE", nullptr, "file of NAME=VALUE lines read for variables not set in the environment"},
+    {"NCCL_DEBUG", nullptr, "log level: VERSION, WARN, INFO, TRACE"},
+    {"NCCL_DEBUG_FILE", nullptr, "log file pattern (%h host, %p pid); default stderr"},
+    {"NCCL_DEBUG_SUBSYS", "INIT,BOOTSTRAP,ENV",
+     "subsystems logged at INFO (INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, "
+     "BOOTSTRAP, REG, ALL); a leading ^ excludes"},
+    {"NCCL_HOSTID", nullptr, "overrides the host identity (hostname + boot id) used to pick shared memory"},
+    {"NCCL_NSOCKS_PERTHREAD", "1", "TCP sockets per helper thread to each peer (threads x socks <= 64)"},
+    {"NCCL_SHM_DISABLE", "0", "1: never use shared memory between processes; use TCP"},
+    {"NCCL_SOCKET_FAMILY", nullptr, "AF_INET or AF_INET6: restrict interface selection to one family"},
+    {"NCCL_SOCKET_IFNAME", nullptr,
+     "interfaces to use: prefix list, ^ excludes, = exact match (e.g. eth,ib or ^docker or =eth0)"},
+    {"NCCL_SOCKET_NTHREADS", "1", "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"},
+    {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
+    {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
+    {"BRAID_TIMEOUT_MS", "0",
+     "0: no timeout; otherwise a collective that makes no progress for this long fails with "
+     "ncclRemoteError (peer gone) or ncclSystemError"},
+};
+
+std::once_flag confOnce;
+std::map<std::string, std::string>* confValues = nullptr;
+
+void loadConfFile() {
+  confValues = new std::map<std::string, std::string>();
+  const char* path = std::getenv("NCCL_CONF_FILE");
+  if (!path) return;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    (*confValues)[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+}
+
+const Var* find(const char* name) {
+  for (const Var& v : kTable)
+    if (!std::strcmp(v.name, name)) return &v;
+  return nullptr;
+}
+
+}  // namespace
+
+std::span<const Var> table() { return kTable; }
+
+const char* get(const char* name) {
+  const Var* var = find(name);
+  if (!var) {
+    // A programming error; tests catch it. Still answer from the environment.
+    std::fprintf(stderr, "braid: internal: environment variable %s is not in the table\n", name);
+  }
+  if (const char* v = std::getenv(name)) return v;
+  std::call_once(confOnce, loadConfFile);
+  auto it = confValues->find(name);
+  if (it != confValues->end()) return it->second.c_str();
+  return var ? var->defaultValue : nullptr;
+}
+
+bool isSet(const char* name) { return std::getenv(name) != nullptr; }
+
+int64_t getInt(const char* name) {
+  const char* v = get(name);
+  const Var* var = find(name);
+  const char* fallback = var && var->defaultValue ? var->defaultValue : "0";
+  if (!v || !*v) return std::strtoll(fallback, nullptr, 0);
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 0);
+  if (end == v || *end != '\0') {
+    BRAID_WARN("%s=%s is not an integer; using the default %s", name, v, fallback);
+    return std::strtoll(fallback, nullptr, 0);
+  }
+  return x;
+}
+
+}  // namespace braid::env

@@ -1,0 +1,71 @@
+// The transport interface. Transports move bytes between two ranks; they know nothing of
+// collectives, schedules or data types. The executor (src/core) drives them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/waiter.h"
+
+namespace braid::transport {
+
+using Blob = std::vector<uint8_t>;
+
+// What a rank tells the others about itself at init; transports decide reachability from it.
+struct PeerInfo {
+  int rank = -1;
+  int32_t pid = 0;
+  uint64_t hostHash = 0;     // hostname + boot id, or NCCL_HOSTID: equal means same host
+  uint64_t processHash = 0;  // equal means same process (threads as ranks)
+};
+
+// Receives the bytes of a posted receive as they arrive, in place of a memcpy into the buffer
+// (for example to reduce straight out of a shared-memory ring). `data` is valid only during the
+// call. Pieces arrive in increasing offset order and cover [0, bytes) exactly once.
+class RecvSink {
+ public:
+  virtual ~RecvSink() = default;
+  virtual void consume(size_t offset, const void* data, size_t bytes) = 0;
+};
+
+// A reliable, bidirectional, FIFO message channel to one peer. Non-blocking; never throws.
+// The k-th postRecv receives the k-th message the peer posted with postSend; the sizes must be
+// equal (a mismatch is an error, reported by progress()). A send buffer may be reused once
+// sendsCompleted() counts it; a receive buffer holds the data once recvsCompleted() counts it.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  virtual Status postSend(const void* data, size_t bytes) = 0;
+  virtual Status postRecv(void* data, size_t bytes, RecvSink* sink) = 0;
+  // Moves as much data as it can without blocking. Errors: peer gone, channel broken, size
+  // mismatch. After an error the endpoint is unusable.
+  virtual Status progress() = 0;
+  virtual uint64_t sendsCompleted() const = 0;
+  virtual uint64_t recvsCompleted() const = 0;
+  // True when posted operations are waiting for the peer (used to decide whether to yield).
+  virtual bool busy() const = 0;
+  virtual std::string describe() const = 0;  // for logs, e.g. "SHM/ring 4 MiB"
+};
+
+// Connection setup runs in three phases on every rank, with bootstrap exchanges between them:
+//   1. listen(peer) for every peer this transport serves; the blobs go to those peers;
+//   2. connect(peer, blobFromPeer) for every such peer (must not wait for the peer's phase 2
+//      indefinitely: bounded by the waiter);
+//   3. finishConnect() after a bootstrap barrier (e.g. unlink shared-memory names).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  virtual Status listen(const PeerInfo& self, const PeerInfo& peer, Blob* handle) = 0;
+  virtual Status connect(const PeerInfo& self, const PeerInfo& peer, const Blob& peerHandle,
+                         const Waiter& waiter, std::unique_ptr<Endpoint>* endpoint) = 0;
+  virtual Status finishConnect() { return Status::Ok(); }
+};
+
+}  // namespace braid::transport

@@ -1,0 +1,18 @@
+// braid-env: prints every environment variable Braid reads, with its default and meaning.
+// `braid-env --markdown` prints the README's table.
+#include <cstdio>
+#include <cstring>
+
+#include "core/env.h"
+
+int main(int argc, char** argv) {
+  bool markdown = argc > 1 && !std::strcmp(argv[1], "--markdown");
+  if (markdown) std::printf("| variable | default | what it does |\n|---|---|---|\n");
+  for (const auto& v : braid::env::table()) {
+    if (markdown)
+      std::printf("| `%s` | %s | %s |\n", v.name, v.defaultValue ? v.defaultValue : "(unset)", v.doc);
+    else
+      std::printf("%-24s %-12s %s\n", v.name, v.defaultValue ? v.defaultValue : "-", v.doc);
+  }
+  return 0;
+}
