@@ -4,6 +4,7 @@
 #pragma once
 
 #include <exception>
+#include <string>
 #include <new>
 #include <utility>
 
@@ -40,3 +41,10 @@ ncclResult_t guard(ncclComm* comm, const char* function, Body&& body) noexcept {
   extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__);             \
   extern "C" __attribute__((visibility("default"), alias(#name))) ret p##name(__VA_ARGS__); \
   extern "C" ret name(__VA_ARGS__)
+
+namespace braid::api {
+std::string globalLastError();
+// A communicator handle the caller passed: null and garbage handles are argument errors, a
+// communicator that failed or was aborted is a usage error naming why.
+Status checkComm(ncclComm* comm, const char* name = "comm");
+}  // namespace braid::api

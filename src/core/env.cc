@@ -28,6 +28,8 @@ constexpr Var kTable[] = {
     {"NCCL_SOCKET_IFNAME", nullptr,
      "interfaces to use: prefix list, ^ excludes, = exact match (e.g. eth,ib or ^docker or =eth0)"},
     {"NCCL_SOCKET_NTHREADS", "1", "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"},
+    {"BRAID_ALGO", nullptr,
+     "force an algorithm by name (e.g. ring) for every collective that it supports"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
     {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
     {"BRAID_TIMEOUT_MS", "0",

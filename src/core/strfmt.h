@@ -8,7 +8,6 @@
 namespace braid {
 
 [[gnu::format(printf, 1, 2)]] std::string strfmt(const char* fmt, ...);
-inline std::string strfmt(const char* fmt) { return fmt; }  // no args: no format parsing
 std::string vstrfmt(const char* fmt, va_list ap);
 
 }  // namespace braid

@@ -1,0 +1,44 @@
+// The algorithm interface and registry. An algorithm is a pure function from the arguments of
+// one collective call (as seen by one rank) to that rank's schedule.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "algos/schedule.h"
+
+namespace braid::algos {
+
+enum class Collective : uint8_t {
+  AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv,
+};
+const char* collectiveName(Collective coll);  // NCCL's function name, e.g. "ncclAllReduce"
+
+struct CollArgs {
+  Collective coll = Collective::AllReduce;
+  size_t count = 0;       // elements, as passed to the NCCL call
+  bool average = false;   // the op is Avg: a FinishAvg step follows the reduction
+  int root = 0;
+  bool inPlace = false;   // send and recv buffers are the same memory (NCCL's in-place rules)
+  int rank = 0;
+  int nranks = 1;
+  size_t chunkCount = 0;  // pipeline chunk, in elements (>= 1)
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool supports(const CollArgs& args) const = 0;
+  virtual Schedule build(const CollArgs& args) const = 0;
+};
+
+// Every registered algorithm, in preference order.
+std::span<const Algorithm* const> algorithms();
+// The algorithm used for `args`: BRAID_ALGO when it names one that supports the call,
+// otherwise the first supporting algorithm. Null when none supports it.
+const Algorithm* selectAlgorithm(const CollArgs& args, std::string_view forced);
+
+}  // namespace braid::algos

@@ -1,0 +1,103 @@
+// A schedule is an algorithm's output for one rank: the list of steps that rank performs,
+// each naming a peer, regions of the operation's buffers, and the steps it must wait for.
+// Algorithms produce schedules as data; the executor (src/core/executor) runs any of them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid::algos {
+
+// The buffers a step can touch. Regions are in elements of the operation's data type.
+enum class Buffer : uint8_t { Send, Recv, Scratch };
+
+struct Region {
+  Buffer buffer = Buffer::Recv;
+  size_t offset = 0;  // elements
+  size_t count = 0;   // elements
+
+  bool overlaps(const Region& o) const {
+    return buffer == o.buffer && offset < o.offset + o.count && o.offset < offset + count;
+  }
+};
+
+enum class StepKind : uint8_t {
+  Send,        // send `src` to `peer`
+  Recv,        // receive from `peer` into `dst`
+  RecvReduce,  // dst = src OP (what arrives from `peer`)
+  Copy,        // dst = src
+  FinishAvg,   // dst /= nranks (Avg's last step, once per element)
+};
+
+const char* stepKindName(StepKind kind);
+
+struct Step {
+  StepKind kind;
+  int peer = -1;
+  Region src;
+  Region dst;
+  uint32_t depBegin = 0;  // this step waits for steps deps[depBegin, depBegin + depCount)
+  uint32_t depCount = 0;
+};
+
+struct Schedule {
+  std::string algorithm;
+  std::vector<Step> steps;
+  std::vector<uint32_t> deps;        // dependency lists, indexed by Step::depBegin
+  std::vector<uint32_t> dependents;  // reverse edges: who waits for step i ...
+  std::vector<uint32_t> dependentsBegin;  // ... dependents[dependentsBegin[i], dependentsBegin[i+1])
+  size_t scratchCount = 0;           // elements of scratch the executor must provide
+  std::vector<int> peers;            // every peer the schedule talks to, sorted, unique
+};
+
+// Builds a schedule step by step and derives the dependencies from the regions each step reads
+// and writes (read-after-write, write-after-read, write-after-write), so an algorithm states
+// only what moves where, in program order. Steps that touch disjoint regions run concurrently.
+class ScheduleBuilder {
+ public:
+  explicit ScheduleBuilder(std::string algorithm);
+
+  void send(int peer, Region src);
+  void recv(int peer, Region dst);
+  void recvReduce(int peer, Region src, Region dst);
+  void copy(Region src, Region dst);
+  void finishAvg(Region dst);
+  void needScratch(size_t count);
+
+  Schedule finish() &&;
+
+ private:
+  void add(StepKind kind, int peer, Region src, Region dst);
+
+  Schedule schedule_;
+  struct Access {
+    uint32_t step;
+    Region region;
+    bool write;
+  };
+  std::vector<Access> accesses_;
+  std::vector<uint32_t> depScratch_;
+};
+
+// Splits [0, count) into `parts` contiguous ranges as evenly as possible (the first
+// count % parts ranges get one more element). Used by every algorithm, so that sender and
+// receiver always agree on boundaries.
+struct Range {
+  size_t offset;
+  size_t count;
+};
+Range evenPart(size_t count, int parts, int index);
+
+// Calls fn(offset, count) for consecutive pieces of at most chunk elements covering range.
+template <typename Fn>
+void forEachChunk(Range range, size_t chunk, Fn&& fn) {
+  if (chunk == 0) chunk = 1;
+  for (size_t done = 0; done < range.count; done += chunk) {
+    size_t n = range.count - done < chunk ? range.count - done : chunk;
+    fn(range.offset + done, n);
+  }
+}
+
+}  // namespace braid::algos

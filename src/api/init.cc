@@ -1,0 +1,251 @@
+// Communicator lifecycle: unique ids, init (blocking and not), finalize, destroy, abort, and the
+// small queries.
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "api/guard.h"
+#include "core/bootstrap.h"
+#include "core/comm.h"
+#include "core/config.h"
+#include "core/env.h"
+#include "core/log.h"
+
+using braid::Status;
+using braid::api::guard;
+
+namespace braid::api {
+
+Status checkComm(ncclComm* comm, const char* name) {
+  if (!comm) return invalidArgument("%s is NULL", name);
+  if (comm->magic != ncclComm::kMagic)
+    return invalidArgument("%s %p is not a communicator (destroyed, or never initialised)", name,
+                           static_cast<void*>(comm));
+  if (comm->abortFlag.load()) return invalidUsage("%s was aborted", name);
+  ncclResult_t err = comm->asyncError.load();
+  if (err == ncclInProgress) return {ncclInvalidUsage, strfmt("%s is still initialising", name)};
+  if (err != ncclSuccess)
+    return {err, strfmt("%s failed earlier and cannot be used: %s", name, comm->lastError().c_str())};
+  return Status::Ok();
+}
+
+}  // namespace braid::api
+
+namespace {
+
+void logVersionOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    BRAID_INFO(kInit, "Braid %s (NCCL %d.%d.%d ABI)", BRAID_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR,
+               NCCL_PATCH);
+  });
+}
+
+Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
+                const ncclConfig_t* config) {
+  if (!out) return braid::invalidArgument("comm is NULL");
+  *out = nullptr;
+  if (nranks < 1) return braid::invalidArgument("nranks %d is less than 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return braid::invalidArgument("rank %d is out of range [0, %d)", rank, nranks);
+  BRAID_TRY(braid::validateUniqueId(id).withContext("commId"));
+  braid::CommConfig cfg;
+  BRAID_TRY(braid::readConfig(config, &cfg));
+  logVersionOnce();
+
+  auto comm = std::make_unique<ncclComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->config = cfg;
+  comm->timeoutMs = braid::env::getInt("BRAID_TIMEOUT_MS");
+  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(1, braid::env::getInt("BRAID_CHUNK_BYTES")));
+  if (const char* algo = braid::env::get("BRAID_ALGO")) comm->forcedAlgorithm = algo;
+  // Under NCCL_COMM_ID, rank 0 hosts the root listener itself.
+  const bool hostRoot = rank == 0 && braid::env::isSet("NCCL_COMM_ID");
+
+  if (cfg.blocking) {
+    BRAID_TRY(comm->init(id, hostRoot));
+    *out = comm.release();
+    return Status::Ok();
+  }
+  // Non-blocking: the rendezvous runs on a thread; callers poll ncclCommGetAsyncError.
+  ncclComm* c = comm.release();
+  c->asyncError.store(ncclInProgress);
+  c->initThread = std::thread([c, id, hostRoot] {
+    Status st = c->init(id, hostRoot);
+    if (!st.ok()) braid::api::fail(c, "ncclCommInitRankConfig", st);
+    c->asyncError.store(st.code());
+  });
+  *out = c;
+  return {ncclInProgress, ""};
+}
+
+// Frees a communicator no call is using any more.
+void release(ncclComm* comm) {
+  if (comm->initThread.joinable()) {
+    comm->abortFlag.store(true);
+    if (comm->bootstrap) comm->bootstrap->abort();
+    comm->initThread.join();
+  }
+  comm->magic = 0;
+  delete comm;
+}
+
+}  // namespace
+
+BRAID_API(ncclResult_t, ncclGetVersion, int* version) {
+  return guard(nullptr, "ncclGetVersion", [&] {
+    if (!version) return braid::invalidArgument("version is NULL");
+    *version = NCCL_VERSION_CODE;
+    return Status::Ok();
+  });
+}
+
+BRAID_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
+  return guard(nullptr, "ncclGetUniqueId", [&] {
+    if (!uniqueId) return braid::invalidArgument("uniqueId is NULL");
+    logVersionOnce();
+    if (const char* commId = braid::env::get("NCCL_COMM_ID"))
+      return braid::uniqueIdFromCommId(commId, uniqueId);
+    return braid::createUniqueId(uniqueId);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return guard(nullptr, "ncclCommInitRank",
+               [&] { return initRank(comm, nranks, commId, rank, nullptr); });
+}
+
+BRAID_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+          int rank, ncclConfig_t* config) {
+  return guard(nullptr, "ncclCommInitRankConfig",
+               [&] { return initRank(comm, nranks, commId, rank, config); });
+}
+
+BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  return guard(nullptr, "ncclCommInitAll", [&]() -> Status {
+    if (!comms) return braid::invalidArgument("comm is NULL");
+    if (ndev < 1) return braid::invalidArgument("ndev %d is less than 1", ndev);
+    // Threads as ranks: one rendezvous, each rank initialised on its own thread.
+    // The id must not come from NCCL_COMM_ID here: this process owns the whole communicator.
+    ncclUniqueId id;
+    BRAID_TRY(braid::createUniqueId(&id));
+    std::vector<Status> results(ndev);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ndev; ++r)
+      threads.emplace_back([&, r] {
+        results[r] = initRank(&comms[r], ndev, id, r, nullptr);
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (!results[r].ok()) {
+        for (int k = 0; k < ndev; ++k)
+          if (comms[k]) release(comms[k]), comms[k] = nullptr;
+        return results[r].withContext(braid::strfmt("rank %d", r));
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  return guard(comm, "ncclCommFinalize", [&] {
+    // Host collectives complete before their call returns: nothing is left to flush.
+    return braid::api::checkComm(comm);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  return guard(nullptr, "ncclCommDestroy", [&]() -> Status {
+    if (!comm) return Status::Ok();  // NCCL accepts NULL here
+    if (comm->magic != ncclComm::kMagic)
+      return braid::invalidArgument("comm %p is not a communicator", static_cast<void*>(comm));
+    comm->waitForCalls();
+    release(comm);
+    return Status::Ok();
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  return guard(nullptr, "ncclCommAbort", [&]() -> Status {
+    if (!comm) return Status::Ok();
+    if (comm->magic != ncclComm::kMagic)
+      return braid::invalidArgument("comm %p is not a communicator", static_cast<void*>(comm));
+    // Unblock whatever is in flight on other threads, wait for those calls to leave, then free.
+    comm->abortFlag.store(true);
+    if (comm->bootstrap) comm->bootstrap->abort();
+    comm->waitForCalls();
+    release(comm);
+    return Status::Ok();
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  return guard(comm, "ncclCommGetAsyncError", [&]() -> Status {
+    if (!comm) return braid::invalidArgument("comm is NULL");
+    if (!asyncError) return braid::invalidArgument("asyncError is NULL");
+    if (comm->magic != ncclComm::kMagic) return braid::invalidArgument("comm is not a communicator");
+    *asyncError = comm->asyncError.load();
+    return Status::Ok();
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  return guard(comm, "ncclCommCount", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    if (!count) return braid::invalidArgument("count is NULL");
+    *count = comm->nranks;
+    return Status::Ok();
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  return guard(comm, "ncclCommUserRank", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    if (!rank) return braid::invalidArgument("rank is NULL");
+    *rank = comm->rank;
+    return Status::Ok();
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  return guard(comm, "ncclCommCuDevice", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    if (!device) return braid::invalidArgument("device is NULL");
+    *device = -1;  // host-memory communicator: bound to no CUDA device
+    return Status::Ok();
+  });
+}
+
+BRAID_API(const char*, ncclGetErrorString, ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+BRAID_API(const char*, ncclGetLastError, ncclComm_t comm) {
+  // The returned pointer stays valid until the next failure on this thread.
+  thread_local std::string text;
+  if (comm && comm->magic == ncclComm::kMagic) {
+    text = comm->lastError();
+    if (!text.empty()) return text.c_str();
+  }
+  text = braid::api::globalLastError();
+  return text.c_str();
+}
+
+BRAID_API(void, ncclResetDebugInit, void) { braid::log::reset(); }
+
+// NCCL exports this internal name too; programs that link it expect it to exist.
+extern "C" __attribute__((visibility("default"))) void ncclResetDebugInitInternal(void) {
+  braid::log::reset();
+}

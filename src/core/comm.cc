@@ -1,0 +1,160 @@
+#include "core/comm.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "core/env.h"
+#include "core/log.h"
+#include "transport/registry.h"
+
+namespace braid {
+namespace {
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Same host = same hostname and boot id (so containers sharing a hostname on different
+// machines are told apart), or whatever NCCL_HOSTID says.
+uint64_t hostHash() {
+  if (const char* id = env::get("NCCL_HOSTID"); id && *id) return fnv1a(id);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string bootId;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> bootId;
+  return fnv1a(std::string(host) + "/" + bootId);
+}
+
+// Differs between processes even when a pid is reused.
+uint64_t processHash() {
+  static const uint64_t nonce = std::random_device{}() * 0x9e3779b97f4a7c15ull ^ std::random_device{}();
+  return fnv1a(std::to_string(getpid())) ^ nonce;
+}
+
+}  // namespace
+
+transport::PeerInfo localPeerInfo(int rank) {
+  transport::PeerInfo info;
+  info.rank = rank;
+  info.pid = getpid();
+  info.hostHash = hostHash();
+  info.processHash = processHash();
+  return info;
+}
+
+}  // namespace braid
+
+using braid::Status;
+
+Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
+  braid::Waiter waiter(timeoutMs > 0 ? timeoutMs : 0, &abortFlag);
+  BRAID_TRY(braid::Bootstrap::create(id, rank, nranks, hostRoot, waiter, &bootstrap));
+
+  peers.assign(nranks, {});
+  peers[rank] = braid::localPeerInfo(rank);
+  BRAID_TRY(bootstrap->allGather(peers.data(), sizeof(braid::transport::PeerInfo)));
+  for (int r = 0; r < nranks; ++r) {
+    if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
+  }
+  transports = braid::transport::createTransports();
+  BRAID_TRY(connectAll(waiter));
+  BRAID_INFO(kInit, "comm %p rank %d nranks %d: ready (%s)", static_cast<void*>(this), rank, nranks,
+             config.name.empty() ? "unnamed" : config.name.c_str());
+  return Status::Ok();
+}
+
+// Connects to every peer. Three phases with bootstrap exchanges between them, as the transport
+// interface requires: listen (blobs out), connect (blobs in), finish (after a barrier).
+Status ncclComm::connectAll(const braid::Waiter& waiter) {
+  channels.clear();
+  channels.resize(nranks);
+  if (nranks == 1) return Status::Ok();
+
+  std::vector<int> chosen(nranks, -1);
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    for (size_t t = 0; t < transports.size(); ++t) {
+      if (transports[t]->canConnect(peers[rank], peers[p])) {
+        chosen[p] = static_cast<int>(t);
+        break;
+      }
+    }
+    if (chosen[p] < 0) return braid::systemError("no transport can reach rank %d", p);
+  }
+
+  // Blobs travel as (size, bytes) over the bootstrap's point-to-point channel.
+  constexpr uint64_t kTagBlob = 0x626c6f62;  // "blob"
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    braid::transport::Blob blob;
+    BRAID_TRY(transports[chosen[p]]->listen(peers[rank], peers[p], &blob));
+    uint64_t size = blob.size();
+    BRAID_TRY(bootstrap->send(p, kTagBlob, &size, sizeof(size)));
+    if (size) BRAID_TRY(bootstrap->send(p, kTagBlob, blob.data(), blob.size()));
+  }
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    uint64_t size = 0;
+    BRAID_TRY(bootstrap->recv(p, kTagBlob, &size, sizeof(size)));
+    if (size > (1u << 20)) return braid::remoteError("rank %d sent a %llu-byte connection handle", p,
+                                                     static_cast<unsigned long long>(size));
+    braid::transport::Blob blob(size);
+    if (size) BRAID_TRY(bootstrap->recv(p, kTagBlob, blob.data(), blob.size()));
+    BRAID_TRY(transports[chosen[p]]->connect(peers[rank], peers[p], blob, waiter,
+                                             &channels[p].endpoint));
+    BRAID_INFO(kInit, "rank %d -> rank %d via %s", rank, p,
+               channels[p].endpoint->describe().c_str());
+  }
+  BRAID_TRY(bootstrap->barrier());
+  for (auto& t : transports) BRAID_TRY(t->finishConnect());
+  return Status::Ok();
+}
+
+std::shared_ptr<const braid::algos::Schedule> ncclComm::schedule(
+    const braid::algos::Algorithm& algo, const braid::algos::CollArgs& a) {
+  std::string key = braid::strfmt("%.*s/%d/%zu/%d/%d/%d/%zu", static_cast<int>(algo.name().size()),
+                                  algo.name().data(), static_cast<int>(a.coll), a.count,
+                                  a.average, a.root, a.inPlace, a.chunkCount);
+  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+    if (it->key == key) {
+      cache_.splice(cache_.begin(), cache_, it);
+      return cache_.front().schedule;
+    }
+  }
+  auto built = std::make_shared<const braid::algos::Schedule>(algo.build(a));
+  cache_.push_front({std::move(key), built});
+  constexpr size_t kCacheEntries = 64;
+  if (cache_.size() > kCacheEntries) cache_.pop_back();
+  return built;
+}
+
+ncclComm::CallScope::CallScope(ncclComm* comm) : comm_(comm) {
+  std::lock_guard<std::mutex> lock(comm_->mu_);
+  comm_->activeCalls_++;
+}
+
+ncclComm::CallScope::~CallScope() {
+  std::lock_guard<std::mutex> lock(comm_->mu_);
+  if (--comm_->activeCalls_ == 0) comm_->callsDone_.notify_all();
+}
+
+void ncclComm::waitForCalls() {
+  std::unique_lock<std::mutex> lock(mu_);
+  callsDone_.wait(lock, [this] { return activeCalls_ == 0; });
+}
+
+void ncclComm::setLastError(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lastError_ = text;
+}
+
+std::string ncclComm::lastError() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lastError_;
+}

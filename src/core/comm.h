@@ -1,0 +1,103 @@
+// The communicator: what ncclComm_t points at. It owns the bootstrap, the endpoints to every
+// peer and the per-communicator caches; collectives are run on it by the executor.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "algos/algorithm.h"
+#include "core/bootstrap.h"
+#include "core/status.h"
+#include "nccl.h"
+#include "transport/transport.h"
+
+namespace braid {
+
+// A communicator's view of one peer: its endpoint plus how many operations the executor has
+// posted on it (endpoints count completions; posted counts give each operation its number).
+struct PeerChannel {
+  std::unique_ptr<transport::Endpoint> endpoint;
+  uint64_t sendsPosted = 0;
+  uint64_t recvsPosted = 0;
+};
+
+struct CommConfig {
+  bool blocking = true;
+  std::string name;
+};
+
+// Identity of this host and process, as other ranks compare it.
+transport::PeerInfo localPeerInfo(int rank);
+
+}  // namespace braid
+
+struct ncclComm {
+  static constexpr uint64_t kMagic = 0x62726169642d636dull;  // "braid-cm"
+
+  uint64_t magic = kMagic;
+  int rank = -1;
+  int nranks = 0;
+  braid::CommConfig config;
+
+  std::unique_ptr<braid::Bootstrap> bootstrap;
+  std::vector<braid::transport::PeerInfo> peers;
+  std::vector<std::unique_ptr<braid::transport::Transport>> transports;
+  std::vector<braid::PeerChannel> channels;  // indexed by peer rank; own rank has none
+
+  int64_t timeoutMs = 0;
+  size_t chunkBytes = 0;
+  std::string forcedAlgorithm;
+
+  std::atomic<bool> abortFlag{false};
+  std::atomic<ncclResult_t> asyncError{ncclSuccess};
+  uint64_t opCount = 0;
+
+  // Runs a blocking init body (rendezvous, connections) on this communicator.
+  braid::Status init(const ncclUniqueId& id, bool hostRoot);
+  // Non-blocking communicators run init here; destroy joins it.
+  std::thread initThread;
+
+  // The schedule for `args`, built once and reused for identical calls.
+  std::shared_ptr<const braid::algos::Schedule> schedule(const braid::algos::Algorithm& algo,
+                                                         const braid::algos::CollArgs& args);
+
+  // Calls that use the communicator hold a CallScope, so that ncclCommAbort from another
+  // thread can wait for them to leave before it frees anything.
+  class CallScope {
+   public:
+    explicit CallScope(ncclComm* comm);
+    ~CallScope();
+   private:
+    ncclComm* comm_;
+  };
+  void waitForCalls();
+
+  void setLastError(const std::string& text);
+  std::string lastError();
+  void markFailed(ncclResult_t code) {
+    ncclResult_t expected = ncclSuccess;
+    asyncError.compare_exchange_strong(expected, code);
+  }
+
+ private:
+  braid::Status connectAll(const braid::Waiter& waiter);
+
+  std::mutex mu_;
+  std::condition_variable callsDone_;
+  int activeCalls_ = 0;
+  std::string lastError_;
+
+  struct CacheEntry {
+    std::string key;
+    std::shared_ptr<const braid::algos::Schedule> schedule;
+  };
+  std::list<CacheEntry> cache_;  // most recently used first; small, so a list is enough
+};

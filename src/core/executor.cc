@@ -1,0 +1,264 @@
+#include "core/executor.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "kernels/reduce.h"
+
+namespace braid {
+namespace {
+
+using algos::Buffer;
+using algos::Region;
+using algos::Step;
+using algos::StepKind;
+
+// Reduces data straight out of the transport as it arrives. Pieces may split an element (a
+// ring wraps anywhere), so up to one partial element is carried between calls.
+class ReduceSink final : public transport::RecvSink {
+ public:
+  ReduceSink(char* dst, const char* src, size_t typeSize, ncclDataType_t type, ncclRedOp_t op)
+      : dst_(dst), src_(src), typeSize_(typeSize), type_(type), op_(op) {}
+
+  void consume(size_t offset, const void* data, size_t bytes) override {
+    const char* in = static_cast<const char*>(data);
+    if (carried_ > 0) {
+      size_t take = std::min(typeSize_ - carried_, bytes);
+      std::memcpy(carry_ + carried_, in, take);
+      carried_ += take;
+      in += take;
+      bytes -= take;
+      offset += take;
+      if (carried_ < typeSize_) return;
+      size_t at = offset - typeSize_;
+      kernels::reduce(dst_ + at, src_ + at, carry_, 1, type_, op_);
+      carried_ = 0;
+    }
+    size_t whole = bytes / typeSize_;
+    if (whole > 0) kernels::reduce(dst_ + offset, src_ + offset, in, whole, type_, op_);
+    size_t rest = bytes - whole * typeSize_;
+    if (rest > 0) {
+      std::memcpy(carry_, in + whole * typeSize_, rest);
+      carried_ = rest;
+    }
+  }
+
+ private:
+  char* dst_;
+  const char* src_;
+  size_t typeSize_;
+  ncclDataType_t type_;
+  ncclRedOp_t op_;
+  char carry_[16];
+  size_t carried_ = 0;
+};
+
+struct StepRef {
+  uint32_t plan;
+  uint32_t step;
+};
+
+// The operations of every plan that go to one peer of one communicator, in the order they
+// must be posted (FIFO matching: the peer posts its side in the same order).
+struct ChannelQueue {
+  ncclComm* comm;
+  int peer;
+  std::vector<StepRef> sends, recvs;
+  std::vector<uint64_t> sendSeq, recvSeq;  // endpoint numbers of posted operations
+  size_t sendsPosted = 0, sendsDone = 0, recvsPosted = 0, recvsDone = 0;
+};
+
+class Run {
+ public:
+  explicit Run(std::span<Plan> plans) : plans_(plans) {}
+
+  Status go();
+
+ private:
+  struct PlanState {
+    std::vector<uint32_t> unmet;
+    std::vector<ReduceSink> sinks;
+    size_t typeSize;
+    char* scratch = nullptr;
+    std::unique_ptr<char[]> scratchOwner;
+  };
+
+  char* address(uint32_t plan, const Region& r) const {
+    const Plan& p = plans_[plan];
+    const PlanState& s = state_[plan];
+    char* base = r.buffer == Buffer::Send   ? const_cast<char*>(static_cast<const char*>(p.sendbuff))
+                 : r.buffer == Buffer::Recv ? static_cast<char*>(p.recvbuff)
+                                            : s.scratch;
+    return base + r.offset * s.typeSize;
+  }
+  const Step& stepOf(StepRef ref) const { return plans_[ref.plan].schedule->steps[ref.step]; }
+  bool ready(StepRef ref) const { return state_[ref.plan].unmet[ref.step] == 0; }
+
+  void complete(StepRef ref);
+  void runLocal(StepRef ref);
+  Status pump(ChannelQueue& q, bool* moved);
+  Status failed(const Plan& plan, const Status& status);
+
+  std::span<Plan> plans_;
+  std::vector<PlanState> state_;
+  std::vector<ChannelQueue> queues_;
+  std::vector<StepRef> localReady_;
+  size_t pending_ = 0;
+};
+
+void Run::complete(StepRef ref) {
+  --pending_;
+  const algos::Schedule& s = *plans_[ref.plan].schedule;
+  auto& unmet = state_[ref.plan].unmet;
+  for (uint32_t i = s.dependentsBegin[ref.step]; i < s.dependentsBegin[ref.step + 1]; ++i) {
+    uint32_t d = s.dependents[i];
+    if (--unmet[d] == 0 && s.steps[d].peer < 0) localReady_.push_back({ref.plan, d});
+  }
+}
+
+void Run::runLocal(StepRef ref) {
+  const Step& step = stepOf(ref);
+  const Plan& plan = plans_[ref.plan];
+  size_t bytes = step.dst.count * state_[ref.plan].typeSize;
+  if (step.kind == StepKind::Copy) {
+    std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytes);
+  } else if (step.kind == StepKind::FinishAvg) {
+    kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, plan.type, plan.comm->nranks);
+  }
+  complete(ref);
+}
+
+// Posts what is ready on one channel (in order), moves data, and retires completions.
+Status Run::pump(ChannelQueue& q, bool* moved) {
+  PeerChannel& ch = q.comm->channels[q.peer];
+  transport::Endpoint* ep = ch.endpoint.get();
+  while (q.sendsPosted < q.sends.size() && ready(q.sends[q.sendsPosted])) {
+    StepRef ref = q.sends[q.sendsPosted];
+    const Step& st = stepOf(ref);
+    BRAID_TRY(ep->postSend(address(ref.plan, st.src), st.src.count * state_[ref.plan].typeSize));
+    q.sendSeq[q.sendsPosted++] = ++ch.sendsPosted;
+    *moved = true;
+  }
+  while (q.recvsPosted < q.recvs.size() && ready(q.recvs[q.recvsPosted])) {
+    StepRef ref = q.recvs[q.recvsPosted];
+    const Step& st = stepOf(ref);
+    transport::RecvSink* sink = nullptr;
+    if (st.kind == StepKind::RecvReduce) {
+      const Plan& plan = plans_[ref.plan];
+      PlanState& ps = state_[ref.plan];
+      ps.sinks.emplace_back(address(ref.plan, st.dst), address(ref.plan, st.src), ps.typeSize,
+                            plan.type, plan.op);
+      sink = &ps.sinks.back();
+    }
+    BRAID_TRY(ep->postRecv(address(ref.plan, st.dst), st.dst.count * state_[ref.plan].typeSize, sink));
+    q.recvSeq[q.recvsPosted++] = ++ch.recvsPosted;
+    *moved = true;
+  }
+  if (q.sendsDone < q.sendsPosted || q.recvsDone < q.recvsPosted) BRAID_TRY(ep->progress());
+  while (q.sendsDone < q.sendsPosted && ep->sendsCompleted() >= q.sendSeq[q.sendsDone]) {
+    complete(q.sends[q.sendsDone++]);
+    *moved = true;
+  }
+  while (q.recvsDone < q.recvsPosted && ep->recvsCompleted() >= q.recvSeq[q.recvsDone]) {
+    complete(q.recvs[q.recvsDone++]);
+    *moved = true;
+  }
+  return Status::Ok();
+}
+
+Status Run::failed(const Plan& plan, const Status& status) {
+  plan.comm->markFailed(status.code());
+  return status.withContext(strfmt("rank %d: %s", plan.comm->rank, plan.description.c_str()));
+}
+
+Status Run::go() {
+  state_.resize(plans_.size());
+  for (uint32_t p = 0; p < plans_.size(); ++p) {
+    const Plan& plan = plans_[p];
+    const algos::Schedule& s = *plan.schedule;
+    PlanState& ps = state_[p];
+    ps.typeSize = kernels::typeSize(plan.type);
+    ps.unmet.resize(s.steps.size());
+    size_t reduces = 0;
+    if (s.scratchCount > 0) {
+      ps.scratchOwner.reset(new char[s.scratchCount * ps.typeSize]);
+      ps.scratch = ps.scratchOwner.get();
+    }
+    for (uint32_t i = 0; i < s.steps.size(); ++i) {
+      const Step& st = s.steps[i];
+      ps.unmet[i] = st.depCount;
+      reduces += st.kind == StepKind::RecvReduce;
+      if (st.peer < 0) {
+        if (st.depCount == 0) localReady_.push_back({p, i});
+        continue;
+      }
+      auto it = std::find_if(queues_.begin(), queues_.end(), [&](const ChannelQueue& q) {
+        return q.comm == plan.comm && q.peer == st.peer;
+      });
+      if (it == queues_.end()) {
+        if (!plan.comm->channels[st.peer].endpoint)
+          return failed(plan, internalError("no connection to rank %d", st.peer));
+        queues_.push_back({plan.comm, st.peer, {}, {}, {}, {}});
+        it = queues_.end() - 1;
+      }
+      (st.kind == StepKind::Send ? it->sends : it->recvs).push_back({p, i});
+    }
+    ps.sinks.reserve(reduces);  // sinks are referenced by endpoints: never reallocate
+    pending_ += s.steps.size();
+  }
+  for (ChannelQueue& q : queues_) {
+    q.sendSeq.resize(q.sends.size());
+    q.recvSeq.resize(q.recvs.size());
+  }
+
+  std::vector<Waiter> waiters;
+  for (const Plan& plan : plans_) waiters.emplace_back(plan.comm->timeoutMs, &plan.comm->abortFlag);
+
+  // Spin while data moves; when nothing moves, yield the core (ranks often outnumber cores)
+  // and check for timeouts and aborts now and then.
+  uint32_t idle = 0;
+  while (pending_ > 0) {
+    bool moved = false;
+    while (!localReady_.empty()) {
+      StepRef ref = localReady_.back();
+      localReady_.pop_back();
+      runLocal(ref);
+      moved = true;
+    }
+    for (ChannelQueue& q : queues_) {
+      Status st = pump(q, &moved);
+      if (!st.ok()) {
+        const Plan& plan = plans_[q.sends.empty() ? q.recvs[0].plan : q.sends[0].plan];
+        return failed(plan, st.withContext(strfmt("with rank %d", q.peer)));
+      }
+    }
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (idle++ == 0)  // a wait starts now: timeouts measure time without progress
+      for (Waiter& w : waiters) w.restart();
+    if (idle > 64) sched_yield();
+    if ((idle & 255) == 0) {
+      for (size_t p = 0; p < plans_.size(); ++p) {
+        Status st = waiters[p].check("waiting for peers");
+        if (!st.ok()) return failed(plans_[p], st);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status execute(std::span<Plan> plans) {
+  Run run(plans);
+  return run.go();
+}
+
+}  // namespace braid

@@ -1,0 +1,19 @@
+// NCCL groups: between ncclGroupStart and the outermost ncclGroupEnd, operations are collected
+// per thread and then executed together by one executor call.
+#pragma once
+
+#include "core/executor.h"
+#include "core/status.h"
+
+namespace braid::group {
+
+void start();
+// Ends one nesting level; at the outermost level runs everything collected.
+Status end();
+bool active();
+// Runs `plan` now, or queues it when a group is open.
+Status submit(Plan plan);
+// An argument error inside a group also fails its ncclGroupEnd, naming the call.
+void recordError(const Status& status);
+
+}  // namespace braid::group
