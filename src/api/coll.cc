@@ -1,6 +1,7 @@
 // Collective entry points: argument checks, then a plan for the executor (now, or at the
 // outermost ncclGroupEnd).
 #include <algorithm>
+#include <optional>
 
 #include "api/guard.h"
 #include "core/comm.h"
@@ -53,16 +54,16 @@ Status enqueue(ncclComm* comm, braid::algos::CollArgs args, const void* sendbuff
   return braid::group::submit(std::move(plan));
 }
 
-// Runs `body` as one collective call: comm checked and held, errors inside a group also fail
-// its ncclGroupEnd.
+// Runs `body` as one collective call: comm checked and held for the whole call (so that
+// ncclCommAbort on another thread waits for it, error reporting included), and an error inside
+// a group also fails its ncclGroupEnd.
 template <typename Body>
 ncclResult_t collective(ncclComm* comm, const char* name, Body&& body) {
+  std::optional<ncclComm::CallScope> scope;
+  if (comm && comm->magic == ncclComm::kMagic) scope.emplace(comm);
   return guard(comm, name, [&]() -> Status {
     Status st = braid::api::checkComm(comm);
-    if (st.ok()) {
-      ncclComm::CallScope scope(comm);
-      st = body();
-    }
+    if (st.ok()) st = body();
     if (!st.ok()) braid::group::recordError(st.withContext(name));
     return st;
   });

@@ -1,0 +1,70 @@
+// Entry points Braid exports (so that a drop-in never leaves a symbol unresolved) but does not
+// implement yet. Each returns ncclInvalidUsage with a message naming itself; the README's
+// feature table lists them as "not yet".
+#include "api/guard.h"
+
+using braid::Status;
+
+namespace {
+
+ncclResult_t notImplemented(const char* function) {
+  return braid::api::guard(nullptr, function, [&] {
+    return braid::invalidUsage("not implemented in Braid %s yet (see the README's feature table)",
+                               BRAID_VERSION_STRING);
+  });
+}
+
+}  // namespace
+
+#define BRAID_NOT_IMPLEMENTED(name, ...) \
+  BRAID_API(ncclResult_t, name, __VA_ARGS__) { return notImplemented(#name); }
+
+BRAID_NOT_IMPLEMENTED(ncclMemAlloc, void**, size_t)
+BRAID_NOT_IMPLEMENTED(ncclMemFree, void*)
+BRAID_NOT_IMPLEMENTED(ncclCommRevoke, ncclComm_t, int)
+BRAID_NOT_IMPLEMENTED(ncclCommSplit, ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*)
+BRAID_NOT_IMPLEMENTED(ncclCommShrink, ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int)
+BRAID_NOT_IMPLEMENTED(ncclCommInitRankScalable, ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*)
+BRAID_NOT_IMPLEMENTED(ncclCommRegister, const ncclComm_t, void*, size_t, void**)
+BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t, void*)
+BRAID_NOT_IMPLEMENTED(ncclCommWindowRegister, ncclComm_t, void*, size_t, ncclWindow_t*, int)
+BRAID_NOT_IMPLEMENTED(ncclCommWindowDeregister, ncclComm_t, ncclWindow_t)
+BRAID_NOT_IMPLEMENTED(ncclRedOpCreatePreMulSum, ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t)
+BRAID_NOT_IMPLEMENTED(ncclRedOpDestroy, ncclRedOp_t, ncclComm_t)
+BRAID_NOT_IMPLEMENTED(ncclReduce, const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclBcast, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclBroadcast, const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclReduceScatter, const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclAllGather, const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclAlltoAll, const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclGather, const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclScatter, const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclSend, const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclRecv, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclGroupSimulateEnd, ncclSimInfo_t*)
+
+// The device API (NCCL 2.28's GPU-initiated communication) needs device memory; the host
+// functions that set it up are exported and refuse clearly.
+BRAID_NOT_IMPLEMENTED(ncclDevCommCreate, ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*)
+BRAID_NOT_IMPLEMENTED(ncclDevCommDestroy, ncclComm_t, ncclDevComm_t const*)
+BRAID_NOT_IMPLEMENTED(ncclLsaBarrierCreateRequirement, ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*)
+BRAID_NOT_IMPLEMENTED(ncclGinBarrierCreateRequirement, ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*, ncclDevResourceRequirements_t*)
+BRAID_NOT_IMPLEMENTED(ncclLLA2ACreateRequirement, int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*)
+
+// These return values, not status codes: an empty team and -1 say "none", and the reason is
+// left for ncclGetLastError.
+BRAID_API(ncclTeam_t, ncclTeamWorld, ncclComm_t) { notImplemented("ncclTeamWorld"); return {0, 0, 0}; }
+BRAID_API(ncclTeam_t, ncclTeamLsa, ncclComm_t) { notImplemented("ncclTeamLsa"); return {0, 0, 0}; }
+BRAID_API(ncclTeam_t, ncclTeamRail, ncclComm_t) { notImplemented("ncclTeamRail"); return {0, 0, 0}; }
+BRAID_API(int, ncclTeamRankToWorld, ncclComm_t, ncclTeam_t, int) {
+  notImplemented("ncclTeamRankToWorld");
+  return -1;
+}
+BRAID_API(int, ncclTeamRankToLsa, ncclComm_t, ncclTeam_t, int) {
+  notImplemented("ncclTeamRankToLsa");
+  return -1;
+}
+BRAID_API(int, ncclLLA2ACalcSlots, int, int) {
+  notImplemented("ncclLLA2ACalcSlots");
+  return -1;
+}

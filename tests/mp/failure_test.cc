@@ -1,0 +1,82 @@
+// A rank dies in the middle of an AllReduce loop: with BRAID_TIMEOUT_MS set, every other rank
+// returns an error within the timeout plus one second, nobody hangs, and no shared-memory
+// segment is left behind in /dev/shm.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "common/ranks.h"
+
+namespace braid {
+namespace {
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<std::string> braidSegments() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    if (e.path().filename().string().rfind("braid", 0) == 0) names.push_back(e.path().string());
+  return names;
+}
+
+struct Shared {
+  std::atomic<int64_t> killedAt;
+  std::atomic<int64_t> failedAt[8];
+  std::atomic<int> result[8];
+};
+
+void killOneRank(const char* shmDisable) {
+  constexpr int kRanks = 4, kVictim = 2, kTimeoutMs = 2000;
+  auto* shared = static_cast<Shared*>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
+                                           MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  new (shared) Shared{};
+  auto before = braidSegments();
+
+  auto results = testing::runProcesses(
+      kRanks,
+      [&](int rank, ncclComm_t comm) {
+        std::vector<float> buf(1 << 18, 1.0f);
+        for (int iter = 0; iter < 100000; ++iter) {
+          if (rank == kVictim && iter == 20) {
+            shared->killedAt = nowMs();
+            raise(SIGKILL);
+          }
+          ncclResult_t res = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclMax, comm, nullptr);
+          if (res != ncclSuccess) {
+            shared->failedAt[rank] = nowMs();
+            shared->result[rank] = res;
+            return 0;
+          }
+        }
+        return 1;  // never noticed the dead peer
+      },
+      {{"BRAID_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"NCCL_SHM_DISABLE", shmDisable}}, 60);
+
+  EXPECT_EQ(results[kVictim].exitCode, -SIGKILL);
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == kVictim) continue;
+    EXPECT_EQ(results[r].exitCode, 0) << "rank " << r << " did not return an error";
+    int res = shared->result[r];
+    EXPECT_TRUE(res == ncclRemoteError || res == ncclSystemError) << "rank " << r << ": " << res;
+    EXPECT_LE(shared->failedAt[r] - shared->killedAt, kTimeoutMs + 1000) << "rank " << r;
+  }
+  auto after = braidSegments();
+  EXPECT_EQ(after.size(), before.size()) << "a /dev/shm segment was left behind";
+  munmap(shared, sizeof(Shared));
+}
+
+TEST(RankFailure, PeersReturnErrorOverShm) { killOneRank("0"); }
+TEST(RankFailure, PeersReturnErrorOverTcp) { killOneRank("1"); }
+
+}  // namespace
+}  // namespace braid

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what Braid needs on a fresh Debian/Ubuntu machine (root or sudo), then configures
+# and builds it in build/release. `--bench` also installs the baselines bench/compare runs
+# against (OpenMPI and PyTorch's Gloo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config python3 iproute2
+          libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(openmpi-bin libopenmpi-dev python3-torch)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "== installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake --preset release >/dev/null
+cmake --build --preset release -j"$(nproc)"
