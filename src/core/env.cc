@@ -31,6 +31,9 @@ constexpr Var kTable[] = {
     {"BRAID_ALGO", nullptr,
      "force an algorithm by name (e.g. ring) for every collective that it supports"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
+    {"BRAID_ISA", nullptr,
+     "generic, avx2 or avx512: use this instruction set for host reductions instead of the best "
+     "one the CPU has (only a lower one takes effect)"},
     {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "

@@ -1,0 +1,145 @@
+#include "kernels/reduce.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/env.h"
+#include "core/log.h"
+#include "kernels/isa.h"
+
+namespace braid::kernels {
+namespace {
+
+constexpr const char* kIsaNames[kNumIsas] = {"generic", "avx2", "avx512"};
+
+bool cpuHas(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  // __builtin_cpu_supports also checks that the OS saves the wider registers.
+  switch (isa) {
+    case Isa::Generic:
+      return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case Isa::Avx512:
+      return cpuHas(Isa::Avx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq");
+  }
+  return false;
+#else
+  return isa == Isa::Generic;
+#endif
+}
+
+bool built(Isa isa) {
+#if defined(BRAID_KERNELS_X86)
+  return true;
+#else
+  return isa == Isa::Generic;
+#endif
+}
+
+Isa bestAvailable() {
+  for (int i = kNumIsas - 1; i > 0; --i)
+    if (isaAvailable(Isa(i))) return Isa(i);
+  return Isa::Generic;
+}
+
+Isa chooseIsa() {
+  Isa best = bestAvailable();
+  const char* forced = env::get("BRAID_ISA");
+  if (!forced || !*forced) return best;
+  for (int i = 0; i < kNumIsas; ++i) {
+    if (std::strcmp(forced, kIsaNames[i]) != 0) continue;
+    if (Isa(i) > best) {
+      BRAID_WARN("BRAID_ISA=%s is not available on this machine; using %s", forced,
+                 kIsaNames[int(best)]);
+      return best;
+    }
+    return Isa(i);
+  }
+  BRAID_WARN("BRAID_ISA=%s is not one of generic, avx2, avx512; using %s", forced,
+             kIsaNames[int(best)]);
+  return best;
+}
+
+const KernelTable& activeTable() {
+  static const KernelTable& table = [] {
+    Isa isa = activeIsa();
+    BRAID_INFO(kInit, "host reduction kernels: %s", kIsaNames[int(isa)]);
+    return kernelTable(isa);
+  }();
+  return table;
+}
+
+bool validType(ncclDataType_t type) { return int(type) >= 0 && int(type) < kNumTypes; }
+
+}  // namespace
+
+const char* isaName(Isa isa) {
+  return int(isa) < kNumIsas ? kIsaNames[int(isa)] : "unknown";
+}
+
+bool isaAvailable(Isa isa) { return built(isa) && cpuHas(isa); }
+
+Isa activeIsa() {
+  static const Isa isa = chooseIsa();
+  return isa;
+}
+
+const KernelTable& kernelTable(Isa isa) {
+  if (!isaAvailable(isa)) {
+    BRAID_WARN("internal: kernel table for unavailable ISA %s requested", isaName(isa));
+    std::abort();
+  }
+  switch (isa) {
+#if defined(BRAID_KERNELS_X86)
+    case Isa::Avx512:
+      return isa_avx512::table();
+    case Isa::Avx2:
+      return isa_avx2::table();
+#endif
+    default:
+      return isa_generic::table();
+  }
+}
+
+const char* isaName() { return isaName(activeIsa()); }
+
+size_t typeSize(ncclDataType_t type) {
+  static constexpr size_t kSizes[kNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return validType(type) ? kSizes[type] : 0;
+}
+
+const char* typeName(ncclDataType_t type) {
+  static constexpr const char* kNames[kNumTypes] = {
+      "int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
+      "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  return validType(type) ? kNames[type] : "unknown";
+}
+
+const char* opName(ncclRedOp_t op) {
+  static constexpr const char* kNames[] = {"sum", "prod", "max", "min", "avg"};
+  return int(op) >= 0 && int(op) < int(ncclNumOps) ? kNames[op] : "unknown";
+}
+
+void reduce(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+            ncclRedOp_t op) {
+  // Avg reduces as Sum; the division happens once in finishAvg.
+  int row = op == ncclAvg ? int(ncclSum) : int(op);
+  if (count == 0 || !validType(type) || row < 0 || row >= kNumBasicOps) return;
+  activeTable().reduce[type][row](dst, a, b, count);
+}
+
+void finishAvg(void* data, size_t count, ncclDataType_t type, int nranks) {
+  if (count == 0 || !validType(type) || nranks <= 1) return;
+  activeTable().finishAvg[type](data, count, nranks);
+}
+
+void scale(void* dst, const void* src, size_t count, ncclDataType_t type, const void* scalar) {
+  if (count == 0 || !validType(type)) return;
+  activeTable().scale[type](dst, src, count, scalar);
+}
+
+}  // namespace braid::kernels

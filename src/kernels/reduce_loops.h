@@ -1,0 +1,104 @@
+// The host reduction loops, compiled once per ISA: each including translation unit defines
+// BRAID_ISA_NAMESPACE and gets its own copy, built with its own target flags. Deliberately no
+// include guard, and everything lives in an unnamed namespace inside the ISA's namespace, so no
+// AVX-512 instantiation can be merged by the linker into the generic path.
+//
+// The loops are plain element-wise loops over the shared functors; the compiler vectorises them
+// (the functors and conversions are branch-free for that reason). dst may be a or b exactly, so
+// there is no loop-carried dependence and the ivdep pragma is true; partial overlap is not
+// supported.
+#ifndef BRAID_ISA_NAMESPACE
+#error "define BRAID_ISA_NAMESPACE before including reduce_loops.h"
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/functors.h"
+#include "kernels/isa.h"
+
+#if defined(__clang__)
+#define BRAID_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define BRAID_IVDEP _Pragma("GCC ivdep")
+#endif
+
+namespace braid::kernels::BRAID_ISA_NAMESPACE {
+namespace {
+
+template <typename T, template <typename> class Func>
+void reduceLoop(void* dstv, const void* av, const void* bv, size_t count) {
+  T* dst = static_cast<T*>(dstv);
+  const T* a = static_cast<const T*>(av);
+  const T* b = static_cast<const T*>(bv);
+  const Func<T> func;
+  BRAID_IVDEP
+  for (size_t i = 0; i < count; ++i) dst[i] = func(a[i], b[i]);
+}
+
+template <typename T>
+void scaleLoop(void* dstv, const void* srcv, size_t count, const void* scalarv) {
+  using Traits = ElemTraits<T>;
+  T* dst = static_cast<T*>(dstv);
+  const T* src = static_cast<const T*>(srcv);
+  const ComputeOf<T> scalar = Traits::load(*static_cast<const T*>(scalarv));
+  BRAID_IVDEP
+  for (size_t i = 0; i < count; ++i)
+    dst[i] = Traits::store(FuncProd<T>::apply(Traits::load(src[i]), scalar));
+}
+
+template <typename T>
+void finishAvgLoop(void* datav, size_t count, int nranks) {
+  using Traits = ElemTraits<T>;
+  using C = ComputeOf<T>;
+  T* data = static_cast<T*>(datav);
+  if constexpr (std::is_floating_point_v<C>) {
+    // One reciprocal in the compute type, then one rounding per element.
+    const C inv = C(1) / C(nranks);
+    for (size_t i = 0; i < count; ++i) data[i] = Traits::store(Traits::load(data[i]) * inv);
+  } else {
+    // Truncating division, in a type wide enough for any nranks (int8 / 200 must not wrap).
+    using Wide = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
+    const Wide n = Wide(nranks);
+    for (size_t i = 0; i < count; ++i) data[i] = C(Wide(data[i]) / n);
+  }
+}
+
+// Rows in ncclDataType_t order.
+template <typename T>
+constexpr void fillRow(KernelTable& t, int type) {
+  t.reduce[type][0] = &reduceLoop<T, FuncSum>;
+  t.reduce[type][1] = &reduceLoop<T, FuncProd>;
+  t.reduce[type][2] = &reduceLoop<T, FuncMax>;
+  t.reduce[type][3] = &reduceLoop<T, FuncMin>;
+  t.scale[type] = &scaleLoop<T>;
+  t.finishAvg[type] = &finishAvgLoop<T>;
+}
+
+constexpr KernelTable makeTable() {
+  KernelTable t{};
+  fillRow<int8_t>(t, 0);
+  fillRow<uint8_t>(t, 1);
+  fillRow<int32_t>(t, 2);
+  fillRow<uint32_t>(t, 3);
+  fillRow<int64_t>(t, 4);
+  fillRow<uint64_t>(t, 5);
+  fillRow<Half>(t, 6);
+  fillRow<float>(t, 7);
+  fillRow<double>(t, 8);
+  fillRow<BFloat16>(t, 9);
+  fillRow<Fp8E4M3>(t, 10);
+  fillRow<Fp8E5M2>(t, 11);
+  return t;
+}
+
+constexpr KernelTable kTable = makeTable();
+
+}  // namespace
+
+const KernelTable& table() { return kTable; }
+
+}  // namespace braid::kernels::BRAID_ISA_NAMESPACE
+
+#undef BRAID_IVDEP
