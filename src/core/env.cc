@@ -29,7 +29,13 @@ constexpr Var kTable[] = {
      "interfaces to use: prefix list, ^ excludes, = exact match (e.g. eth,ib or ^docker or =eth0)"},
     {"NCCL_SOCKET_NTHREADS", "1", "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
+    {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384",
+     "between threads, messages from this size are copied once, sender buffer to receiver buffer; "
+     "smaller ones go through the ring (0: always the ring)"},
     {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
+    {"BRAID_SHM_CMA_MIN_BYTES", "262144",
+     "between processes, messages from this size are read once with process_vm_readv where the "
+     "kernel allows it; smaller ones go through the ring (0: always the ring)"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},
