@@ -34,7 +34,13 @@ constexpr Var kTable[] = {
     {"BRAID_ISA", nullptr,
      "generic, avx2 or avx512: use this instruction set for host reductions instead of the best "
      "one the CPU has (only a lower one takes effect)"},
+    {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384",
+     "between threads, messages from this size are copied once, sender buffer to receiver buffer; "
+     "smaller ones go through the ring (0: always the ring)"},
     {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
+    {"BRAID_SHM_CMA_MIN_BYTES", "262144",
+     "between processes, messages from this size are read once with process_vm_readv where the "
+     "kernel allows it; smaller ones go through the ring (0: always the ring)"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},

@@ -1,0 +1,13 @@
+// Between ranks that are threads of one process: the shm rings over anonymous memory, and large
+// messages copied once, straight from the sender's buffer into the receiver's.
+#pragma once
+
+#include <memory>
+
+#include "transport/transport.h"
+
+namespace braid::transport {
+
+std::unique_ptr<Transport> makeLoopbackTransport();
+
+}  // namespace braid::transport

@@ -1,0 +1,192 @@
+#include "transport/shm/shm_transport.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "core/env.h"
+#include "core/log.h"
+#include "transport/ring_endpoint.h"
+
+namespace braid::transport {
+namespace {
+
+constexpr uint64_t kBlobMagic = 0x6272616964534842ull;  // "braidSHB"
+constexpr size_t kNameBytes = 96;
+
+// Fixed layout: both sides run the same build (a version mismatch is caught by the magic).
+struct ShmBlob {
+  uint64_t magic;
+  int32_t pid;
+  uint32_t reserved;
+  uint64_t segmentBytes;
+  uint64_t probeAddr;   // a word in the listener's memory the connector tries to read directly
+  uint64_t probeValue;
+  char name[kNameBytes];
+};
+
+// What the probe reads. Lives as long as the process, so a late connect still finds it.
+const uint64_t gProbeWord = 0x5ca1ab1e0ddba11ull ^ static_cast<uint64_t>(getpid());
+
+class ShmPeer final : public PeerAccess {
+ public:
+  explicit ShmPeer(pid_t pid) : pid_(pid) {
+    // A pidfd becomes readable when the process exits, zombie or not, and cannot be confused by
+    // a recycled pid; kill(pid, 0) is the fallback on kernels without it.
+    pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd_ < 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      // Not our pid namespace: the closed flags in the rings are all we can watch.
+      BRAID_INFO(kShm, "SHM: pid %d is not visible here; peer death detected only on close", pid);
+      watch_ = false;
+    }
+  }
+  ~ShmPeer() override {
+    if (pidfd_ >= 0) close(pidfd_);
+  }
+
+  Status read(uint64_t addr, void* dst, size_t n) override {
+    while (n > 0) {
+      iovec local{dst, n}, remote{reinterpret_cast<void*>(addr), n};
+      ssize_t got = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+      if (got <= 0) {
+        int err = got < 0 ? errno : EFAULT;
+        if (err == EINTR) continue;
+        return remoteError("process_vm_readv of %zu bytes from pid %d failed: %s", n,
+                           static_cast<int>(pid_), std::strerror(err));
+      }
+      dst = static_cast<char*>(dst) + got;
+      addr += static_cast<uint64_t>(got);
+      n -= static_cast<size_t>(got);
+    }
+    return Status::Ok();
+  }
+
+  bool gone() override {
+    if (!watch_) return false;
+    if (pidfd_ >= 0) {
+      pollfd p{pidfd_, POLLIN, 0};
+      return poll(&p, 1, 0) > 0;
+    }
+    return kill(pid_, 0) != 0 && errno == ESRCH;
+  }
+
+  std::string describe() const override { return strfmt("pid %d", static_cast<int>(pid_)); }
+
+ private:
+  pid_t pid_;
+  int pidfd_ = -1;
+  bool watch_ = true;
+};
+
+bool probeDirect(pid_t pid, uint64_t addr, uint64_t expected) {
+  uint64_t got = 0;
+  iovec local{&got, sizeof got}, remote{reinterpret_cast<void*>(addr), sizeof got};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n != static_cast<ssize_t>(sizeof got)) {
+    BRAID_INFO(kShm, "SHM: process_vm_readv from pid %d unavailable (%s); copying through the ring",
+               static_cast<int>(pid), n < 0 ? std::strerror(errno) : "short read");
+    return false;
+  }
+  return got == expected;
+}
+
+class ShmTransport final : public Transport {
+ public:
+  std::string_view name() const override { return "SHM"; }
+
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
+    return env::getInt("NCCL_SHM_DISABLE") != 1 && self.hostHash == peer.hostHash &&
+           self.processHash != peer.processHash;
+  }
+
+  Status listen(const PeerInfo& self, const PeerInfo& peer, Blob* handle) override {
+    if (listens_.count(peer.rank))
+      return invalidUsage("SHM listen: rank %d already has a pending listen for rank %d", self.rank, peer.rank);
+    const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt("BRAID_SHM_BUFFSIZE"))));
+    auto seg = std::make_shared<Segment>();
+    const std::string segName = uniqueSegmentName("shm");
+    BRAID_TRY(Segment::create(segName, Ring::bytesFor(capacity), seg.get()).withContext("SHM listen"));
+    Ring ring;
+    BRAID_TRY(Ring::init(seg->data(), seg->size(), capacity, &ring));
+    ring.ctl()->consumerPid = static_cast<int32_t>(getpid());
+
+    ShmBlob blob{};
+    blob.magic = kBlobMagic;
+    blob.pid = static_cast<int32_t>(getpid());
+    blob.segmentBytes = seg->size();
+    blob.probeAddr = reinterpret_cast<uint64_t>(&gProbeWord);
+    blob.probeValue = gProbeWord;
+    std::snprintf(blob.name, sizeof blob.name, "%s", segName.c_str());
+    handle->assign(reinterpret_cast<const uint8_t*>(&blob), reinterpret_cast<const uint8_t*>(&blob) + sizeof blob);
+    listens_[peer.rank] = seg;
+    created_.push_back(seg);
+    BRAID_INFO(kShm, "SHM: rank %d listens for rank %d on /dev/shm/%s (%zu KiB ring)", self.rank,
+               peer.rank, segName.c_str(), capacity >> 10);
+    return Status::Ok();
+  }
+
+  Status connect(const PeerInfo& self, const PeerInfo& peer, const Blob& peerHandle,
+                 const Waiter& waiter, std::unique_ptr<Endpoint>* endpoint) override {
+    ShmBlob blob;
+    if (peerHandle.size() != sizeof blob)
+      return invalidArgument("SHM connect: rank %d's handle has %zu bytes, expected %zu", peer.rank,
+                             peerHandle.size(), sizeof blob);
+    std::memcpy(&blob, peerHandle.data(), sizeof blob);
+    if (blob.magic != kBlobMagic || blob.pid <= 0 || blob.name[kNameBytes - 1] != '\0' ||
+        std::strncmp(blob.name, "braid-", 6) != 0 || std::strchr(blob.name, '/') ||
+        blob.segmentBytes < Ring::bytesFor(Ring::kAlign) || blob.segmentBytes > (size_t{1} << 36))
+      return invalidArgument("SHM connect: rank %d's handle is not a Braid SHM handle", peer.rank);
+    auto it = listens_.find(peer.rank);
+    if (it == listens_.end())
+      return invalidUsage("SHM connect: rank %d connects to rank %d without listening first", self.rank, peer.rank);
+
+    auto tx = std::make_shared<Segment>();
+    BRAID_TRY(Segment::open(blob.name, blob.segmentBytes, tx.get()).withContext("SHM connect"));
+    // Nobody else will open it: remove the name now so that even a crash cannot leave it behind.
+    shm_unlink((std::string("/") + blob.name).c_str());
+
+    std::shared_ptr<Segment> rx = it->second;
+    Ring rxRing;
+    BRAID_TRY(Ring::attach(rx->data(), rx->size(), &rxRing));
+    // Tell the peer, which produces into our ring, whether we can read its buffers directly.
+    const int64_t directMin = env::getInt("BRAID_SHM_CMA_MIN_BYTES");
+    const bool direct = directMin > 0 && probeDirect(blob.pid, blob.probeAddr, blob.probeValue);
+    rxRing.ctl()->directOk.store(direct ? Ring::kDirectYes : Ring::kDirectNo, std::memory_order_release);
+
+    RingEndpointConfig config;
+    config.txMemory = std::move(tx);
+    config.rxMemory = rx;
+    config.peer = std::make_unique<ShmPeer>(blob.pid);
+    config.directMinBytes = directMin > 0 ? static_cast<size_t>(directMin) : 0;
+    config.name = "SHM";
+    BRAID_TRY(RingEndpoint::create(std::move(config), endpoint).withContext("SHM connect"));
+    listens_.erase(it);
+    BRAID_INFO(kShm, "SHM: rank %d connected to rank %d: %s", self.rank, peer.rank,
+               (*endpoint)->describe().c_str());
+    return Status::Ok();
+  }
+
+  Status finishConnect() override {
+    for (auto& weak : created_)
+      if (auto seg = weak.lock()) seg->unlink();
+    created_.clear();
+    return Status::Ok();
+  }
+
+ private:
+  std::map<int, std::shared_ptr<Segment>> listens_;  // by peer rank, until connect
+  std::vector<std::weak_ptr<Segment>> created_;      // names to unlink at finishConnect
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeShmTransport() { return std::make_unique<ShmTransport>(); }
+
+}  // namespace braid::transport

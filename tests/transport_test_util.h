@@ -1,0 +1,100 @@
+// Helpers shared by the transport tests: deterministic payloads, a bounded drive loop, and a
+// sink that checks the delivery contract.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace braid::testing {
+
+// Byte i of message `msg` from `rank`: differs between messages, ranks and offsets, so a
+// misplaced, reordered or duplicated piece shows up.
+inline uint8_t patternByte(int rank, uint64_t msg, size_t i) {
+  uint64_t x = (msg + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(rank) << 56) ^ (i / 8);
+  x ^= x >> 29;
+  return static_cast<uint8_t>(x >> (8 * (i % 8)));
+}
+inline void fillPattern(std::vector<uint8_t>& buf, int rank, uint64_t msg) {
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = patternByte(rank, msg, i);
+}
+// Index of the first wrong byte, or -1.
+inline int64_t firstMismatch(const std::vector<uint8_t>& buf, int rank, uint64_t msg) {
+  for (size_t i = 0; i < buf.size(); ++i)
+    if (buf[i] != patternByte(rank, msg, i)) return static_cast<int64_t>(i);
+  return -1;
+}
+
+// Progresses until the endpoint counted `sends` sends and `recvs` receives, or fails, or the
+// deadline passes (a test must fail, not hang).
+inline Status drive(transport::Endpoint& ep, uint64_t sends, uint64_t recvs, int timeoutMs = 30000) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  while (ep.sendsCompleted() < sends || ep.recvsCompleted() < recvs) {
+    BRAID_TRY(ep.progress());
+    if (std::chrono::steady_clock::now() > deadline)
+      return {ncclSystemError, "test drive loop timed out"};
+  }
+  return Status::Ok();
+}
+
+// Copies what it is given into `data` and checks the contract: pieces in increasing offset
+// order, contiguous, inside the message, each byte once.
+class CheckingSink : public transport::RecvSink {
+ public:
+  explicit CheckingSink(size_t bytes) : data(bytes) {}
+  void consume(size_t offset, const void* p, size_t n) override {
+    if (offset != next || offset + n > data.size() || n == 0) ok = false;
+    if (offset + n <= data.size()) std::memcpy(data.data() + offset, p, n);
+    next = offset + n;
+    ++pieces;
+  }
+  bool complete() const { return ok && next == data.size(); }
+
+  std::vector<uint8_t> data;
+  size_t next = 0;
+  size_t pieces = 0;
+  bool ok = true;
+};
+
+// Both ranks run this at once: post every send (message i has sizes[i] bytes) and every receive,
+// then drive, then check what arrived. With sinks, receives go through CheckingSinks.
+inline Status exchange(transport::Endpoint& ep, int rank, const std::vector<size_t>& sizes,
+                       bool useSinks = false) {
+  const size_t n = sizes.size();
+  std::vector<std::vector<uint8_t>> out(n), in(n);
+  std::vector<std::unique_ptr<CheckingSink>> sinks(n);
+  const uint64_t sends0 = ep.sendsCompleted(), recvs0 = ep.recvsCompleted();
+  for (size_t i = 0; i < n; ++i) {
+    out[i].resize(sizes[i]);
+    fillPattern(out[i], rank, i);
+    BRAID_TRY(ep.postSend(out[i].data(), out[i].size()));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (useSinks) {
+      sinks[i] = std::make_unique<CheckingSink>(sizes[i]);
+      BRAID_TRY(ep.postRecv(nullptr, sizes[i], sinks[i].get()));
+    } else {
+      in[i].resize(sizes[i]);
+      BRAID_TRY(ep.postRecv(in[i].data(), in[i].size(), nullptr));
+    }
+  }
+  BRAID_TRY(drive(ep, sends0 + n, recvs0 + n));
+  for (size_t i = 0; i < n; ++i) {
+    if (useSinks) {
+      if (!sinks[i]->complete())
+        return {ncclInternalError, strfmt("message %zu: sink saw a gap, overlap or overrun", i)};
+      in[i] = std::move(sinks[i]->data);
+    }
+    int64_t bad = firstMismatch(in[i], 1 - rank, i);
+    if (bad >= 0)
+      return {ncclInternalError, strfmt("message %zu (%zu bytes): wrong byte at offset %lld", i,
+                                        sizes[i], static_cast<long long>(bad))};
+  }
+  return Status::Ok();
+}
+
+}  // namespace braid::testing
