@@ -28,8 +28,12 @@ constexpr Var kTable[] = {
     {"NCCL_SOCKET_IFNAME", nullptr,
      "interfaces to use: prefix list, ^ excludes, = exact match (e.g. eth,ib or ^docker or =eth0)"},
     {"NCCL_SOCKET_NTHREADS", "1", "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"},
+    {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
+     "the bootstrap root gives up (and its thread exits) after this long without a new rank"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
     {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
+    {"BRAID_TCP_SLICE_BYTES", "524288",
+     "TCP transport: messages larger than this are striped in slices of this size over the streams"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},
