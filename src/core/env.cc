@@ -30,6 +30,8 @@ constexpr Var kTable[] = {
     {"NCCL_SOCKET_NTHREADS", "1", "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"},
     {"BRAID_ALGO", nullptr,
      "force an algorithm by name (e.g. ring) for every collective that it supports"},
+    {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
+     "the bootstrap root gives up (and its thread exits) after this long without a new rank"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
     {"BRAID_ISA", nullptr,
      "generic, avx2 or avx512: use this instruction set for host reductions instead of the best "
@@ -41,6 +43,8 @@ constexpr Var kTable[] = {
     {"BRAID_SHM_CMA_MIN_BYTES", "262144",
      "between processes, messages from this size are read once with process_vm_readv where the "
      "kernel allows it; smaller ones go through the ring (0: always the ring)"},
+    {"BRAID_TCP_SLICE_BYTES", "524288",
+     "TCP transport: messages larger than this are striped in slices of this size over the streams"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},

@@ -1,0 +1,409 @@
+#include "transport/net/socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "core/env.h"
+#include "core/log.h"
+
+namespace braid::net {
+namespace {
+
+constexpr int kPollSliceMs = 50;
+
+std::string errnoText(int err) { return std::strerror(err); }
+
+Status makeSocket(int family, Fd* fd) {
+  int s = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s < 0) return systemError("socket(): %s", errnoText(errno).c_str());
+  fd->reset(s);
+  return Status::Ok();
+}
+
+// Errors that mean "the listener is not there (yet)": worth another try.
+bool retryableConnectError(int err) {
+  return err == ECONNREFUSED || err == ETIMEDOUT || err == ENETUNREACH || err == EHOSTUNREACH ||
+         err == ECONNRESET || err == EAGAIN || err == ECONNABORTED;
+}
+
+bool isPeerGone(int err) { return err == EPIPE || err == ECONNRESET || err == ENOTCONN; }
+
+}  // namespace
+
+// ---- SocketAddress ----
+
+uint16_t SocketAddress::port() const {
+  if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
+  if (family() == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
+  return 0;
+}
+
+void SocketAddress::setPort(uint16_t port) {
+  if (family() == AF_INET) reinterpret_cast<sockaddr_in*>(&storage_)->sin_port = htons(port);
+  if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&storage_)->sin6_port = htons(port);
+}
+
+socklen_t SocketAddress::length() const {
+  if (family() == AF_INET) return sizeof(sockaddr_in);
+  if (family() == AF_INET6) return sizeof(sockaddr_in6);
+  return 0;
+}
+
+bool SocketAddress::isLoopback() const {
+  if (family() == AF_INET) {
+    uint32_t a = ntohl(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr.s_addr);
+    return (a >> 24) == 127;
+  }
+  if (family() == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr);
+  return false;
+}
+
+std::string SocketAddress::toString() const {
+  char host[INET6_ADDRSTRLEN] = {};
+  if (family() == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, host,
+              sizeof(host));
+    return strfmt("%s:%u", host, port());
+  }
+  if (family() == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, host,
+              sizeof(host));
+    return strfmt("[%s]:%u", host, port());
+  }
+  return "<no address>";
+}
+
+bool SocketAddress::operator==(const SocketAddress& other) const {
+  uint8_t a[kWireBytes], b[kWireBytes];
+  toWire(a);
+  other.toWire(b);
+  return std::memcmp(a, b, kWireBytes) == 0;
+}
+
+SocketAddress SocketAddress::fromSockaddr(const sockaddr* sa, socklen_t len) {
+  SocketAddress out;
+  if (sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) && len > 0 &&
+      len <= static_cast<socklen_t>(sizeof(out.storage_))) {
+    std::memcpy(&out.storage_, sa, static_cast<size_t>(len));
+  }
+  return out;
+}
+
+void SocketAddress::toWire(uint8_t* wire) const {
+  std::memset(wire, 0, kWireBytes);
+  uint16_t fam = family() == AF_INET ? 4 : family() == AF_INET6 ? 6 : 0;
+  wire[0] = static_cast<uint8_t>(fam);
+  wire[1] = static_cast<uint8_t>(fam >> 8);
+  uint16_t p = port();
+  wire[2] = static_cast<uint8_t>(p >> 8);
+  wire[3] = static_cast<uint8_t>(p);
+  if (family() == AF_INET)
+    std::memcpy(wire + 4, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, 4);
+  if (family() == AF_INET6)
+    std::memcpy(wire + 4, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, 16);
+}
+
+Status SocketAddress::fromWire(const uint8_t* wire, SocketAddress* out) {
+  uint16_t fam = static_cast<uint16_t>(wire[0] | (wire[1] << 8));
+  uint16_t p = static_cast<uint16_t>((wire[2] << 8) | wire[3]);
+  *out = SocketAddress();
+  if (fam == 4) {
+    for (size_t i = 8; i < kWireBytes; ++i)
+      if (wire[i]) return invalidArgument("%s", "IPv4 address with non-zero padding");
+    auto* sin = reinterpret_cast<sockaddr_in*>(&out->storage_);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(p);
+    std::memcpy(&sin->sin_addr, wire + 4, 4);
+  } else if (fam == 6) {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&out->storage_);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(p);
+    std::memcpy(&sin6->sin6_addr, wire + 4, 16);
+  } else {
+    return invalidArgument("unknown address family %u", fam);
+  }
+  return Status::Ok();
+}
+
+Status SocketAddress::parse(std::string_view hostPort, SocketAddress* out) {
+  std::string host, portText;
+  if (!hostPort.empty() && hostPort.front() == '[') {
+    size_t close = hostPort.find(']');
+    if (close == std::string_view::npos || close + 1 >= hostPort.size() ||
+        hostPort[close + 1] != ':')
+      return invalidArgument("address '%.*s' is not [v6]:port", int(hostPort.size()),
+                             hostPort.data());
+    host = std::string(hostPort.substr(1, close - 1));
+    portText = std::string(hostPort.substr(close + 2));
+  } else {
+    size_t colon = hostPort.rfind(':');
+    if (colon == std::string_view::npos || hostPort.find(':') != colon)
+      return invalidArgument("address '%.*s' is not host:port (IPv6 needs [addr]:port)",
+                             int(hostPort.size()), hostPort.data());
+    host = std::string(hostPort.substr(0, colon));
+    portText = std::string(hostPort.substr(colon + 1));
+  }
+  if (host.empty()) return invalidArgument("address '%.*s' has no host", int(hostPort.size()),
+                                           hostPort.data());
+  char* end = nullptr;
+  unsigned long port = portText.empty() ? 70000 : std::strtoul(portText.c_str(), &end, 10);
+  if (portText.empty() || *end != '\0' || port > 65535)
+    return invalidArgument("address '%.*s' has a bad port", int(hostPort.size()), hostPort.data());
+
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = AF_UNSPEC;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || !res)
+    return invalidArgument("cannot resolve '%s': %s", host.c_str(), gai_strerror(rc));
+  // IPv4 first: a host name with both usually means the IPv4 side is the configured one.
+  const addrinfo* pick = nullptr;
+  for (const addrinfo* ai = res; ai; ai = ai->ai_next)
+    if (ai->ai_family == AF_INET) { pick = ai; break; }
+  if (!pick)
+    for (const addrinfo* ai = res; ai; ai = ai->ai_next)
+      if (ai->ai_family == AF_INET6) { pick = ai; break; }
+  if (pick) *out = fromSockaddr(pick->ai_addr, pick->ai_addrlen);
+  freeaddrinfo(res);
+  if (!out->valid()) return invalidArgument("'%s' has no IPv4 or IPv6 address", host.c_str());
+  out->setPort(static_cast<uint16_t>(port));
+  return Status::Ok();
+}
+
+// ---- interfaces ----
+
+std::vector<Interface> listInterfaces() {
+  std::vector<Interface> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* ifa = list; ifa; ifa = ifa->ifa_next) {
+    if (!ifa->ifa_addr || !(ifa->ifa_flags & IFF_UP)) continue;
+    int fam = ifa->ifa_addr->sa_family;
+    if (fam != AF_INET && fam != AF_INET6) continue;
+    if (fam == AF_INET6 &&
+        IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr)->sin6_addr))
+      continue;
+    socklen_t len = fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    out.push_back({ifa->ifa_name, SocketAddress::fromSockaddr(ifa->ifa_addr, len)});
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+bool matchIfname(std::string_view spec, std::string_view name) {
+  bool exclude = false, exact = false;
+  if (!spec.empty() && spec.front() == '^') { exclude = true; spec.remove_prefix(1); }
+  if (!spec.empty() && spec.front() == '=') { exact = true; spec.remove_prefix(1); }
+  bool matched = false;
+  while (!spec.empty()) {
+    size_t comma = spec.find(',');
+    std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    if (item.empty()) continue;
+    if (exact ? name == item : name.substr(0, item.size()) == item) { matched = true; break; }
+  }
+  return exclude ? !matched : matched;
+}
+
+std::vector<Interface> selectInterfaces(const std::vector<Interface>& all, const char* ifname,
+                                        int family) {
+  auto pick = [&](std::string_view spec) {
+    std::vector<Interface> v4, v6;
+    for (const Interface& itf : all) {
+      if (family != AF_UNSPEC && itf.address.family() != family) continue;
+      if (!matchIfname(spec, itf.name)) continue;
+      (itf.address.family() == AF_INET ? v4 : v6).push_back(itf);
+    }
+    v4.insert(v4.end(), v6.begin(), v6.end());
+    return v4;
+  };
+  if (ifname && *ifname) return pick(ifname);
+  // Same order of preference as NCCL: InfiniBand IPoIB, then any ordinary interface, then
+  // docker bridges, then loopback as the last resort (single-host runs).
+  for (const char* spec : {"ib", "^docker,lo", "docker", "lo"}) {
+    std::vector<Interface> found = pick(spec);
+    if (!found.empty()) return found;
+  }
+  return {};
+}
+
+int parseFamily(const char* value) {
+  if (!value || !*value) return AF_UNSPEC;
+  if (!std::strcmp(value, "AF_INET")) return AF_INET;
+  if (!std::strcmp(value, "AF_INET6")) return AF_INET6;
+  BRAID_WARN("NCCL_SOCKET_FAMILY=%s is neither AF_INET nor AF_INET6; ignoring it", value);
+  return AF_UNSPEC;
+}
+
+Status chooseInterface(Interface* out) {
+  const char* ifname = env::get("NCCL_SOCKET_IFNAME");
+  int family = parseFamily(env::get("NCCL_SOCKET_FAMILY"));
+  std::vector<Interface> found = selectInterfaces(listInterfaces(), ifname, family);
+  if (found.empty())
+    return systemError("no usable network interface (NCCL_SOCKET_IFNAME=%s NCCL_SOCKET_FAMILY=%s)",
+                       ifname ? ifname : "<unset>",
+                       env::get("NCCL_SOCKET_FAMILY") ? env::get("NCCL_SOCKET_FAMILY") : "<unset>");
+  *out = found.front();
+  out->address.setPort(0);
+  return Status::Ok();
+}
+
+// ---- Fd and socket calls ----
+
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+void Fd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+int pollOne(int fd, short events, int ms) {
+  pollfd p{fd, events, 0};
+  int rc = ::poll(&p, 1, ms);
+  return rc > 0 ? p.revents : 0;
+}
+
+void tuneForThroughput(int fd, int bufferBytes) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (bufferBytes > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufferBytes, sizeof(bufferBytes));
+  }
+}
+
+Status listenOn(const SocketAddress& addr, Fd* fd, SocketAddress* bound) {
+  if (!addr.valid()) return invalidArgument("%s", "listen: no address");
+  Fd s;
+  BRAID_TRY(makeSocket(addr.family(), &s));
+  int one = 1;
+  setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(s.get(), addr.sa(), addr.length()) != 0)
+    return systemError("bind(%s): %s", addr.toString().c_str(), errnoText(errno).c_str());
+  if (::listen(s.get(), SOMAXCONN) != 0)
+    return systemError("listen(%s): %s", addr.toString().c_str(), errnoText(errno).c_str());
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+    return systemError("getsockname: %s", errnoText(errno).c_str());
+  *bound = SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+  *fd = std::move(s);
+  return Status::Ok();
+}
+
+Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd) {
+  if (!addr.valid() || addr.port() == 0)
+    return invalidArgument("connect: bad address %s", addr.toString().c_str());
+  int backoffMs = 1;
+  for (;;) {
+    BRAID_TRY(waiter.check(strfmt("connect to %s", addr.toString().c_str()).c_str()));
+    Fd s;
+    BRAID_TRY(makeSocket(addr.family(), &s));
+    int err = 0;
+    if (::connect(s.get(), addr.sa(), addr.length()) != 0) {
+      err = errno;
+      if (err == EINPROGRESS || err == EINTR) {
+        int revents = 0;
+        while (!(revents = pollOne(s.get(), POLLOUT, kPollSliceMs)))
+          BRAID_TRY(waiter.check(strfmt("connect to %s", addr.toString().c_str()).c_str()));
+        socklen_t len = sizeof(err);
+        if (getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      }
+    }
+    if (err == 0) {
+      *fd = std::move(s);
+      return Status::Ok();
+    }
+    if (!retryableConnectError(err))
+      return systemError("connect(%s): %s", addr.toString().c_str(), errnoText(err).c_str());
+    // Refused: the listener may not be up yet. Back off a little, up to the poll slice.
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoffMs));
+    backoffMs = std::min(backoffMs * 2, kPollSliceMs);
+  }
+}
+
+Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd) {
+  BRAID_TRY(waiter.check("accept"));
+  fd->reset();
+  int s = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (s < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    if (!pollOne(listenFd, POLLIN, pollMs)) return Status::Ok();
+    s = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  }
+  if (s < 0) {
+    int err = errno;
+    // A connection that died in the backlog, or a transient shortage: not the caller's problem.
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EINTR ||
+        err == EPROTO || err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+      return Status::Ok();
+    return systemError("accept: %s", errnoText(err).c_str());
+  }
+  fd->reset(s);
+  return Status::Ok();
+}
+
+Status sendAll(int fd, const void* data, size_t bytes, const Waiter& waiter) {
+  Waiter w = waiter;
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      bytes -= static_cast<size_t>(n);
+      w.restart();
+      continue;
+    }
+    int err = n < 0 ? errno : EAGAIN;
+    if (err == EINTR) continue;
+    if (err != EAGAIN && err != EWOULDBLOCK) {
+      if (isPeerGone(err)) return remoteError("%s", "send: peer closed the connection");
+      return systemError("send: %s", errnoText(err).c_str());
+    }
+    BRAID_TRY(w.check("send"));
+    pollOne(fd, POLLOUT, kPollSliceMs);
+  }
+  return Status::Ok();
+}
+
+Status recvAll(int fd, void* data, size_t bytes, const Waiter& waiter) {
+  Waiter w = waiter;
+  auto* p = static_cast<uint8_t*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::recv(fd, p, bytes, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      bytes -= static_cast<size_t>(n);
+      w.restart();
+      continue;
+    }
+    if (n == 0) return remoteError("%s", "recv: peer closed the connection");
+    int err = errno;
+    if (err == EINTR) continue;
+    if (err != EAGAIN && err != EWOULDBLOCK) {
+      if (isPeerGone(err)) return remoteError("%s", "recv: peer reset the connection");
+      return systemError("recv: %s", errnoText(err).c_str());
+    }
+    BRAID_TRY(w.check("recv"));
+    pollOne(fd, POLLIN, kPollSliceMs);
+  }
+  return Status::Ok();
+}
+
+}  // namespace braid::net

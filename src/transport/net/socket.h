@@ -1,0 +1,126 @@
+// A small socket toolkit shared by the bootstrap and the TCP transport: addresses, interface
+// selection (NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY), and socket calls whose every wait is
+// bounded by a Waiter. All sockets it creates are non-blocking and close-on-exec.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/waiter.h"
+
+namespace braid::net {
+
+class SocketAddress {
+ public:
+  // Fixed-size encoding used in unique ids and handles: family (u16, 4 or 6), port (big-endian
+  // u16), then 16 address bytes (an IPv4 address uses the first 4).
+  static constexpr size_t kWireBytes = 20;
+
+  SocketAddress() = default;
+  // "1.2.3.4:5", "[::1]:5", "host:5" (resolved; IPv4 preferred). Port 0 is allowed.
+  static Status parse(std::string_view hostPort, SocketAddress* out);
+  static SocketAddress fromSockaddr(const sockaddr* sa, socklen_t len);
+  static Status fromWire(const uint8_t* wire, SocketAddress* out);
+  void toWire(uint8_t* wire) const;
+
+  bool valid() const { return storage_.ss_family == AF_INET || storage_.ss_family == AF_INET6; }
+  int family() const { return storage_.ss_family; }
+  uint16_t port() const;
+  void setPort(uint16_t port);
+  bool isLoopback() const;
+  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&storage_); }
+  socklen_t length() const;
+  std::string toString() const;  // "1.2.3.4:5" or "[::1]:5"
+  bool operator==(const SocketAddress& other) const;
+
+ private:
+  sockaddr_storage storage_{};
+};
+
+struct Interface {
+  std::string name;
+  SocketAddress address;
+};
+
+// The machine's usable addresses (interfaces up; IPv6 link-local skipped: it needs a scope).
+std::vector<Interface> listInterfaces();
+
+// NCCL_SOCKET_IFNAME semantics on a given list, kept pure so tests can feed synthetic lists.
+// `ifname` null or empty: automatic (non-loopback, non-docker first, then docker, then lo).
+// `family`: AF_INET, AF_INET6 or AF_UNSPEC. Within an interface IPv4 comes before IPv6.
+std::vector<Interface> selectInterfaces(const std::vector<Interface>& all, const char* ifname,
+                                        int family);
+// True when `name` passes the NCCL_SOCKET_IFNAME-style `spec` (prefix list, ^ excludes, = exact).
+bool matchIfname(std::string_view spec, std::string_view name);
+// Parses NCCL_SOCKET_FAMILY ("AF_INET", "AF_INET6", unset); anything else warns, gives AF_UNSPEC.
+int parseFamily(const char* value);
+// The interface this process uses for bootstrap and TCP traffic, from the environment.
+Status chooseInterface(Interface* out);
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Listens on `addr` (port 0: ephemeral); `bound` receives the actual address.
+Status listenOn(const SocketAddress& addr, Fd* fd, SocketAddress* bound);
+// Connects, retrying refused or unreachable attempts until the waiter stops it (the peer's
+// listener may not exist yet).
+Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd);
+// Waits for one connection; Ok with an invalid fd when `pollMs` passed without one, so callers
+// can interleave other work. The waiter is checked first.
+Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd);
+// Waits up to the waiter's limit for the whole buffer to go out / come in. A closed peer is
+// ncclRemoteError.
+Status sendAll(int fd, const void* data, size_t bytes, const Waiter& waiter);
+Status recvAll(int fd, void* data, size_t bytes, const Waiter& waiter);
+
+// Throughput settings for data sockets: TCP_NODELAY and (when > 0) large kernel buffers.
+void tuneForThroughput(int fd, int bufferBytes);
+// Polls one fd for `events` for at most `ms`; returns the revents (0 on timeout).
+int pollOne(int fd, short events, int ms);
+
+// Little helpers for the fixed-layout wire messages both users of this toolkit speak.
+inline void putU64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline uint64_t getU64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+inline void putU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline uint32_t getU32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+
+}  // namespace braid::net

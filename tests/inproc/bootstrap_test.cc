@@ -1,0 +1,317 @@
+// Threads as ranks over the real bootstrap, on loopback only.
+#include "core/bootstrap.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap_root.h"
+#include "transport/net/socket.h"
+
+namespace braid {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kTimeoutMs = 20000;
+
+// Tests only talk on loopback.
+const bool kLoopbackOnly = [] {
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
+  return true;
+}();
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Runs fn(rank) on nranks threads; each thread's bootstrap is created first.
+void runRanks(const ncclUniqueId& id, int nranks,
+              const std::function<void(Bootstrap&)>& fn, int hostRootRank = -1) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Bootstrap> b;
+      Status st = Bootstrap::create(id, r, nranks, r == hostRootRank, Waiter(kTimeoutMs, nullptr), &b);
+      ASSERT_TRUE(st.ok()) << "rank " << r << ": " << st.message();
+      ASSERT_EQ(b->rank(), r);
+      ASSERT_EQ(b->nranks(), nranks);
+      fn(*b);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+void collectivesAndP2P(Bootstrap& b) {
+  const int n = b.nranks(), r = b.rank();
+  std::vector<uint64_t> data(n, 0);
+  data[r] = 1000 + r;
+  ASSERT_TRUE(b.allGather(data.data(), sizeof(uint64_t)).ok());
+  for (int i = 0; i < n; ++i) EXPECT_EQ(data[i], 1000u + i) << "rank " << r;
+  ASSERT_TRUE(b.barrier().ok());
+
+  // Two tags sent in one order and received in the other exercise the unexpected queue.
+  int next = (r + 1) % n, prev = (r + n - 1) % n;
+  uint32_t a = 7000 + r, c = 9000 + r;
+  ASSERT_TRUE(b.send(next, 7, &a, sizeof(a)).ok());
+  ASSERT_TRUE(b.send(next, 9, &c, sizeof(c)).ok());
+  ASSERT_TRUE(b.send(r, 3, &a, 0).ok());
+  uint32_t got9 = 0, got7 = 0;
+  ASSERT_TRUE(b.recv(prev, 9, &got9, sizeof(got9)).ok());
+  ASSERT_TRUE(b.recv(prev, 7, &got7, sizeof(got7)).ok());
+  ASSERT_TRUE(b.recv(r, 3, nullptr, 0).ok());
+  EXPECT_EQ(got7, 7000u + prev);
+  EXPECT_EQ(got9, 9000u + prev);
+  ASSERT_TRUE(b.barrier().ok());
+}
+
+TEST(Bootstrap, CollectivesAndP2PFor1To16Ranks) {
+  for (int n : {1, 2, 3, 5, 8, 16}) {
+    SCOPED_TRACE(n);
+    ncclUniqueId id;
+    ASSERT_TRUE(createUniqueId(&id).ok());
+    ASSERT_TRUE(validateUniqueId(id).ok());
+    runRanks(id, n, collectivesAndP2P);
+  }
+}
+
+TEST(Bootstrap, LargeAllGatherDoesNotDeadlock) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  runRanks(id, 4, [](Bootstrap& b) {
+    const size_t slice = 3 << 20;  // beyond socket buffers: send and receive must overlap
+    std::vector<uint8_t> data(slice * 4);
+    for (size_t i = 0; i < slice; ++i) data[b.rank() * slice + i] = uint8_t(i * 7 + b.rank());
+    ASSERT_TRUE(b.allGather(data.data(), slice).ok());
+    for (int r = 0; r < 4; ++r)
+      for (size_t i = 0; i < slice; i += 4099) ASSERT_EQ(data[r * slice + i], uint8_t(i * 7 + r));
+  });
+}
+
+TEST(Bootstrap, RecvSizeMismatchIsAnError) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  runRanks(id, 2, [](Bootstrap& b) {
+    uint64_t v = 5;
+    if (b.rank() == 0) {
+      ASSERT_TRUE(b.send(1, 1, &v, sizeof(v)).ok());
+      ASSERT_TRUE(b.send(1, 2, &v, sizeof(v)).ok());
+    } else {
+      uint32_t small = 0;
+      EXPECT_FALSE(b.recv(0, 1, &small, sizeof(small)).ok());
+      ASSERT_TRUE(b.recv(0, 2, &v, sizeof(v)).ok());  // the stream stays in step
+      EXPECT_EQ(v, 5u);
+    }
+  });
+}
+
+TEST(Bootstrap, CommIdModeWithRankZeroHostingTheRoot) {
+  net::Fd probe;
+  net::SocketAddress any, bound;
+  ASSERT_TRUE(net::SocketAddress::parse("127.0.0.1:0", &any).ok());
+  ASSERT_TRUE(net::listenOn(any, &probe, &bound).ok());
+  probe.reset();  // a port that was free a moment ago
+  std::string commId = bound.toString();
+  ncclUniqueId id, again;
+  ASSERT_TRUE(uniqueIdFromCommId(commId.c_str(), &id).ok());
+  ASSERT_TRUE(uniqueIdFromCommId(commId.c_str(), &again).ok());
+  EXPECT_EQ(std::memcmp(&id, &again, sizeof(id)), 0);
+  ASSERT_TRUE(validateUniqueId(id).ok());
+  EXPECT_NE(describeUniqueId(id).find(commId), std::string::npos);
+  runRanks(id, 3, collectivesAndP2P, /*hostRootRank=*/0);
+}
+
+TEST(Bootstrap, InvalidIdsAreRejected) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  EXPECT_FALSE(validateUniqueId(id).ok());
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 100; ++i) {
+    for (auto& c : id.internal) c = char(rng());
+    EXPECT_FALSE(validateUniqueId(id).ok());
+  }
+  ncclUniqueId good;
+  ASSERT_TRUE(uniqueIdFromCommId("127.0.0.1:29500", &good).ok());
+  ASSERT_TRUE(validateUniqueId(good).ok());
+  id = good;
+  id.internal[8] = 5;  // address family neither 4 nor 6
+  EXPECT_FALSE(validateUniqueId(id).ok());
+  id = good;
+  id.internal[100] = 1;  // padding
+  EXPECT_FALSE(validateUniqueId(id).ok());
+  id = good;
+  std::memset(id.internal, 0, 8);  // no magic
+  EXPECT_FALSE(validateUniqueId(id).ok());
+  EXPECT_FALSE(uniqueIdFromCommId("127.0.0.1:0", &id).ok());
+  EXPECT_FALSE(uniqueIdFromCommId("nonsense", &id).ok());
+  std::unique_ptr<Bootstrap> b;
+  std::memset(&id, 0, sizeof(id));
+  EXPECT_FALSE(Bootstrap::create(id, 0, 1, false, Waiter(1000, nullptr), &b).ok());
+  EXPECT_FALSE(Bootstrap::create(good, 2, 2, false, Waiter(1000, nullptr), &b).ok());
+}
+
+net::Fd dialRoot(const ncclUniqueId& id) {
+  bootstrap::IdContents c;
+  EXPECT_TRUE(bootstrap::decodeUniqueId(id, &c).ok());
+  net::Fd fd;
+  EXPECT_TRUE(net::connectTo(c.root, Waiter(5000, nullptr), &fd).ok());
+  return fd;
+}
+
+void sendRaw(int fd, const void* p, size_t n) {
+  EXPECT_TRUE(net::sendAll(fd, p, n, Waiter(5000, nullptr)).ok());
+}
+
+std::vector<uint8_t> fakeHello(uint64_t magic, uint32_t rank, uint32_t nranks) {
+  std::vector<uint8_t> h(bootstrap::kRootHelloBytes, 0);
+  net::putU64(h.data(), magic);
+  net::putU32(h.data() + 8, rank);
+  net::putU32(h.data() + 12, nranks);
+  net::SocketAddress a;
+  EXPECT_TRUE(net::SocketAddress::parse("127.0.0.1:9", &a).ok());
+  a.toWire(h.data() + 16);
+  return h;
+}
+
+TEST(Bootstrap, RootSurvivesGarbageAndStillCompletesQuickly) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  bootstrap::IdContents c;
+  ASSERT_TRUE(bootstrap::decodeUniqueId(id, &c).ok());
+  const int n = 4;
+
+  std::vector<net::Fd> junk;
+  junk.push_back(dialRoot(id));  // sends nothing, stays open throughout
+  {
+    auto h = fakeHello(c.magic ^ 1, 0, n);  // wrong magic
+    net::Fd fd = dialRoot(id);
+    sendRaw(fd.get(), h.data(), h.size());
+    junk.push_back(std::move(fd));
+  }
+  {
+    auto h = fakeHello(c.magic, 0, n);  // truncated, then closed
+    net::Fd fd = dialRoot(id);
+    sendRaw(fd.get(), h.data(), 12);
+  }
+  {
+    std::mt19937 rng(7);
+    std::vector<uint8_t> noise(4096);
+    for (auto& b : noise) b = uint8_t(rng());
+    net::Fd fd = dialRoot(id);
+    sendRaw(fd.get(), noise.data(), noise.size());
+    junk.push_back(std::move(fd));
+  }
+  for (auto [rank, nranks] : {std::pair<uint32_t, uint32_t>{7, n}, {0, 0}}) {  // out of range
+    auto h = fakeHello(c.magic, rank, nranks);
+    net::Fd fd = dialRoot(id);
+    sendRaw(fd.get(), h.data(), h.size());
+    junk.push_back(std::move(fd));
+  }
+
+  // Ranks 1..3 arrive first; then a duplicate rank 1 and an inconsistent nranks; then rank 0.
+  auto start = Clock::now();
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  auto runRank = [&](int r) {
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::create(id, r, n, false, Waiter(kTimeoutMs, nullptr), &b);
+    ASSERT_TRUE(st.ok()) << st.message();
+    collectivesAndP2P(*b);
+    ok++;
+  };
+  for (int r = 1; r < n; ++r) threads.emplace_back(runRank, r);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (auto [rank, nranks] : {std::pair<uint32_t, uint32_t>{1, n}, {0, n + 1}}) {
+    auto h = fakeHello(c.magic, rank, nranks);
+    net::Fd fd = dialRoot(id);
+    sendRaw(fd.get(), h.data(), h.size());
+    junk.push_back(std::move(fd));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  threads.emplace_back(runRank, 0);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), n);
+  // The silent connection has a 5 s hello deadline; finishing well before it shows the root
+  // never waited on it.
+  EXPECT_LT(secondsSince(start), 4.0);
+}
+
+TEST(Bootstrap, AbortUnblocksCreateWaitingForAMissingRank) {
+  setenv("BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "1500", 1);
+  ncclUniqueId id;
+  Status idStatus = createUniqueId(&id);
+  unsetenv("BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS");
+  ASSERT_TRUE(idStatus.ok());
+  std::atomic<bool> abortFlag{false};
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    abortFlag = true;
+  });
+  auto start = Clock::now();
+  std::unique_ptr<Bootstrap> b;
+  Status st = Bootstrap::create(id, 0, 2, false, Waiter(0, &abortFlag), &b);
+  double took = secondsSince(start);
+  aborter.join();
+  EXPECT_FALSE(st.ok());
+  EXPECT_LT(took, 1.5) << st.message();
+  // The abandoned root gives up on its own after its idle timeout.
+  auto wait = Clock::now();
+  while (bootstrap::liveRoots() > 0 && secondsSince(wait) < 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(bootstrap::liveRoots(), 0);
+}
+
+TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  std::vector<std::unique_ptr<Bootstrap>> bs(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(0, nullptr), &bs[r]).ok());
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(bs[0] && bs[1] && bs[2]);
+
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    bs[0]->abort();
+  });
+  auto start = Clock::now();
+  uint64_t v;
+  Status st = bs[0]->recv(2, 1, &v, sizeof(v));  // rank 2 never connects or sends
+  double took = secondsSince(start);
+  aborter.join();
+  EXPECT_FALSE(st.ok());
+  EXPECT_LT(took, 1.3);
+  EXPECT_FALSE(bs[0]->barrier().ok());  // and every later call fails too
+}
+
+TEST(Bootstrap, PeerGoneIsAnErrorNotAHang) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  std::vector<std::unique_ptr<Bootstrap>> bs(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      ASSERT_TRUE(Bootstrap::create(id, r, 2, false, Waiter(0, nullptr), &bs[r]).ok());
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(bs[0] && bs[1]);
+  uint64_t v = 1;
+  ASSERT_TRUE(bs[1]->send(0, 1, &v, sizeof(v)).ok());
+  ASSERT_TRUE(bs[0]->recv(1, 1, &v, sizeof(v)).ok());
+  bs[1].reset();
+  EXPECT_FALSE(bs[0]->recv(1, 2, &v, sizeof(v)).ok());
+  EXPECT_FALSE(bs[0]->barrier().ok());
+}
+
+}  // namespace
+}  // namespace braid
