@@ -45,6 +45,8 @@ constexpr Var kTable[] = {
      "kernel allows it; smaller ones go through the ring (0: always the ring)"},
     {"BRAID_TCP_SLICE_BYTES", "524288",
      "TCP transport: messages larger than this are striped in slices of this size over the streams"},
+    {"BRAID_TRANSPORTS", nullptr,
+     "comma list of the transports that may be used (loopback, shm, tcp); unset: all"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},
