@@ -49,7 +49,8 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
   (void)comm, (void)stream;
-  if (op != ncclSum || (datatype != ncclFloat32 && datatype != ncclInt32)) return ncclInvalidArgument;
+  if (op != ncclSum || (datatype != ncclFloat32 && datatype != ncclInt32))
+    return ncclInvalidArgument;
   memmove(recvbuff, sendbuff, count * 4);
   if (FAKE_BUG == 1 && count > 0) {
     if (datatype == ncclFloat32) ((float*)recvbuff)[count - 1] += 1.0f;
@@ -64,5 +65,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 
-const char* ncclGetErrorString(ncclResult_t result) { return result == ncclSuccess ? "ok" : "error"; }
+const char* ncclGetErrorString(ncclResult_t result) {
+  return result == ncclSuccess ? "ok" : "error";
+}
 const char* ncclGetLastError(ncclComm_t comm) { (void)comm; return ""; }

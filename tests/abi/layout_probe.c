@@ -68,9 +68,11 @@ static void probeMacros(void) {
   printf("macro NCCL_COMM_NULL null %d\n", (ncclComm_t)NCCL_COMM_NULL == (ncclComm_t)0);
   MACRO_INT(NCCL_UNIQUE_ID_BYTES);
   MACRO_INT(NCCL_CONFIG_UNDEF_INT);
-  printf("macro NCCL_CONFIG_UNDEF_PTR null %d\n", (const char*)NCCL_CONFIG_UNDEF_PTR == (const char*)0);
+  printf("macro NCCL_CONFIG_UNDEF_PTR null %d\n",
+         (const char*)NCCL_CONFIG_UNDEF_PTR == (const char*)0);
   MACRO_INT(NCCL_SPLIT_NOCOLOR);
-  printf("macro NCCL_UNDEF_FLOAT %a size %zu\n", (double)NCCL_UNDEF_FLOAT, sizeof(NCCL_UNDEF_FLOAT));
+  printf("macro NCCL_UNDEF_FLOAT %a size %zu\n", (double)NCCL_UNDEF_FLOAT,
+         sizeof(NCCL_UNDEF_FLOAT));
   MACRO_INT(NCCL_WIN_DEFAULT); MACRO_INT(NCCL_WIN_COLL_SYMMETRIC);
   MACRO_INT(NCCL_WIN_REQUIRED_ALIGNMENT);
   MACRO_INT(NCCL_CTA_POLICY_DEFAULT); MACRO_INT(NCCL_CTA_POLICY_EFFICIENCY);
@@ -191,11 +193,13 @@ static void probeSignatures(void) {
   /* NVIDIA overloads these in C++ with inline device-side versions, so &f is ambiguous there.
    * Selecting the exact C signature fails to compile if no declaration has it; sizeof keeps
    * the check unevaluated, so the probe links without any NCCL library. */
-  static_assert(sizeof(static_cast<ncclTeam_t (*)(ncclComm_t)>(&ncclTeamWorld)) != 0, "");
-  static_assert(sizeof(static_cast<ncclTeam_t (*)(ncclComm_t)>(&ncclTeamLsa)) != 0, "");
-  static_assert(sizeof(static_cast<ncclTeam_t (*)(ncclComm_t)>(&ncclTeamRail)) != 0, "");
-  static_assert(sizeof(static_cast<int (*)(ncclComm_t, ncclTeam_t, int)>(&ncclTeamRankToWorld)) != 0, "");
-  static_assert(sizeof(static_cast<int (*)(ncclComm_t, ncclTeam_t, int)>(&ncclTeamRankToLsa)) != 0, "");
+  typedef ncclTeam_t (*TeamOf)(ncclComm_t);
+  typedef int (*RankIn)(ncclComm_t, ncclTeam_t, int);
+  static_assert(sizeof(static_cast<TeamOf>(&ncclTeamWorld)) != 0, "");
+  static_assert(sizeof(static_cast<TeamOf>(&ncclTeamLsa)) != 0, "");
+  static_assert(sizeof(static_cast<TeamOf>(&ncclTeamRail)) != 0, "");
+  static_assert(sizeof(static_cast<RankIn>(&ncclTeamRankToWorld)) != 0, "");
+  static_assert(sizeof(static_cast<RankIn>(&ncclTeamRankToLsa)) != 0, "");
 }
 #else
 static void probeSignatures(void) {}
