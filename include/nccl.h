@@ -22,7 +22,8 @@
 #define NCCL_PATCH 9
 #define NCCL_SUFFIX ""
 #define NCCL_VERSION_CODE 22809
-/* Versions up to 2.8 used two decimal digits for the minor number; later ones use four. */
+/* Codes up to 2.8 give the minor number one decimal digit (2804); later ones give it two
+ * (22809), so the formula depends on the version it encodes. */
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 
@@ -193,15 +194,15 @@ NCCL_DECLARE_API_(ncclResult_t, ncclMemAlloc, (void** ptr, size_t size));
 NCCL_DECLARE_API_(ncclResult_t, ncclMemFree, (void* ptr));
 
 NCCL_DECLARE_API_(ncclResult_t, ncclGetVersion, (int* version));
-NCCL_DECLARE_API_(ncclResult_t, ncclGetUniqueId, (ncclUniqueId * uniqueId));
+NCCL_DECLARE_API_(ncclResult_t, ncclGetUniqueId, (ncclUniqueId* uniqueId));
 
 /* Communicator lifetime. */
 NCCL_DECLARE_API_(ncclResult_t, ncclCommInitRankConfig,
-                  (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank,
+                  (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                    ncclConfig_t* config));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommInitRank,
-                  (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank));
-NCCL_DECLARE_API_(ncclResult_t, ncclCommInitAll, (ncclComm_t * comm, int ndev, const int* devlist));
+                  (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank));
+NCCL_DECLARE_API_(ncclResult_t, ncclCommInitAll, (ncclComm_t* comm, int ndev, const int* devlist));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommFinalize, (ncclComm_t comm));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommDestroy, (ncclComm_t comm));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommAbort, (ncclComm_t comm));
@@ -214,14 +215,14 @@ NCCL_DECLARE_API_(ncclResult_t, ncclCommShrink,
                    ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags));
 /* Several ids spread the rendezvous of a very large job over several roots. */
 NCCL_DECLARE_API_(ncclResult_t, ncclCommInitRankScalable,
-                  (ncclComm_t * newcomm, int nranks, int myrank, int nId,
+                  (ncclComm_t* newcomm, int nranks, int myrank, int nId,
                    ncclUniqueId* commIds, ncclConfig_t* config));
 
 /* Errors and state. */
 NCCL_DECLARE_API_(const char*, ncclGetErrorString, (ncclResult_t result));
 NCCL_DECLARE_API_(const char*, ncclGetLastError, (ncclComm_t comm));
-#if defined(__GNUC__)
 /* Kept for old binaries only; new code should not call it. */
+#if defined(__GNUC__)
 __attribute__((deprecated("ncclResetDebugInit is kept for binary compatibility only")))
 #endif
 void ncclResetDebugInit(void);
@@ -244,7 +245,7 @@ NCCL_DECLARE_API_(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, nccl
 
 /* Custom reduction operators. */
 NCCL_DECLARE_API_(ncclResult_t, ncclRedOpCreatePreMulSum,
-                  (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype,
+                  (ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                    ncclScalarResidence_t residence, ncclComm_t comm));
 NCCL_DECLARE_API_(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm));
 
@@ -290,7 +291,7 @@ NCCL_DECLARE_API_(ncclResult_t, ncclRecv,
 /* Groups. */
 NCCL_DECLARE_API_(ncclResult_t, ncclGroupStart, (void));
 NCCL_DECLARE_API_(ncclResult_t, ncclGroupEnd, (void));
-NCCL_DECLARE_API_(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t * simInfo));
+NCCL_DECLARE_API_(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t* simInfo));
 
 /* ---- Device API: the host side --------------------------------------------------------
  * NCCL declares these in its nccl_device headers, next to device code that needs nvcc.
