@@ -17,6 +17,11 @@ constexpr uint32_t kMessageMagic = 0x42544d31;  // "BTM1"
 // enough to let sink deliveries free staging buffers and reads continue.
 constexpr int kProgressRounds = 8;
 
+// Limits on one sendmsg/recvmsg: enough to amortise the call, small enough to keep streams
+// taking turns.
+constexpr size_t kMaxIov = 16;
+constexpr size_t kMaxBytesPerCall = 8u << 20;
+
 bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 }  // namespace
@@ -56,6 +61,33 @@ void TcpEndpoint::locate(size_t stream, size_t bytes, size_t pos, size_t* offset
   *length = sliceLength(bytes, slice) - inSlice;
 }
 
+size_t TcpEndpoint::gather(size_t stream, size_t bytes, size_t pos, size_t partEnd, uint8_t* base,
+                           iovec* iov, size_t maxIov) const {
+  size_t count = 0, queued = 0;
+  while (pos < partEnd && count < maxIov && queued < kMaxBytesPerCall) {
+    size_t offset, length;
+    locate(stream, bytes, pos, &offset, &length);
+    if (count > 0 && static_cast<uint8_t*>(iov[count - 1].iov_base) + iov[count - 1].iov_len ==
+                         base + offset) {
+      iov[count - 1].iov_len += length;  // one stream: consecutive slices are adjacent
+    } else {
+      iov[count++] = {base + offset, length};
+    }
+    pos += length;
+    queued += length;
+  }
+  return count;
+}
+
+Status TcpEndpoint::checkRecv(ssize_t n, size_t j) {
+  if (n == 0) return fail(remoteError("stream %zu: peer closed the connection", j));
+  if (n > 0) return Status::Ok();
+  const int err = errno;
+  if (wouldBlock(err) || err == EINTR) return Status::Ok();
+  if (err == ECONNRESET) return fail(remoteError("stream %zu: connection reset by peer", j));
+  return fail(systemError("stream %zu: recv: %s", j, std::strerror(err)));
+}
+
 Status TcpEndpoint::postSend(const void* data, size_t bytes) {
   if (!error_.ok()) return error_;
   if (bytes && !data) return invalidArgument("%s", "TCP postSend: null buffer");
@@ -88,17 +120,14 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
       net::putU64(s.headerOut + 8, op.bytes);
     }
     if (s.sendPos < total) {
-      iovec iov[2];
-      int count = 0;
+      iovec iov[kMaxIov];
+      size_t count = 0;
       if (s.sendPos < header) iov[count++] = {s.headerOut + s.sendPos, header - s.sendPos};
-      if (total > header) {
-        size_t offset, length;
-        locate(j, op.bytes, std::max(s.sendPos, header) - header, &offset, &length);
-        iov[count++] = {const_cast<uint8_t*>(op.data) + offset, length};
-      }
+      count += gather(j, op.bytes, std::max(s.sendPos, header) - header, total - header,
+                      const_cast<uint8_t*>(op.data), iov + count, kMaxIov - count);
       msghdr msg{};
       msg.msg_iov = iov;
-      msg.msg_iovlen = static_cast<size_t>(count);
+      msg.msg_iovlen = count;
       ssize_t n = ::sendmsg(s.sendFd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0) {
         int err = errno;
@@ -138,39 +167,36 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
     const RecvOp& op = recvs_[s.recvMsg - recvBase_];
     const size_t total = header + partBytes(j, op.bytes);
     if (s.recvPos < total) {
-      uint8_t* dst;
-      size_t length;
+      iovec iov[kMaxIov];
+      size_t count = 0;
       bool staged = false;
       if (s.recvPos < header) {
-        dst = s.headerIn + s.recvPos;
-        length = header - s.recvPos;
+        iov[count++] = {s.headerIn + s.recvPos, header - s.recvPos};
+      } else if (!op.sink) {
+        count = gather(j, op.bytes, s.recvPos - header, total - header, op.data, iov, kMaxIov);
       } else {
-        size_t offset;
+        size_t offset, length;
         locate(j, op.bytes, s.recvPos - header, &offset, &length);
-        if (!op.sink) {
-          dst = op.data + offset;
-        } else {
-          const size_t slice = offset / slice_;
-          if (s.stageSlice == SIZE_MAX) {  // stage is free: it now holds this slice
-            if (s.stage.size() < slice_) s.stage.resize(slice_);
-            s.stageMsg = s.recvMsg;
-            s.stageSlice = slice;
-            s.stageGot = 0;
-          } else if (s.stageMsg != s.recvMsg || s.stageSlice != slice) {
-            return Status::Ok();  // an earlier slice still waits for delivery
-          }
-          dst = s.stage.data() + (offset - slice * slice_);
-          staged = true;
+        const size_t slice = offset / slice_;
+        if (s.stageSlice == SIZE_MAX) {  // stage is free: it now holds this slice
+          if (s.stage.size() < slice_) s.stage.resize(slice_);
+          s.stageMsg = s.recvMsg;
+          s.stageSlice = slice;
+          s.stageGot = 0;
+        } else if (s.stageMsg != s.recvMsg || s.stageSlice != slice) {
+          return Status::Ok();  // an earlier slice still waits for delivery
         }
+        iov[count++] = {s.stage.data() + (offset - slice * slice_), length};
+        staged = true;
       }
-      ssize_t n = ::recv(s.recvFd, dst, length, MSG_DONTWAIT);
-      if (n == 0) return fail(remoteError("stream %zu: peer closed the connection", j));
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = count;
+      ssize_t n = ::recvmsg(s.recvFd, &msg, MSG_DONTWAIT);
+      BRAID_TRY(checkRecv(n, j));
       if (n < 0) {
-        int err = errno;
-        if (wouldBlock(err)) return Status::Ok();
-        if (err == EINTR) continue;
-        if (err == ECONNRESET) return fail(remoteError("stream %zu: connection reset by peer", j));
-        return fail(systemError("stream %zu: recv: %s", j, std::strerror(err)));
+        if (errno == EINTR) continue;
+        return Status::Ok();  // would block
       }
       const bool headerWasIncomplete = s.recvPos < header;
       s.recvPos += static_cast<size_t>(n);

@@ -6,6 +6,9 @@
 // hand slices over in offset order).
 #pragma once
 
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -61,6 +64,10 @@ class TcpEndpoint final : public Endpoint {
   // Where position `pos` of a stream's payload part lands: buffer offset and contiguous length.
   void locate(size_t stream, size_t bytes, size_t pos, size_t* offset, size_t* length) const;
   size_t sliceLength(size_t bytes, size_t slice) const;
+  // Fills iovecs for this stream's payload part from `pos` up to `partEnd`; returns the count.
+  size_t gather(size_t stream, size_t bytes, size_t pos, size_t partEnd, uint8_t* base,
+                iovec* iov, size_t maxIov) const;
+  Status checkRecv(ssize_t n, size_t stream);  // error for a closed or broken socket
 
   Status pumpSend(size_t j, bool* moved);
   Status pumpRecv(size_t j, bool* moved);
