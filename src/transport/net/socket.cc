@@ -308,7 +308,7 @@ Status listenOn(const SocketAddress& addr, Fd* fd, SocketAddress* bound) {
   return Status::Ok();
 }
 
-Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd) {
+Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd, int tuneBufferBytes) {
   if (!addr.valid() || addr.port() == 0)
     return invalidArgument("connect: bad address %s", addr.toString().c_str());
   int backoffMs = 1;
@@ -316,6 +316,7 @@ Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd) {
     BRAID_TRY(waiter.check(strfmt("connect to %s", addr.toString().c_str()).c_str()));
     Fd s;
     BRAID_TRY(makeSocket(addr.family(), &s));
+    if (tuneBufferBytes >= 0) tuneForThroughput(s.get(), tuneBufferBytes);
     int err = 0;
     if (::connect(s.get(), addr.sa(), addr.length()) != 0) {
       err = errno;

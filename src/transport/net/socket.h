@@ -90,8 +90,9 @@ class Fd {
 // Listens on `addr` (port 0: ephemeral); `bound` receives the actual address.
 Status listenOn(const SocketAddress& addr, Fd* fd, SocketAddress* bound);
 // Connects, retrying refused or unreachable attempts until the waiter stops it (the peer's
-// listener may not exist yet).
-Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd);
+// listener may not exist yet). `tuneBufferBytes` >= 0 applies tuneForThroughput before the
+// handshake, so that the window scale reflects the buffer size.
+Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd, int tuneBufferBytes = -1);
 // Waits for one connection; Ok with an invalid fd when `pollMs` passed without one, so callers
 // can interleave other work. The waiter is checked first.
 Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd);

@@ -1,0 +1,264 @@
+#include "transport/tcp/tcp_endpoint.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/log.h"
+
+namespace braid::transport {
+namespace {
+
+constexpr uint32_t kMessageMagic = 0x42544d31;  // "BTM1"
+// progress() rounds; each round drains every socket until it would block, so a handful is
+// enough to let sink deliveries free staging buffers and reads continue.
+constexpr int kProgressRounds = 8;
+
+// Limits on one sendmsg/recvmsg: enough to amortise the call, small enough to keep streams
+// taking turns.
+constexpr size_t kMaxIov = 16;
+constexpr size_t kMaxBytesPerCall = 8u << 20;
+
+bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+}  // namespace
+
+TcpEndpoint::TcpEndpoint(std::vector<StreamFds> streams, size_t sliceBytes, int peerRank)
+    : fds_(std::move(streams)), streams_(fds_.size()), slice_(sliceBytes), peerRank_(peerRank) {
+  for (size_t j = 0; j < fds_.size(); ++j) {
+    streams_[j].sendFd = fds_[j].send.get();
+    streams_[j].recvFd = fds_[j].recv.valid() ? fds_[j].recv.get() : fds_[j].send.get();
+  }
+}
+
+std::string TcpEndpoint::describe() const {
+  return strfmt("TCP/%zu stream%s, slice %zu KiB, peer rank %d", streams_.size(),
+                streams_.size() == 1 ? "" : "s", slice_ >> 10, peerRank_);
+}
+
+size_t TcpEndpoint::sliceLength(size_t bytes, size_t slice) const {
+  return std::min(slice_, bytes - slice * slice_);
+}
+
+size_t TcpEndpoint::partBytes(size_t stream, size_t bytes) const {
+  const size_t n = streams_.size();
+  const size_t slices = (bytes + slice_ - 1) / slice_;
+  if (stream >= slices) return 0;
+  const size_t count = (slices - 1 - stream) / n + 1;
+  size_t part = count * slice_;
+  if ((slices - 1) % n == stream) part -= slice_ - sliceLength(bytes, slices - 1);
+  return part;
+}
+
+void TcpEndpoint::locate(size_t stream, size_t bytes, size_t pos, size_t* offset,
+                         size_t* length) const {
+  const size_t slice = stream + (pos / slice_) * streams_.size();
+  const size_t inSlice = pos % slice_;
+  *offset = slice * slice_ + inSlice;
+  *length = sliceLength(bytes, slice) - inSlice;
+}
+
+size_t TcpEndpoint::gather(size_t stream, size_t bytes, size_t pos, size_t partEnd, uint8_t* base,
+                           iovec* iov, size_t maxIov) const {
+  size_t count = 0, queued = 0;
+  while (pos < partEnd && count < maxIov && queued < kMaxBytesPerCall) {
+    size_t offset, length;
+    locate(stream, bytes, pos, &offset, &length);
+    if (count > 0 && static_cast<uint8_t*>(iov[count - 1].iov_base) + iov[count - 1].iov_len ==
+                         base + offset) {
+      iov[count - 1].iov_len += length;  // one stream: consecutive slices are adjacent
+    } else {
+      iov[count++] = {base + offset, length};
+    }
+    pos += length;
+    queued += length;
+  }
+  return count;
+}
+
+Status TcpEndpoint::checkRecv(ssize_t n, size_t j) {
+  if (n == 0) return fail(remoteError("stream %zu: peer closed the connection", j));
+  if (n > 0) return Status::Ok();
+  const int err = errno;
+  if (wouldBlock(err) || err == EINTR) return Status::Ok();
+  if (err == ECONNRESET) return fail(remoteError("stream %zu: connection reset by peer", j));
+  return fail(systemError("stream %zu: recv: %s", j, std::strerror(err)));
+}
+
+Status TcpEndpoint::postSend(const void* data, size_t bytes) {
+  if (!error_.ok()) return error_;
+  if (bytes && !data) return invalidArgument("%s", "TCP postSend: null buffer");
+  sends_.push_back({static_cast<const uint8_t*>(data), bytes});
+  return Status::Ok();
+}
+
+Status TcpEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink) {
+  if (!error_.ok()) return error_;
+  if (bytes && !data && !sink) return invalidArgument("%s", "TCP postRecv: null buffer");
+  recvs_.push_back({static_cast<uint8_t*>(data), bytes, sink});
+  return Status::Ok();
+}
+
+Status TcpEndpoint::fail(Status st) {
+  error_ = st.withContext(strfmt("TCP connection to rank %d", peerRank_));
+  return error_;
+}
+
+Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
+  Stream& s = streams_[j];
+  const size_t header = j == 0 ? kHeaderBytes : 0;
+  for (;;) {
+    if (s.sendMsg - sendBase_ >= sends_.size()) return Status::Ok();
+    const SendOp& op = sends_[s.sendMsg - sendBase_];
+    const size_t total = header + partBytes(j, op.bytes);
+    if (s.sendPos == 0 && header) {
+      net::putU32(s.headerOut, kMessageMagic);
+      net::putU32(s.headerOut + 4, static_cast<uint32_t>(s.sendMsg));
+      net::putU64(s.headerOut + 8, op.bytes);
+    }
+    if (s.sendPos < total) {
+      iovec iov[kMaxIov];
+      size_t count = 0;
+      if (s.sendPos < header) iov[count++] = {s.headerOut + s.sendPos, header - s.sendPos};
+      count += gather(j, op.bytes, std::max(s.sendPos, header) - header, total - header,
+                      const_cast<uint8_t*>(op.data), iov + count, kMaxIov - count);
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = count;
+      ssize_t n = ::sendmsg(s.sendFd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        int err = errno;
+        if (wouldBlock(err)) return Status::Ok();
+        if (err == EINTR) continue;
+        if (err == EPIPE || err == ECONNRESET)
+          return fail(remoteError("stream %zu: peer closed the connection", j));
+        return fail(systemError("stream %zu: send: %s", j, std::strerror(err)));
+      }
+      s.sendPos += static_cast<size_t>(n);
+      *moved = true;
+      if (s.sendPos < total) continue;
+    }
+    ++s.sendMsg;  // this stream's part of the message is out (possibly an empty part)
+    s.sendPos = 0;
+  }
+}
+
+Status TcpEndpoint::checkHeader(Stream& s, const RecvOp& op) {
+  const uint32_t magic = net::getU32(s.headerIn), seq = net::getU32(s.headerIn + 4);
+  const uint64_t bytes = net::getU64(s.headerIn + 8);
+  if (magic != kMessageMagic || seq != static_cast<uint32_t>(s.recvMsg))
+    return fail(internalError("corrupt message header (magic 0x%08x, sequence %u, expected %u)",
+                              magic, seq, static_cast<uint32_t>(s.recvMsg)));
+  if (bytes != op.bytes)
+    return fail(invalidUsage("message %llu: peer sent %llu bytes, the posted receive is %zu bytes",
+                             static_cast<unsigned long long>(s.recvMsg),
+                             static_cast<unsigned long long>(bytes), op.bytes));
+  return Status::Ok();
+}
+
+Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
+  Stream& s = streams_[j];
+  const size_t header = j == 0 ? kHeaderBytes : 0;
+  for (;;) {
+    if (s.recvMsg - recvBase_ >= recvs_.size()) return Status::Ok();
+    const RecvOp& op = recvs_[s.recvMsg - recvBase_];
+    const size_t total = header + partBytes(j, op.bytes);
+    if (s.recvPos < total) {
+      iovec iov[kMaxIov];
+      size_t count = 0;
+      bool staged = false;
+      if (s.recvPos < header) {
+        iov[count++] = {s.headerIn + s.recvPos, header - s.recvPos};
+      } else if (!op.sink) {
+        count = gather(j, op.bytes, s.recvPos - header, total - header, op.data, iov, kMaxIov);
+      } else {
+        size_t offset, length;
+        locate(j, op.bytes, s.recvPos - header, &offset, &length);
+        const size_t slice = offset / slice_;
+        if (s.stageSlice == SIZE_MAX) {  // stage is free: it now holds this slice
+          if (s.stage.size() < slice_) s.stage.resize(slice_);
+          s.stageMsg = s.recvMsg;
+          s.stageSlice = slice;
+          s.stageGot = 0;
+        } else if (s.stageMsg != s.recvMsg || s.stageSlice != slice) {
+          return Status::Ok();  // an earlier slice still waits for delivery
+        }
+        iov[count++] = {s.stage.data() + (offset - slice * slice_), length};
+        staged = true;
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = count;
+      ssize_t n = ::recvmsg(s.recvFd, &msg, MSG_DONTWAIT);
+      BRAID_TRY(checkRecv(n, j));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::Ok();  // would block
+      }
+      const bool headerWasIncomplete = s.recvPos < header;
+      s.recvPos += static_cast<size_t>(n);
+      if (staged) s.stageGot += static_cast<size_t>(n);
+      *moved = true;
+      if (headerWasIncomplete && s.recvPos == header) BRAID_TRY(checkHeader(s, op));
+      if (s.recvPos < total) continue;
+    }
+    ++s.recvMsg;
+    s.recvPos = 0;
+  }
+}
+
+void TcpEndpoint::deliver(bool* moved) {
+  while (!recvs_.empty()) {
+    RecvOp& op = recvs_.front();
+    if (!op.sink || op.delivered == op.bytes) return;
+    const size_t slice = op.delivered / slice_;
+    Stream& s = streams_[slice % streams_.size()];
+    if (s.stageSlice != slice || s.stageMsg != recvBase_) return;
+    const size_t inSlice = op.delivered - slice * slice_;
+    if (s.stageGot > inSlice) {
+      op.sink->consume(op.delivered, s.stage.data() + inSlice, s.stageGot - inSlice);
+      op.delivered += s.stageGot - inSlice;
+      *moved = true;
+    }
+    if (op.delivered < slice * slice_ + sliceLength(op.bytes, slice)) return;
+    s.stageSlice = SIZE_MAX;  // slice handed over; the stream may receive its next one
+  }
+}
+
+void TcpEndpoint::retire() {
+  uint64_t sent = UINT64_MAX, received = UINT64_MAX;
+  for (const Stream& s : streams_) {
+    sent = std::min(sent, s.sendMsg);
+    received = std::min(received, s.recvMsg);
+  }
+  while (sendBase_ < sent && !sends_.empty()) {
+    sends_.pop_front();
+    ++sendBase_;
+  }
+  while (recvBase_ < received && !recvs_.empty()) {
+    const RecvOp& op = recvs_.front();
+    if (op.sink && op.delivered < op.bytes) return;
+    recvs_.pop_front();
+    ++recvBase_;
+  }
+}
+
+Status TcpEndpoint::progress() {
+  if (!error_.ok()) return error_;
+  for (int round = 0; round < kProgressRounds; ++round) {
+    bool moved = false;
+    for (size_t j = 0; j < streams_.size(); ++j) {
+      BRAID_TRY(pumpSend(j, &moved));
+      BRAID_TRY(pumpRecv(j, &moved));
+    }
+    deliver(&moved);
+    retire();
+    if (!moved) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace braid::transport

@@ -1,0 +1,89 @@
+// The TCP endpoint's wire format, per message, on every stream j of N, slice size S:
+//   stream 0 first carries a 16-byte header (magic, message sequence number, size);
+//   slice k of the payload ([k*S, (k+1)*S) clipped to the size) travels on stream k % N.
+// Each stream carries its part of message m before its part of m+1, so the receiver can place
+// bytes straight into the posted buffer (or, for a RecvSink, stage one slice per stream and
+// hand slices over in offset order).
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "transport/net/socket.h"
+#include "transport/transport.h"
+
+namespace braid::transport {
+
+class TcpEndpoint final : public Endpoint {
+ public:
+  struct StreamFds {
+    net::Fd send;  // the same socket serves both directions, except for a connection to self
+    net::Fd recv;
+  };
+  TcpEndpoint(std::vector<StreamFds> streams, size_t sliceBytes, int peerRank);
+
+  Status postSend(const void* data, size_t bytes) override;
+  Status postRecv(void* data, size_t bytes, RecvSink* sink) override;
+  Status progress() override;
+  uint64_t sendsCompleted() const override { return sendBase_; }
+  uint64_t recvsCompleted() const override { return recvBase_; }
+  bool busy() const override { return !sends_.empty() || !recvs_.empty(); }
+  std::string describe() const override;
+
+ private:
+  static constexpr size_t kHeaderBytes = 16;
+
+  struct SendOp {
+    const uint8_t* data;
+    size_t bytes;
+  };
+  struct RecvOp {
+    uint8_t* data;
+    size_t bytes;
+    RecvSink* sink;
+    size_t delivered = 0;  // sink only: bytes handed over, in order
+  };
+  struct Stream {
+    int sendFd = -1, recvFd = -1;
+    uint64_t sendMsg = 0, recvMsg = 0;  // absolute index of the message being moved
+    size_t sendPos = 0, recvPos = 0;    // position in this stream's part (header included)
+    uint8_t headerOut[kHeaderBytes] = {};
+    uint8_t headerIn[kHeaderBytes] = {};
+    // Sink receives: the slice being received on this stream, held until it is delivered.
+    std::vector<uint8_t> stage;
+    uint64_t stageMsg = 0;
+    size_t stageSlice = SIZE_MAX;  // SIZE_MAX: empty
+    size_t stageGot = 0;
+  };
+
+  size_t partBytes(size_t stream, size_t bytes) const;  // payload part, header excluded
+  // Where position `pos` of a stream's payload part lands: buffer offset and contiguous length.
+  void locate(size_t stream, size_t bytes, size_t pos, size_t* offset, size_t* length) const;
+  size_t sliceLength(size_t bytes, size_t slice) const;
+  // Fills iovecs for this stream's payload part from `pos` up to `partEnd`; returns the count.
+  size_t gather(size_t stream, size_t bytes, size_t pos, size_t partEnd, uint8_t* base,
+                iovec* iov, size_t maxIov) const;
+  Status checkRecv(ssize_t n, size_t stream);  // error for a closed or broken socket
+
+  Status pumpSend(size_t j, bool* moved);
+  Status pumpRecv(size_t j, bool* moved);
+  Status checkHeader(Stream& s, const RecvOp& op);
+  void deliver(bool* moved);
+  void retire();
+  Status fail(Status st);
+
+  std::vector<StreamFds> fds_;
+  std::vector<Stream> streams_;
+  const size_t slice_;
+  const int peerRank_;
+  std::deque<SendOp> sends_;
+  std::deque<RecvOp> recvs_;
+  uint64_t sendBase_ = 0, recvBase_ = 0;  // absolute index of the fronts = completed counts
+  Status error_;
+};
+
+}  // namespace braid::transport

@@ -1,0 +1,27 @@
+// TCP transport: the fallback that reaches every peer. Each peer pair gets `streams` parallel
+// sockets; a message's size header travels on stream 0 and large payloads are striped over all
+// streams in fixed slices. Everything is non-blocking and driven by Endpoint::progress().
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "transport/transport.h"
+
+namespace braid::transport {
+
+struct TcpOptions {
+  int streams = 1;                  // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+  size_t sliceBytes = 512 * 1024;   // BRAID_TCP_SLICE_BYTES; smaller messages use stream 0 only
+  int socketBufferBytes = 0;        // 0: leave the kernel's buffer autotuning alone
+};
+
+// Reads and validates NCCL_SOCKET_NTHREADS (1-16), NCCL_NSOCKS_PERTHREAD (>= 1, product <= 64)
+// and BRAID_TCP_SLICE_BYTES; an invalid value is an error naming the variable.
+Status tcpOptionsFromEnv(TcpOptions* out);
+
+std::unique_ptr<Transport> makeTcpTransport(const TcpOptions& options);
+// The transport as configured by the environment.
+Status createTcpTransport(std::unique_ptr<Transport>* out);
+
+}  // namespace braid::transport
