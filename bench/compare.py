@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Side-by-side AllReduce benchmark: Braid against OpenMPI and Gloo, with memcpy as the yardstick.
+
+Runs, one after another and with the same ranks and sizes:
+  Braid    tools/braidrun -np N bench/perf/all_reduce_perf   (float, sum)
+  OpenMPI  mpirun -np N bench/mpi/mpi_allreduce_perf          (MPI_Allreduce, float, sum)
+  Gloo     bench/gloo/gloo_allreduce_perf.py --np N            (torch.distributed "gloo")
+  memcpy   bench/memcpy-rate                                   (one thread)
+parses their tables, prints one combined table and writes it as markdown to
+bench/results/<name>.md with the command line, date, machine and versions.
+
+It builds nothing: build first (cmake --build build --target braidrun all_reduce_perf
+mpi_allreduce_perf memcpy-rate). A baseline that is not built or not installed is reported as
+"not available"; one that fails is reported as failed, and the comparison goes on.
+"""
+import argparse
+import datetime
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+OTHERS = ("mpi", "gloo")
+LABEL = {"braid": "Braid", "mpi": "OpenMPI", "gloo": "Gloo", "memcpy": "memcpy"}
+
+
+def parse_size(text):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B")
+    if t and t[-1] in mult:
+        return int(round(float(t[:-1]) * mult[t[-1]]))
+    return int(t)
+
+
+def human(nbytes):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
+            return f"{nbytes >> shift} {unit}"
+    return f"{nbytes} B"
+
+
+class Run:
+    """One baseline's outcome: status is "ok", "not available" or "failed"."""
+
+    def __init__(self, key, cmd=None):
+        self.key, self.cmd = key, cmd
+        self.status, self.why, self.version = "not available", "", ""
+        self.rows = {}  # size -> dict(time_us, busbw, wrong) or dict(rate) for memcpy
+        self.wrong = 0
+
+
+def strip_prefix(line):
+    # braidrun's "[r] " prefix
+    return re.sub(r"^\[\d+\] ", "", line)
+
+
+def parse_perf_table(text, place):
+    """Rows of an all_reduce_perf-style table: size -> time, busbw, #wrong of one column group."""
+    rows, first = {}, 5 if place == "out" else 9
+    for raw in text.splitlines():
+        line = strip_prefix(raw).strip()
+        if not line or line.startswith("#"):
+            continue
+        f = line.split()
+        if len(f) < 13 or not f[0].isdigit():
+            continue
+        wrong = f[first + 3]
+        rows[int(f[0])] = {
+            "time_us": float(f[first]),
+            "busbw": float(f[first + 2]),
+            "wrong": int(wrong) if wrong.isdigit() else 0,
+            "wrong_all": sum(int(x) for x in (f[8], f[12]) if x.isdigit()),
+        }
+    return rows
+
+
+def parse_memcpy_table(text):
+    rows = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0].isdigit():
+            rows[int(f[0])] = {"rate": float(f[2])}
+    return rows
+
+
+def header_version(text, pattern):
+    for raw in text.splitlines():
+        m = re.match(pattern, strip_prefix(raw))
+        if m:
+            return m.group(1).strip()
+    return ""
+
+
+def execute(run, args, env=None):
+    """Runs run.cmd; returns its stdout, or None after marking the run failed."""
+    print(f"== {LABEL[run.key]}: {shlex.join(run.cmd)}", file=sys.stderr, flush=True)
+    try:
+        p = subprocess.run(run.cmd, capture_output=True, text=True, timeout=args.timeout, env=env, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        run.status, run.why = "failed", f"no result within {args.timeout} s"
+        return None
+    except OSError as e:
+        run.status, run.why = "not available", str(e)
+        return None
+    if p.returncode != 0:
+        tail = [l for l in (p.stderr or "").splitlines() if l.strip()][-3:]
+        run.status = "failed"
+        run.why = f"exit code {p.returncode}" + (": " + " | ".join(tail) if tail else "")
+        # A table with wrong values still counts: its rows are the evidence.
+        if "Out of bounds values" not in p.stdout:
+            return None
+    else:
+        run.status = "ok"
+    return p.stdout
+
+
+def perf_args(args):
+    return ["-b", str(args.min), "-e", str(args.max), "-f", str(args.factor), "-n", str(args.iters),
+            "-w", str(args.warmup), "-c", str(args.check)]
+
+
+def run_braid(args):
+    build = Path(args.build)
+    launcher, perf = build / "tools" / "braidrun", build / "bench" / "perf" / "all_reduce_perf"
+    run = Run("braid", [str(launcher), "-np", str(args.np), "--timeout", str(args.timeout), "--", str(perf)]
+              + perf_args(args))
+    missing = [str(p) for p in (launcher, perf) if not p.exists()]
+    if missing:
+        run.why = "not built: " + ", ".join(missing)
+        return run
+    out = execute(run, args)
+    if out is not None:
+        run.rows = parse_perf_table(out, args.place)
+        run.version = header_version(out, r"# nccl version (.*)")
+    return run
+
+
+def run_mpi(args):
+    build = Path(args.build)
+    binary = build / "bench" / "mpi" / "mpi_allreduce_perf"
+    mpirun = shutil.which("mpirun")
+    run = Run("mpi", [mpirun or "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np),
+                      str(binary)] + perf_args(args))
+    if not mpirun:
+        run.why = "mpirun not found"
+        return run
+    if not binary.exists():
+        run.why = f"not built: {binary} (needs MPI at configure time)"
+        return run
+    out = execute(run, args)
+    if out is not None:
+        run.rows = parse_perf_table(out, args.place)
+        run.version = header_version(out, r"# (Open MPI v[^,]*|MPICH.*)")
+    return run
+
+
+def run_gloo(args):
+    script = BENCH / "gloo" / "gloo_allreduce_perf.py"
+    run = Run("gloo", [args.python, str(script), "--np", str(args.np)] + perf_args(args))
+    if not shutil.which(args.python) and not Path(args.python).exists():
+        run.why = f"{args.python} not found"
+        return run
+    out = execute(run, args)
+    if run.status == "failed" and run.why.startswith("exit code 3"):
+        run.status = "not available"  # the script's code for "no torch or no gloo"
+    if out is not None:
+        run.rows = parse_perf_table(out, args.place)
+        run.version = "torch " + header_version(out, r"# torch ([^,]*),")
+    return run
+
+
+def run_memcpy(args):
+    binary = Path(args.build) / "bench" / "memcpy-rate"
+    run = Run("memcpy", [str(binary), "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor)])
+    if not binary.exists():
+        run.why = f"not built: {binary}"
+        return run
+    out = execute(run, args)
+    if out is not None:
+        run.rows = parse_memcpy_table(out)
+    return run
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        mem = f", {kb / (1 << 20):.0f} GiB memory"
+    except (OSError, AttributeError):
+        pass
+    return f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {model}{mem}, " \
+           f"{platform.system()} {platform.release()}"
+
+
+def git_revision():
+    try:
+        rev = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        return rev or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def cell(run, size, field, fmt):
+    if run.status == "not available":
+        return "n/a"
+    row = run.rows.get(size)
+    return fmt.format(row[field]) if row else "-"
+
+
+def combine(runs, sizes):
+    braid, memcpy = runs["braid"], runs["memcpy"]
+    header = ["size", "Braid busbw", "Braid us", "OpenMPI busbw", "OpenMPI us", "Gloo busbw", "Gloo us",
+              "memcpy GB/s", "Braid/best other", "Braid/memcpy"]
+    table = []
+    for s in sizes:
+        b = braid.rows.get(s)
+        others = [runs[k].rows[s]["busbw"] for k in OTHERS if s in runs[k].rows]
+        best = max(others) if others else None
+        ratio = f"{b['busbw'] / best:.2f}x" if b and best else "-"
+        mc = memcpy.rows.get(s)
+        pct = f"{100 * b['busbw'] / mc['rate']:.0f}%" if b and mc and mc["rate"] > 0 else "-"
+        table.append([human(s),
+                      cell(braid, s, "busbw", "{:.2f}"), cell(braid, s, "time_us", "{:.1f}"),
+                      cell(runs["mpi"], s, "busbw", "{:.2f}"), cell(runs["mpi"], s, "time_us", "{:.1f}"),
+                      cell(runs["gloo"], s, "busbw", "{:.2f}"), cell(runs["gloo"], s, "time_us", "{:.1f}"),
+                      cell(memcpy, s, "rate", "{:.2f}"), ratio, pct])
+    return header, table
+
+
+def text_table(header, table):
+    widths = [max(len(str(r[i])) for r in [header] + table) for i in range(len(header))]
+    lines = ["  ".join(str(c).rjust(w) for c, w in zip(header, widths))]
+    lines += ["  ".join(str(c).rjust(w) for c, w in zip(r, widths)) for r in table]
+    return "\n".join(lines)
+
+
+def markdown(args, runs, header, table, when, command):
+    place = "out-of-place" if args.place == "out" else "in-place"
+    out = [f"# AllReduce: Braid vs OpenMPI vs Gloo ({args.np} ranks)", "",
+           f"- command: `{command}`",
+           f"- date: {when}",
+           f"- machine: {machine()}",
+           f"- source: {git_revision()}",
+           f"- ranks: {args.np} on one host; float sum; sizes {human(args.min)} to {human(args.max)}, factor "
+           f"{args.factor}; {args.iters} timed iterations after {args.warmup} warm-up; data check "
+           f"{'on' if args.check else 'off'}; the {place} columns",
+           "- busbw = size / time x 2(n-1)/n (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
+           "Braid/best other compares busbw with the faster of OpenMPI and Gloo; Braid/memcpy is Braid's "
+           "busbw as a share of memcpy's rate",
+           "", "| baseline | status | version | command |", "|---|---|---|---|"]
+    for key, run in runs.items():
+        status = run.status + (f" ({run.why})" if run.why else "")
+        if run.wrong:
+            status += f"; {run.wrong} WRONG values"
+        cmd = f"`{shlex.join(run.cmd)}`" if run.cmd else ""
+        out.append(f"| {LABEL[key]} | {status.replace('|', '/')} | {run.version} | {cmd} |")
+    out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in table]
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-np", "--np", type=int, default=4, help="ranks (default 4)")
+    ap.add_argument("-b", "--min", type=parse_size, default=8, help="smallest size (default 8)")
+    ap.add_argument("-e", "--max", type=parse_size, default=256 << 20, help="largest size (default 256M)")
+    ap.add_argument("-f", "--factor", type=int, default=2, choices=(2, 4),
+                    help="size step factor (default 2; from 8 B only 2 reaches 256 MiB)")
+    ap.add_argument("-n", "--iters", type=int, default=20)
+    ap.add_argument("-w", "--warmup", type=int, default=5)
+    ap.add_argument("-c", "--check", type=int, default=1, choices=(0, 1))
+    ap.add_argument("--place", choices=("out", "in"), default="out", help="which columns to compare")
+    ap.add_argument("--only", default="braid,mpi,gloo,memcpy", help="comma list of braid,mpi,gloo,memcpy")
+    ap.add_argument("--build", default=str(REPO / "build"), help="build folder (default <repo>/build)")
+    ap.add_argument("--python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
+                    help="python with torch, for Gloo")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per baseline run")
+    ap.add_argument("--name", help="results file name (default allreduce_np<N>_<date>)")
+    ap.add_argument("--results", default=str(BENCH / "results"), help="folder for <name>.md")
+    args = ap.parse_args()
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
+    command = shlex.join([sys.executable] + sys.argv)
+    chosen = {k.strip() for k in args.only.split(",") if k.strip()}
+    runners = {"braid": run_braid, "mpi": run_mpi, "gloo": run_gloo, "memcpy": run_memcpy}
+    runs = {}
+    for key, fn in runners.items():
+        if key in chosen:
+            runs[key] = fn(args)
+        else:
+            runs[key] = Run(key)
+            runs[key].why = "not selected (--only)"
+        run = runs[key]
+        run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
+        print(f"== {LABEL[key]}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr, flush=True)
+
+    sizes = []
+    s = args.min
+    while s <= args.max:
+        sizes.append(s)
+        s *= args.factor
+    header, table = combine(runs, sizes)
+    print(text_table(header, table))
+
+    name = args.name or f"allreduce_np{args.np}_{now.strftime('%Y%m%d-%H%M')}"
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}.md"
+    path.write_text(markdown(args, runs, header, table, when, command))
+    print(f"wrote {path}")
+    bad = [LABEL[k] for k, r in runs.items() if r.wrong]
+    if bad:
+        print("wrong values from: " + ", ".join(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

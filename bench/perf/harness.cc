@@ -1,0 +1,327 @@
+#include "harness.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dtype.h"
+#include "options.h"
+#include "table.h"
+#include "world.h"
+
+namespace braid::perf {
+namespace {
+
+constexpr size_t kGuardBytes = 64;
+constexpr unsigned char kGuardByte = 0xA5;
+constexpr size_t kPage = 4096;
+
+// Any failed NCCL call ends the process: the table would be meaningless, and the launcher
+// (braidrun, mpirun) takes the other ranks down.
+void ncclOk(ncclResult_t r, ncclComm_t comm, int rank, const char* what) {
+  // A non-blocking communicator answers InProgress; the call's outcome comes later.
+  while (r == ncclInProgress && comm) {
+    ncclResult_t async = ncclSuccess;
+    ncclResult_t q = ncclCommGetAsyncError(comm, &async);
+    r = q != ncclSuccess ? q : async;
+    if (r == ncclInProgress) std::this_thread::yield();
+  }
+  if (r == ncclSuccess) return;
+  const char* last = ncclGetLastError(comm);
+  std::fprintf(stderr, "rank %d: %s failed: %s%s%s\n", rank, what, ncclGetErrorString(r),
+               last && *last ? ": " : "", last ? last : "");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// Page-aligned host memory with room for the guard bytes after the largest use.
+std::unique_ptr<char, FreeDeleter> allocHost(size_t bytes) {
+  size_t rounded = (bytes + kGuardBytes + kPage - 1) / kPage * kPage;
+  void* p = std::aligned_alloc(kPage, rounded);
+  if (!p) {
+    std::fprintf(stderr, "cannot allocate %zu bytes of host memory\n", rounded);
+    std::exit(1);
+  }
+  std::memset(p, 0, rounded);  // touch every page now rather than inside the first timed op
+  return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(p));
+}
+
+struct RowResult {
+  double seconds[2] = {0, 0};  // out-of-place, in-place
+  double wrong[2] = {0, 0};
+};
+
+class RankRunner {
+ public:
+  RankRunner(const Collective& coll, const Options& opts, const World& world, int rank, const char* program)
+      : coll_(coll), opts_(opts), world_(world), rank_(rank), nranks_(world.nRanks()),
+        program_(program), printer_(rank == 0) {}
+
+  int run(const ncclUniqueId& id) {
+    ncclOk(ncclCommInitRank(&comm_, nranks_, id, rank_), nullptr, rank_, "ncclCommInitRank");
+    small_ = allocHost(nranks_ * sizeof(RankInfo));
+    describeRanks();
+    allocate();
+    if (printer_) printColumnHeader(coll_);
+    std::vector<int> roots{-1};
+    if (coll_.hasRoot) {
+      roots.clear();
+      for (int r = 0; r < nranks_; ++r)
+        if (opts_.allRoots || r == opts_.root) roots.push_back(r);
+      if (roots.empty()) {
+        if (printer_) std::fprintf(stderr, "%s: root %d is not below the rank count %d\n", program_, opts_.root, nranks_);
+        return 2;
+      }
+    }
+    std::vector<ncclRedOp_t> ops = coll_.hasOp ? opts_.ops : std::vector<ncclRedOp_t>{ncclSum};
+    for (ncclDataType_t type : opts_.types)
+      for (ncclRedOp_t op : ops)
+        for (int root : roots) sweep(type, op, root);
+    double totalWrong = wrongTotal_;
+    if (printer_) printFooter(program_, totalWrong, rows_ ? busbwSum_ / rows_ : 0);
+    ncclOk(ncclCommDestroy(comm_), nullptr, rank_, "ncclCommDestroy");
+    return totalWrong > 0 ? 1 : 0;
+  }
+
+ private:
+  void describeRanks() {
+    auto* infos = reinterpret_cast<RankInfo*>(small_.get());
+    std::memset(infos, 0, nranks_ * sizeof(RankInfo));
+    infos[rank_].pid = getpid();
+    infos[rank_].procRank = world_.procRank;
+    gethostname(infos[rank_].host, sizeof infos[rank_].host - 1);
+    // Every other slot is zero, so a byte-wise sum is an all-gather.
+    call(ncclAllReduce(infos, infos, nranks_ * sizeof(RankInfo), ncclUint8, ncclSum, comm_, nullptr),
+         "ncclAllReduce (rank list)");
+    if (printer_) printPreamble(program_, opts_, world_, infos, nranks_);
+  }
+
+  // One buffer set sized for the largest row of any requested type.
+  void allocate() {
+    size_t send = 0, recv = 0, inPlace = 0;
+    for (ncclDataType_t t : opts_.types) {
+      size_t ts = typeSize(t);
+      Shape s = coll_.shape(opts_.maxBytes / ts, nranks_, rank_);
+      send = std::max(send, s.sendCount * ts);
+      recv = std::max(recv, s.recvCount * ts);
+      inPlace = std::max({inPlace, (s.inPlaceSendOffset + s.sendCount) * ts, (s.inPlaceRecvOffset + s.recvCount) * ts});
+    }
+    send_ = allocHost(send);
+    recv_ = allocHost(recv);
+    inPlace_ = allocHost(inPlace);
+    barrier_ = allocHost(sizeof(double) * 4);
+  }
+
+  void call(ncclResult_t r, const char* what) { ncclOk(r, comm_, rank_, what); }
+
+  void barrier() {
+    call(ncclAllReduce(barrier_.get(), barrier_.get(), 1, ncclFloat32, ncclSum, comm_, nullptr), "ncclAllReduce (barrier)");
+  }
+
+  void runOnce(const Args& a, const void* send, void* recv) {
+    call(coll_.run(a, send, recv, comm_, nullptr), coll_.name);
+    if (opts_.blocking) {
+      // With host memory and no stream the call itself is the wait; asking for the async
+      // error is what a blocking host program does next.
+      ncclResult_t async = ncclSuccess;
+      call(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+      call(async, coll_.name);
+    }
+  }
+
+  double timeOps(const Args& a, const void* send, void* recv, int iters) {
+    barrier();
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) {
+      if (opts_.aggIters > 1) call(ncclGroupStart(), "ncclGroupStart");
+      for (int j = 0; j < opts_.aggIters; ++j) runOnce(a, send, recv);
+      if (opts_.aggIters > 1) call(ncclGroupEnd(), "ncclGroupEnd");
+    }
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return iters ? sec / (static_cast<double>(iters) * opts_.aggIters) : 0;
+  }
+
+  struct ValueCtx {
+    const Collective* coll;
+    const Args* args;
+  };
+
+  void fillInput(const Args& a, void* buf) {
+    ValueCtx ctx{&coll_, &a};
+    fillValues(buf, a.shape.sendCount, a.type,
+               [](const void* p, size_t i) {
+                 auto* c = static_cast<const ValueCtx*>(p);
+                 return c->coll->input(*c->args, c->args->rank, i);
+               },
+               &ctx);
+  }
+
+  // Wrong elements plus damaged guard bytes after one checked run (or -c runs).
+  size_t verify(const Args& a, bool inPlace) {
+    size_t ts = typeSize(a.type), wrong = 0;
+    const TypeInfo& ti = typeInfo(a.type);
+    // A premultiplied float average (x * 1/n summed) may round; every other result is exact.
+    double tol = a.op == ncclAvg && ti.isFloat ? a.nranks * std::ldexp(1.0, -ti.mantissaBits) : 0;
+    for (int c = 0; c < opts_.check; ++c) {
+      char* send = inPlace ? inPlace_.get() + a.shape.inPlaceSendOffset * ts : send_.get();
+      char* recv = inPlace ? inPlace_.get() + a.shape.inPlaceRecvOffset * ts : recv_.get();
+      fillInput(a, send);
+      if (!inPlace) std::memset(recv, 0xFF, a.shape.recvCount * ts);  // NaN or max: never a result
+      char* guard = recv + a.shape.recvCount * ts;
+      std::memset(guard, kGuardByte, kGuardBytes);
+      runOnce(a, send, recv);
+      ValueCtx ctx{&coll_, &a};
+      wrong += countWrong(recv, a.shape.recvCount, a.type,
+                          [](const void* p, size_t i) {
+                            auto* v = static_cast<const ValueCtx*>(p);
+                            return v->coll->expected(*v->args, i);
+                          },
+                          &ctx, tol);
+      wrong += std::count_if(guard, guard + kGuardBytes, [](char b) { return static_cast<unsigned char>(b) != kGuardByte; });
+    }
+    return wrong;
+  }
+
+  RowResult measure(const Args& a) {
+    RowResult r;
+    size_t ts = typeSize(a.type);
+    fillInput(a, send_.get());
+    r.seconds[0] = timeOps(a, send_.get(), recv_.get(), opts_.iters);
+    if (opts_.check) r.wrong[0] = static_cast<double>(verify(a, false));
+    char* ipSend = inPlace_.get() + a.shape.inPlaceSendOffset * ts;
+    char* ipRecv = inPlace_.get() + a.shape.inPlaceRecvOffset * ts;
+    fillInput(a, ipSend);
+    r.seconds[1] = timeOps(a, ipSend, ipRecv, opts_.iters);
+    if (opts_.check) r.wrong[1] = static_cast<double>(verify(a, true));
+    aggregate(&r);
+    return r;
+  }
+
+  // Every rank ends up with the same numbers, so every rank agrees on the exit code.
+  void aggregate(RowResult* r) {
+    auto* buf = reinterpret_cast<double*>(barrier_.get());
+    std::copy(r->wrong, r->wrong + 2, buf);
+    call(ncclAllReduce(buf, buf, 2, ncclFloat64, ncclSum, comm_, nullptr), "ncclAllReduce (wrong counts)");
+    std::copy(buf, buf + 2, r->wrong);
+    if (opts_.average == Average::Rank0 || nranks_ == 1) return;
+    ncclRedOp_t op = opts_.average == Average::Min ? ncclMin : opts_.average == Average::Max ? ncclMax : ncclSum;
+    std::copy(r->seconds, r->seconds + 2, buf);
+    call(ncclAllReduce(buf, buf, 2, ncclFloat64, op, comm_, nullptr), "ncclAllReduce (times)");
+    for (int k = 0; k < 2; ++k) r->seconds[k] = opts_.average == Average::Mean ? buf[k] / nranks_ : buf[k];
+  }
+
+  void sweep(ncclDataType_t type, ncclRedOp_t op, int root) {
+    size_t ts = typeSize(type);
+    Args a{type, op, root, rank_, nranks_, coll_.shape(opts_.maxBytes / ts, nranks_, rank_)};
+    if (opts_.warmup > 0) {
+      fillInput(a, send_.get());
+      timeOps(a, send_.get(), recv_.get(), opts_.warmup);
+    }
+    for (size_t bytes : opts_.sizes()) {
+      a.shape = coll_.shape(bytes / ts, nranks_, rank_);
+      RowResult r = measure(a);
+      wrongTotal_ += r.wrong[0] + r.wrong[1];
+      if (!printer_) continue;
+      Row row{a.shape.count * ts, a.shape.count, typeInfo(type).name, coll_.hasOp ? opName(op) : "none", root, {}};
+      for (int k = 0; k < 2; ++k) {
+        double sec = r.seconds[k];
+        row.place[k].us = sec * 1e6;
+        row.place[k].algbw = sec > 0 ? static_cast<double>(row.bytes) / 1e9 / sec : 0;
+        row.place[k].busbw = row.place[k].algbw * coll_.busFactor(nranks_);
+        row.place[k].wrong = opts_.check ? static_cast<long long>(r.wrong[k]) : -1;
+        busbwSum_ += row.place[k].busbw;
+        ++rows_;
+      }
+      printRow(row);
+    }
+  }
+
+  const Collective& coll_;
+  const Options& opts_;
+  const World& world_;
+  const int rank_, nranks_;
+  const char* program_;
+  const bool printer_;
+  ncclComm_t comm_ = nullptr;
+  std::unique_ptr<char, FreeDeleter> send_, recv_, inPlace_, barrier_, small_;
+  double wrongTotal_ = 0, busbwSum_ = 0;
+  int rows_ = 0;
+};
+
+}  // namespace
+
+int typeSize(ncclDataType_t t) { return typeInfo(t).size; }
+
+double standardInput(const Args& a, int rank, size_t i) {
+  const TypeInfo& t = typeInfo(a.type);
+  const int n = a.nranks;
+  switch (a.op) {
+    case ncclProd: {
+      // At most six ranks contribute a 2 to any element: 2^6 fits int8 and e4m3 alike.
+      size_t q = (n + 5) / 6 + 1;
+      return (i * 7 + rank) % q == 0 ? 2 : 1;
+    }
+    case ncclMax:
+    case ncclMin:
+      // -4..4 (0..8 unsigned): exact even in e5m2.
+      return static_cast<double>((i * 5 + rank * 3) % 9) - (t.isSigned ? 4 : 0);
+    case ncclAvg: rank = 0; [[fallthrough]];
+    default: {
+      // Non-negative, so partial sums never exceed the final one; total <= exactMax.
+      double m = std::min(std::floor(t.exactMax / n), 9.0);
+      if (m >= 1) return static_cast<double>((i * 7 + rank * 3) % (static_cast<size_t>(m) + 1));
+      size_t q = static_cast<size_t>(std::ceil(n / t.exactMax));  // more ranks than exact integers
+      return (i + rank) % q == 0 ? 1 : 0;
+    }
+  }
+}
+
+double standardReduced(const Args& a, size_t i) {
+  double acc = standardInput(a, 0, i);
+  for (int r = 1; r < a.nranks; ++r) {
+    double v = standardInput(a, r, i);
+    switch (a.op) {
+      case ncclProd: acc *= v; break;
+      case ncclMax: acc = std::max(acc, v); break;
+      case ncclMin: acc = std::min(acc, v); break;
+      default: acc += v; break;
+    }
+  }
+  return a.op == ncclAvg ? acc / a.nranks : acc;
+}
+
+int perfMain(int argc, char** argv, const Collective& coll) {
+  const char* slash = std::strrchr(argv[0], '/');
+  const char* program = slash ? slash + 1 : argv[0];
+  Options opts;
+  if (!parseOptions(argc, argv, program, &opts)) return 2;
+  World world = discoverWorld(opts);
+  ncclUniqueId id{};
+  if (!obtainUniqueId(world, &id)) return 1;
+  std::vector<int> codes(world.nThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < world.nThreads; ++t)
+    threads.emplace_back([&, t] {
+      RankRunner runner(coll, opts, world, world.firstRank() + t, program);
+      codes[t] = runner.run(id);
+    });
+  for (auto& th : threads) th.join();
+  releaseUniqueId(world);
+  return *std::max_element(codes.begin(), codes.end());
+}
+
+}  // namespace braid::perf

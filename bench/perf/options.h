@@ -1,0 +1,40 @@
+// nccl-tests' command line, plus -p for how ranks are laid out.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "dtype.h"
+
+namespace braid::perf {
+
+enum class Mode {
+  Process,  // one process per rank group: rank and size from RANK/WORLD_SIZE or MPI's env
+  Thread,   // one process, -t threads as ranks, whatever the environment says
+};
+
+enum class Average { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
+
+struct Options {
+  size_t minBytes = 32u << 20, maxBytes = 32u << 20;
+  size_t stepBytes = 1u << 20;
+  double stepFactor = 0;  // > 1 selects multiplicative steps over stepBytes
+  int iters = 20, warmup = 5, aggIters = 1;
+  int check = 1;  // check iterations per row; 0 disables checking
+  int blocking = 0;
+  int nThreads = 1;
+  Average average = Average::Mean;
+  Mode mode = Mode::Process;
+  std::vector<ncclDataType_t> types{ncclFloat32};
+  std::vector<ncclRedOp_t> ops{ncclSum};
+  int root = 0;
+  bool allRoots = false;
+
+  std::vector<size_t> sizes() const;
+};
+
+// Parses argv; on a bad flag prints why and the usage to stderr and returns false.
+bool parseOptions(int argc, char** argv, const char* program, Options* out);
+
+}  // namespace braid::perf
