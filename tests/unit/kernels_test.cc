@@ -274,6 +274,28 @@ TEST(Kernels, EveryIsaConvertsEverySixteenBitPattern) {
   }
 }
 
+TEST(Kernels, BraidIsaOnlyLowersTheIsa) {
+  EXPECT_EQ(resolveIsaRequest(nullptr, Isa::Avx512), Isa::Avx512);
+  EXPECT_EQ(resolveIsaRequest("", Isa::Avx2), Isa::Avx2);
+  EXPECT_EQ(resolveIsaRequest("generic", Isa::Avx512), Isa::Generic);
+  EXPECT_EQ(resolveIsaRequest("avx2", Isa::Avx512), Isa::Avx2);
+  EXPECT_EQ(resolveIsaRequest("avx512", Isa::Avx2), Isa::Avx2);
+  EXPECT_EQ(resolveIsaRequest("avx2", Isa::Generic), Isa::Generic);
+  EXPECT_EQ(resolveIsaRequest("sse9", Isa::Avx2), Isa::Avx2);
+}
+
+// The variable reaches the dispatcher: a fresh process (the threadsafe death-test style
+// re-executes the binary, so activeIsa() has not been fixed yet) with BRAID_ISA=generic.
+TEST(Kernels, BraidIsaForcesGenericInAFreshProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("BRAID_ISA", "generic", 1);
+        std::exit(activeIsa() == Isa::Generic && !std::strcmp(isaName(), "generic") ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST(Kernels, BraidIsaIsInTheEnvTable) {
   bool found = false;
   for (const env::Var& v : env::table()) found |= !std::strcmp(v.name, "BRAID_ISA");
