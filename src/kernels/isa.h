@@ -29,6 +29,9 @@ const char* isaName(Isa isa);
 bool isaAvailable(Isa isa);
 // The best available ISA, lowered by BRAID_ISA; fixed at first use.
 Isa activeIsa();
+// What BRAID_ISA=`request` selects when `best` is the best available ISA: the requested one
+// if it is not higher, otherwise `best` (with a warning, as for a name it does not know).
+Isa resolveIsaRequest(const char* request, Isa best);
 // The table of an available ISA; asking for an unavailable one is a programming error.
 const KernelTable& kernelTable(Isa isa);
 

@@ -1,3 +1,4 @@
+// Dispatch: which ISA's table serves reduce()/scale()/finishAvg(), chosen once per process.
 #include "kernels/reduce.h"
 
 #include <cstdlib>
@@ -46,26 +47,8 @@ Isa bestAvailable() {
   return Isa::Generic;
 }
 
-Isa chooseIsa() {
-  Isa best = bestAvailable();
-  const char* forced = env::get("BRAID_ISA");
-  if (!forced || !*forced) return best;
-  for (int i = 0; i < kNumIsas; ++i) {
-    if (std::strcmp(forced, kIsaNames[i]) != 0) continue;
-    if (Isa(i) > best) {
-      BRAID_WARN("BRAID_ISA=%s is not available on this machine; using %s", forced,
-                 kIsaNames[int(best)]);
-      return best;
-    }
-    return Isa(i);
-  }
-  BRAID_WARN("BRAID_ISA=%s is not one of generic, avx2, avx512; using %s", forced,
-             kIsaNames[int(best)]);
-  return best;
-}
-
 const KernelTable& activeTable() {
-  static const KernelTable& table = [] {
+  static const KernelTable& table = []() -> const KernelTable& {
     Isa isa = activeIsa();
     BRAID_INFO(kInit, "host reduction kernels: %s", kIsaNames[int(isa)]);
     return kernelTable(isa);
@@ -77,6 +60,22 @@ bool validType(ncclDataType_t type) { return int(type) >= 0 && int(type) < kNumT
 
 }  // namespace
 
+Isa resolveIsaRequest(const char* request, Isa best) {
+  if (!request || !*request) return best;
+  for (int i = 0; i < kNumIsas; ++i) {
+    if (std::strcmp(request, kIsaNames[i]) != 0) continue;
+    if (Isa(i) > best) {
+      BRAID_WARN("BRAID_ISA=%s is not available on this machine; using %s", request,
+                 kIsaNames[int(best)]);
+      return best;
+    }
+    return Isa(i);
+  }
+  BRAID_WARN("BRAID_ISA=%s is not one of generic, avx2, avx512; using %s", request,
+             kIsaNames[int(best)]);
+  return best;
+}
+
 const char* isaName(Isa isa) {
   return int(isa) < kNumIsas ? kIsaNames[int(isa)] : "unknown";
 }
@@ -84,7 +83,7 @@ const char* isaName(Isa isa) {
 bool isaAvailable(Isa isa) { return built(isa) && cpuHas(isa); }
 
 Isa activeIsa() {
-  static const Isa isa = chooseIsa();
+  static const Isa isa = resolveIsaRequest(env::get("BRAID_ISA"), bestAvailable());
   return isa;
 }
 

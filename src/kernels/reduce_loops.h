@@ -1,5 +1,6 @@
 // The host reduction loops, compiled once per ISA: each including translation unit defines
-// BRAID_ISA_NAMESPACE and gets its own copy, built with its own target flags. Deliberately no
+// BRAID_ISA_NAMESPACE and gets its own copy, built with its own target flags, from which it
+// builds its table() (makeTable(), with rows replaced where it has something faster). Deliberately no
 // include guard, and everything lives in an unnamed namespace inside the ISA's namespace, so no
 // AVX-512 instantiation can be merged by the linker into the generic path.
 //
@@ -93,12 +94,7 @@ constexpr KernelTable makeTable() {
   return t;
 }
 
-constexpr KernelTable kTable = makeTable();
-
 }  // namespace
-
-const KernelTable& table() { return kTable; }
-
 }  // namespace braid::kernels::BRAID_ISA_NAMESPACE
 
 #undef BRAID_IVDEP
