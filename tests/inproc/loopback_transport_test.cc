@@ -65,6 +65,7 @@ struct Config {
   size_t ring;
   size_t directMin;
 };
+void PrintTo(const Config& c, std::ostream* os) { *os << "ring " << c.ring << ", directMin " << c.directMin; }
 
 class LoopbackSizes : public ::testing::TestWithParam<Config> {};
 

@@ -139,6 +139,7 @@ struct Config {
   size_t ring;
   size_t cmaMin;  // 0: always through the ring
 };
+void PrintTo(const Config& c, std::ostream* os) { *os << "ring " << c.ring << ", cmaMin " << c.cmaMin; }
 
 void setKnobs(const Config& c) {
   setenv("BRAID_SHM_BUFFSIZE", std::to_string(c.ring).c_str(), 1);
