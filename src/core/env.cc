@@ -42,13 +42,12 @@ constexpr Var kTable[] = {
     {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
     {"BRAID_SHM_CMA_MIN_BYTES", "0",
      "between processes, messages from this size are read once with process_vm_readv where the "
-     "kernel allows it; smaller ones go through the ring (0: always the ring)"},
+     "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
+     "faster at every size where measured (bench/micro/shm_pingpong)"},
     {"BRAID_TCP_SLICE_BYTES", "524288",
      "TCP transport: messages larger than this are striped in slices of this size over the streams"},
     {"BRAID_TRANSPORTS", nullptr,
      "comma list of the transports that may be used (loopback, shm, tcp); unset: all"},
-     "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
-     "faster at every size where measured (bench/micro/shm_pingpong)"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},
