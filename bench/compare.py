@@ -20,6 +20,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -97,27 +98,39 @@ def header_version(text, pattern):
     return ""
 
 
-def execute(run, args, env=None):
-    """Runs run.cmd; returns its stdout, or None after marking the run failed."""
+def execute(run, args, limit=None):
+    """Runs run.cmd in its own session (so a hung run's ranks can all be killed); returns its
+    stdout, or None after marking the run failed."""
+    limit = limit or args.timeout
     print(f"== {LABEL[run.key]}: {shlex.join(run.cmd)}", file=sys.stderr, flush=True)
     try:
-        p = subprocess.run(run.cmd, capture_output=True, text=True, timeout=args.timeout, env=env, cwd=REPO)
-    except subprocess.TimeoutExpired:
-        run.status, run.why = "failed", f"no result within {args.timeout} s"
-        return None
+        p = subprocess.Popen(run.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                             start_new_session=True)
     except OSError as e:
         run.status, run.why = "not available", str(e)
         return None
+    try:
+        out, err = p.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(p.pid, sig)
+                p.communicate(timeout=wait)
+                break
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                continue
+        run.status, run.why = "failed", f"no result within {limit} s"
+        return None
     if p.returncode != 0:
-        tail = [l for l in (p.stderr or "").splitlines() if l.strip()][-3:]
+        tail = [l for l in (err or "").splitlines() if l.strip()][-3:]
         run.status = "failed"
         run.why = f"exit code {p.returncode}" + (": " + " | ".join(tail) if tail else "")
         # A table with wrong values still counts: its rows are the evidence.
-        if "Out of bounds values" not in p.stdout:
+        if "Out of bounds values" not in out:
             return None
     else:
         run.status = "ok"
-    return p.stdout
+    return out
 
 
 def perf_args(args):
@@ -134,7 +147,7 @@ def run_braid(args):
     if missing:
         run.why = "not built: " + ", ".join(missing)
         return run
-    out = execute(run, args)
+    out = execute(run, args, limit=args.timeout + 30)  # braidrun's own --timeout goes first
     if out is not None:
         run.rows = parse_perf_table(out, args.place)
         run.version = header_version(out, r"# nccl version (.*)")
@@ -289,7 +302,7 @@ def main():
     ap.add_argument("--build", default=str(REPO / "build"), help="build folder (default <repo>/build)")
     ap.add_argument("--python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
                     help="python with torch, for Gloo")
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds per baseline run")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per baseline run (default 900)")
     ap.add_argument("--name", help="results file name (default allreduce_np<N>_<date>)")
     ap.add_argument("--results", default=str(BENCH / "results"), help="folder for <name>.md")
     args = ap.parse_args()

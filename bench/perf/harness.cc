@@ -37,7 +37,8 @@ void ncclOk(ncclResult_t r, ncclComm_t comm, int rank, const char* what) {
   }
   if (r == ncclSuccess) return;
   const char* last = ncclGetLastError(comm);
-  std::fprintf(stderr, "rank %d: %s failed: %s%s%s\n", rank, what, ncclGetErrorString(r),
+  const char* text = ncclGetErrorString(r);
+  std::fprintf(stderr, "rank %d: %s failed: %s%s%s\n", rank, what, text ? text : "unknown error",
                last && *last ? ": " : "", last ? last : "");
   std::fflush(stdout);
   std::fflush(stderr);
