@@ -25,6 +25,8 @@ struct CollArgs {
   int rank = 0;
   int nranks = 1;
   size_t chunkCount = 0;  // pipeline chunk, in elements (>= 1)
+  size_t typeSize = 1;    // bytes per element (selection only: schedules are in elements)
+  size_t directMaxBytes = 0;  // the direct algorithm serves calls up to this size
 };
 
 class Algorithm {

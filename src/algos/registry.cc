@@ -1,6 +1,7 @@
 #include <array>
 
 #include "algos/algorithm.h"
+#include "algos/direct_allreduce.h"
 #include "algos/ring_allreduce.h"
 
 namespace braid::algos {
@@ -22,8 +23,9 @@ const char* collectiveName(Collective coll) {
 }
 
 std::span<const Algorithm* const> algorithms() {
+  static const DirectAllReduce direct;
   static const RingAllReduce ring;
-  static const std::array<const Algorithm*, 1> all = {&ring};
+  static const std::array<const Algorithm*, 2> all = {&direct, &ring};
   return all;
 }
 

@@ -10,6 +10,7 @@ const char* stepKindName(StepKind kind) {
     case StepKind::Recv: return "recv";
     case StepKind::RecvReduce: return "recv-reduce";
     case StepKind::Copy: return "copy";
+    case StepKind::Reduce: return "reduce";
     case StepKind::FinishAvg: return "finish-avg";
   }
   return "?";
@@ -23,6 +24,7 @@ void ScheduleBuilder::recvReduce(int peer, Region src, Region dst) {
   add(StepKind::RecvReduce, peer, src, dst);
 }
 void ScheduleBuilder::copy(Region src, Region dst) { add(StepKind::Copy, -1, src, dst); }
+void ScheduleBuilder::reduce(Region src, Region dst) { add(StepKind::Reduce, -1, src, dst); }
 void ScheduleBuilder::finishAvg(Region dst) { add(StepKind::FinishAvg, -1, dst, dst); }
 void ScheduleBuilder::needScratch(size_t count) {
   schedule_.scratchCount = std::max(schedule_.scratchCount, count);

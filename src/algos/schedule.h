@@ -28,6 +28,7 @@ enum class StepKind : uint8_t {
   Recv,        // receive from `peer` into `dst`
   RecvReduce,  // dst = src OP (what arrives from `peer`)
   Copy,        // dst = src
+  Reduce,      // dst = dst OP src (local)
   FinishAvg,   // dst /= nranks (Avg's last step, once per element)
 };
 
@@ -63,6 +64,7 @@ class ScheduleBuilder {
   void recv(int peer, Region dst);
   void recvReduce(int peer, Region src, Region dst);
   void copy(Region src, Region dst);
+  void reduce(Region src, Region dst);
   void finishAvg(Region dst);
   void needScratch(size_t count);
 

@@ -36,7 +36,9 @@ Status enqueue(ncclComm* comm, braid::algos::CollArgs args, const void* sendbuff
                ncclDataType_t type, ncclRedOp_t op) {
   args.rank = comm->rank;
   args.nranks = comm->nranks;
-  args.chunkCount = std::max<size_t>(1, comm->chunkBytes / braid::kernels::typeSize(type));
+  args.typeSize = braid::kernels::typeSize(type);
+  args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
+  args.directMaxBytes = comm->directMaxBytes;
   const auto* algo = braid::algos::selectAlgorithm(args, comm->forcedAlgorithm);
   if (!algo) return braid::internalError("no algorithm supports this call");
 
@@ -47,9 +49,9 @@ Status enqueue(ncclComm* comm, braid::algos::CollArgs args, const void* sendbuff
   plan.recvbuff = recvbuff;
   plan.type = type;
   plan.op = op == ncclAvg ? ncclSum : op;
-  plan.description = braid::strfmt("%s(count=%zu, %s, %s)", braid::algos::collectiveName(args.coll),
-                                   args.count, braid::kernels::typeName(type),
-                                   braid::kernels::opName(op));
+  plan.coll = args.coll;
+  plan.count = args.count;
+  plan.userOp = op;
   comm->opCount++;
   return braid::group::submit(std::move(plan));
 }

@@ -54,6 +54,7 @@ struct ncclComm {
 
   int64_t timeoutMs = 0;
   size_t chunkBytes = 0;
+  size_t directMaxBytes = 0;
   std::string forcedAlgorithm;
 
   std::atomic<bool> abortFlag{false};
@@ -91,12 +92,12 @@ struct ncclComm {
   braid::Status connectAll(const braid::Waiter& waiter);
 
   std::mutex mu_;
-  std::condition_variable callsDone_;
-  int activeCalls_ = 0;
+  std::atomic<int> activeCalls_{0};  // an atomic, not a lock: it is on every call's path
   std::string lastError_;
 
   struct CacheEntry {
-    std::string key;
+    const braid::algos::Algorithm* algorithm;
+    braid::algos::CollArgs args;
     std::shared_ptr<const braid::algos::Schedule> schedule;
   };
   std::list<CacheEntry> cache_;  // most recently used first; small, so a list is enough

@@ -33,6 +33,8 @@ constexpr Var kTable[] = {
     {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
      "the bootstrap root gives up (and its thread exits) after this long without a new rank"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
+    {"BRAID_DIRECT_MAX_BYTES", "4096",
+     "AllReduce calls up to this many bytes per rank use the one-hop direct algorithm"},
     {"BRAID_ISA", nullptr,
      "generic, avx2 or avx512: use this instruction set for host reductions instead of the best "
      "one the CPU has (only a lower one takes effect)"},

@@ -73,20 +73,23 @@ struct ChannelQueue {
   size_t sendsPosted = 0, sendsDone = 0, recvsPosted = 0, recvsDone = 0;
 };
 
+// One execution. A thread keeps its Run between calls so that the vectors below keep their
+// capacity: a small collective then allocates nothing.
 class Run {
  public:
-  explicit Run(std::span<Plan> plans) : plans_(plans) {}
-
-  Status go();
+  Status go(std::span<Plan> plans);
 
  private:
   struct PlanState {
     std::vector<uint32_t> unmet;
     std::vector<ReduceSink> sinks;
-    size_t typeSize;
+    std::vector<char> scratchOwner;
+    size_t typeSize = 0;
     char* scratch = nullptr;
-    std::unique_ptr<char[]> scratchOwner;
   };
+
+  Status setUp();
+  Status loop();
 
   char* address(uint32_t plan, const Region& r) const {
     const Plan& p = plans_[plan];
@@ -105,9 +108,11 @@ class Run {
   Status failed(const Plan& plan, const Status& status);
 
   std::span<Plan> plans_;
-  std::vector<PlanState> state_;
-  std::vector<ChannelQueue> queues_;
+  std::vector<PlanState> state_;    // [0, plans_.size()) in use
+  std::vector<ChannelQueue> queues_;  // [0, nQueues_) in use
+  size_t nQueues_ = 0;
   std::vector<StepRef> localReady_;
+  std::vector<Waiter> waiters_;
   size_t pending_ = 0;
 };
 
@@ -127,6 +132,9 @@ void Run::runLocal(StepRef ref) {
   size_t bytes = step.dst.count * state_[ref.plan].typeSize;
   if (step.kind == StepKind::Copy) {
     std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytes);
+  } else if (step.kind == StepKind::Reduce) {
+    char* dst = address(ref.plan, step.dst);
+    kernels::reduce(dst, dst, address(ref.plan, step.src), step.dst.count, plan.type, plan.op);
   } else if (step.kind == StepKind::FinishAvg) {
     kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, plan.type, plan.comm->nranks);
   }
@@ -173,22 +181,35 @@ Status Run::pump(ChannelQueue& q, bool* moved) {
 
 Status Run::failed(const Plan& plan, const Status& status) {
   plan.comm->markFailed(status.code());
-  return status.withContext(strfmt("rank %d: %s", plan.comm->rank, plan.description.c_str()));
+  return status.withContext(strfmt("rank %d: %s", plan.comm->rank, describe(plan).c_str()));
 }
 
-Status Run::go() {
-  state_.resize(plans_.size());
+Status Run::go(std::span<Plan> plans) {
+  plans_ = plans;
+  pending_ = 0;
+  nQueues_ = 0;
+  localReady_.clear();
+  Status st = setUp();
+  if (st.ok()) st = loop();
+  plans_ = {};
+  return st;
+}
+
+Status Run::setUp() {
+  if (state_.size() < plans_.size()) state_.resize(plans_.size());
   for (uint32_t p = 0; p < plans_.size(); ++p) {
     const Plan& plan = plans_[p];
     const algos::Schedule& s = *plan.schedule;
     PlanState& ps = state_[p];
     ps.typeSize = kernels::typeSize(plan.type);
     ps.unmet.resize(s.steps.size());
-    size_t reduces = 0;
+    ps.sinks.clear();
     if (s.scratchCount > 0) {
-      ps.scratchOwner.reset(new char[s.scratchCount * ps.typeSize]);
-      ps.scratch = ps.scratchOwner.get();
+      if (ps.scratchOwner.size() < s.scratchCount * ps.typeSize)
+        ps.scratchOwner.resize(s.scratchCount * ps.typeSize);
+      ps.scratch = ps.scratchOwner.data();
     }
+    size_t reduces = 0;
     for (uint32_t i = 0; i < s.steps.size(); ++i) {
       const Step& st = s.steps[i];
       ps.unmet[i] = st.depCount;
@@ -197,30 +218,38 @@ Status Run::go() {
         if (st.depCount == 0) localReady_.push_back({p, i});
         continue;
       }
-      auto it = std::find_if(queues_.begin(), queues_.end(), [&](const ChannelQueue& q) {
+      auto end = queues_.begin() + static_cast<std::ptrdiff_t>(nQueues_);
+      auto it = std::find_if(queues_.begin(), end, [&](const ChannelQueue& q) {
         return q.comm == plan.comm && q.peer == st.peer;
       });
-      if (it == queues_.end()) {
+      if (it == end) {
         if (!plan.comm->channels[st.peer].endpoint)
           return failed(plan, internalError("no connection to rank %d", st.peer));
-        queues_.push_back({plan.comm, st.peer, {}, {}, {}, {}});
-        it = queues_.end() - 1;
+        if (nQueues_ == queues_.size()) queues_.emplace_back();
+        it = queues_.begin() + static_cast<std::ptrdiff_t>(nQueues_++);
+        it->comm = plan.comm;
+        it->peer = st.peer;
+        it->sends.clear();
+        it->recvs.clear();
+        it->sendsPosted = it->sendsDone = it->recvsPosted = it->recvsDone = 0;
       }
       (st.kind == StepKind::Send ? it->sends : it->recvs).push_back({p, i});
     }
     ps.sinks.reserve(reduces);  // sinks are referenced by endpoints: never reallocate
     pending_ += s.steps.size();
   }
-  for (ChannelQueue& q : queues_) {
-    q.sendSeq.resize(q.sends.size());
-    q.recvSeq.resize(q.recvs.size());
+  for (size_t i = 0; i < nQueues_; ++i) {
+    queues_[i].sendSeq.resize(queues_[i].sends.size());
+    queues_[i].recvSeq.resize(queues_[i].recvs.size());
   }
+  waiters_.clear();
+  for (const Plan& plan : plans_) waiters_.emplace_back(plan.comm->timeoutMs, &plan.comm->abortFlag);
+  return Status::Ok();
+}
 
-  std::vector<Waiter> waiters;
-  for (const Plan& plan : plans_) waiters.emplace_back(plan.comm->timeoutMs, &plan.comm->abortFlag);
-
-  // Spin while data moves; when nothing moves, yield the core (ranks often outnumber cores)
-  // and check for timeouts and aborts now and then.
+// Spins while data moves; when nothing moves, yields the core (ranks often outnumber cores)
+// and checks for timeouts and aborts now and then.
+Status Run::loop() {
   uint32_t idle = 0;
   while (pending_ > 0) {
     bool moved = false;
@@ -230,7 +259,8 @@ Status Run::go() {
       runLocal(ref);
       moved = true;
     }
-    for (ChannelQueue& q : queues_) {
+    for (size_t i = 0; i < nQueues_; ++i) {
+      ChannelQueue& q = queues_[i];
       Status st = pump(q, &moved);
       if (!st.ok()) {
         const Plan& plan = plans_[q.sends.empty() ? q.recvs[0].plan : q.sends[0].plan];
@@ -242,11 +272,11 @@ Status Run::go() {
       continue;
     }
     if (idle++ == 0)  // a wait starts now: timeouts measure time without progress
-      for (Waiter& w : waiters) w.restart();
+      for (Waiter& w : waiters_) w.restart();
     if (idle > 64) sched_yield();
     if ((idle & 255) == 0) {
       for (size_t p = 0; p < plans_.size(); ++p) {
-        Status st = waiters[p].check("waiting for peers");
+        Status st = waiters_[p].check("waiting for peers");
         if (!st.ok()) return failed(plans_[p], st);
       }
     }
@@ -256,9 +286,14 @@ Status Run::go() {
 
 }  // namespace
 
+std::string describe(const Plan& plan) {
+  return strfmt("%s(count=%zu, %s, %s)", algos::collectiveName(plan.coll), plan.count,
+                kernels::typeName(plan.type), kernels::opName(plan.userOp));
+}
+
 Status execute(std::span<Plan> plans) {
-  Run run(plans);
-  return run.go();
+  thread_local Run run;
+  return run.go(plans);
 }
 
 }  // namespace braid

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "algos/algorithm.h"
 #include "algos/schedule.h"
 #include "core/status.h"
 #include "nccl.h"
@@ -23,8 +24,14 @@ struct Plan {
   void* recvbuff = nullptr;
   ncclDataType_t type = ncclFloat32;
   ncclRedOp_t op = ncclSum;  // the built-in op the reduce steps apply (Avg reduces as Sum)
-  std::string description;   // "ncclAllReduce(count=16, float, sum)", for error messages
+  // The call as the user made it, for error messages.
+  algos::Collective coll = algos::Collective::AllReduce;
+  size_t count = 0;
+  ncclRedOp_t userOp = ncclSum;
 };
+
+// "ncclAllReduce(count=16, float, sum)".
+std::string describe(const Plan& plan);
 
 // Runs all plans to completion, or until one fails, times out or is aborted. On failure the
 // communicators involved are marked failed (their endpoints are in an unknown state).

@@ -39,7 +39,8 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
     for (uint32_t i = 0; i < s.steps.size(); ++i) {
       const Step& st = s.steps[i];
       unmet[r][i] = st.depCount;
-      if (st.peer >= n || (st.peer < 0 && st.kind != StepKind::Copy && st.kind != StepKind::FinishAvg))
+      const bool local = st.kind == StepKind::Copy || st.kind == StepKind::Reduce || st.kind == StepKind::FinishAvg;
+      if (st.peer >= n || (st.peer < 0 && !local))
         return "rank " + std::to_string(r) + " step " + std::to_string(i) + ": bad peer";
       if (st.kind == StepKind::Send) sendQ[r * n + st.peer].push_back(i);
       if (st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce) recvQ[r * n + st.peer].push_back(i);
@@ -49,8 +50,9 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
   auto buf = [&](int r, const algos::Region& reg) -> int64_t* {
     std::vector<int64_t>& v = reg.buffer == Buffer::Send ? ranks[r].send
                               : reg.buffer == Buffer::Recv ? ranks[r].recv : scratch[r];
+    static int64_t empty;
     if (reg.offset + reg.count > v.size()) return nullptr;
-    return v.data() + reg.offset;
+    return reg.count == 0 ? &empty : v.data() + reg.offset;
   };
   auto finish = [&](int r, uint32_t i) {
     done[r][i] = true;
@@ -65,11 +67,12 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
       for (uint32_t i = 0; i < s.steps.size(); ++i) {
         const Step& st = s.steps[i];
         if (done[r][i] || unmet[r][i] != 0) continue;
-        if (st.kind == StepKind::Copy || st.kind == StepKind::FinishAvg) {
+        if (st.kind == StepKind::Copy || st.kind == StepKind::Reduce || st.kind == StepKind::FinishAvg) {
           int64_t* d = buf(r, st.dst);
           int64_t* src = buf(r, st.src);
           if (!d || !src) return "rank " + std::to_string(r) + ": region out of bounds";
           if (st.kind == StepKind::Copy) std::copy(src, src + st.src.count, d);
+          else if (st.kind == StepKind::Reduce) for (size_t e = 0; e < st.dst.count; ++e) d[e] += src[e];
           else for (size_t e = 0; e < st.dst.count; ++e) d[e] /= n;
           (void)average;
           finish(r, i);
