@@ -46,8 +46,8 @@ struct Bf16x16 : Lanes8 {
     F lo = op(F(_mm256_unpacklo_epi16(zero, va)), F(_mm256_unpacklo_epi16(zero, vb)));
     F hi = op(F(_mm256_unpackhi_epi16(zero, va)), F(_mm256_unpackhi_epi16(zero, vb)));
     // Lanes hold values below 2^16, so the saturating pack is exact.
-    __m256i packed = _mm256_packus_epi32(__m256i(bf16LanesOf<Lanes8>(lo)),
-                                         __m256i(bf16LanesOf<Lanes8>(hi)));
+    __m256i packed =
+        _mm256_packus_epi32(__m256i(bf16LanesOf<Lanes8>(lo)), __m256i(bf16LanesOf<Lanes8>(hi)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), packed);
   }
 };

@@ -50,8 +50,8 @@ struct Bf16x32 : Lanes16 {
     F lo = op(F(_mm512_unpacklo_epi16(zero, va)), F(_mm512_unpacklo_epi16(zero, vb)));
     F hi = op(F(_mm512_unpackhi_epi16(zero, va)), F(_mm512_unpackhi_epi16(zero, vb)));
     // Lanes hold values below 2^16, so the saturating pack is exact.
-    __m512i packed = _mm512_packus_epi32(__m512i(bf16LanesOf<Lanes16>(lo)),
-                                         __m512i(bf16LanesOf<Lanes16>(hi)));
+    __m512i packed =
+        _mm512_packus_epi32(__m512i(bf16LanesOf<Lanes16>(lo)), __m512i(bf16LanesOf<Lanes16>(hi)));
     _mm512_storeu_si512(dst, packed);
   }
 };

@@ -1,7 +1,7 @@
 // The host reduction loops, compiled once per ISA: each including translation unit defines
 // BRAID_ISA_NAMESPACE and gets its own copy, built with its own target flags, from which it
-// builds its table() (makeTable(), with rows replaced where it has something faster). Deliberately no
-// include guard, and everything lives in an unnamed namespace inside the ISA's namespace, so no
+// builds its table() (makeTable(), with rows replaced where it has something faster). Deliberately
+// no include guard, and everything lives in an unnamed namespace inside the ISA's namespace, so no
 // AVX-512 instantiation can be merged by the linker into the generic path.
 //
 // The loops are plain element-wise loops over the shared functors; the compiler vectorises them

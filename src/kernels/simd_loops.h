@@ -24,22 +24,30 @@ struct VecOp;
 template <>
 struct VecOp<FuncSum> {
   template <typename F>
-  static BRAID_INLINE F apply(F a, F b) { return a + b; }
+  static BRAID_INLINE F apply(F a, F b) {
+    return a + b;
+  }
 };
 template <>
 struct VecOp<FuncProd> {
   template <typename F>
-  static BRAID_INLINE F apply(F a, F b) { return a * b; }
+  static BRAID_INLINE F apply(F a, F b) {
+    return a * b;
+  }
 };
 template <>
 struct VecOp<FuncMax> {
   template <typename F>
-  static BRAID_INLINE F apply(F a, F b) { return ((a > b) | (a != a)) ? a : b; }
+  static BRAID_INLINE F apply(F a, F b) {
+    return ((a > b) | (a != a)) ? a : b;
+  }
 };
 template <>
 struct VecOp<FuncMin> {
   template <typename F>
-  static BRAID_INLINE F apply(F a, F b) { return ((a < b) | (a != a)) ? a : b; }
+  static BRAID_INLINE F apply(F a, F b) {
+    return ((a < b) | (a != a)) ? a : b;
+  }
 };
 
 // floatToBf16 on every lane; the 16-bit results sit in the low half of 32-bit lanes. The NaN

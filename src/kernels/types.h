@@ -119,7 +119,9 @@ BRAID_HOST_DEVICE BRAID_INLINE Half floatToHalf(float f) {
 
 // ---- bfloat16 (the top half of a float) ----
 
-BRAID_HOST_DEVICE BRAID_INLINE float bf16ToFloat(BFloat16 h) { return bitsFloat(uint32_t(h.bits) << 16); }
+BRAID_HOST_DEVICE BRAID_INLINE float bf16ToFloat(BFloat16 h) {
+  return bitsFloat(uint32_t(h.bits) << 16);
+}
 
 BRAID_HOST_DEVICE BRAID_INLINE BFloat16 floatToBf16(float f) {
   uint32_t x = floatBits(f);
@@ -154,13 +156,16 @@ BRAID_HOST_DEVICE BRAID_INLINE Fp8E4M3 floatToE4M3(float f) {
 
 // ---- fp8 e5m2 (IEEE-like: the top byte of a half; has Inf and NaN) ----
 
-BRAID_HOST_DEVICE BRAID_INLINE float e5m2ToFloat(Fp8E5M2 v) { return halfToFloat(Half{uint16_t(v.bits << 8)}); }
+BRAID_HOST_DEVICE BRAID_INLINE float e5m2ToFloat(Fp8E5M2 v) {
+  return halfToFloat(Half{uint16_t(v.bits << 8)});
+}
 
 BRAID_HOST_DEVICE BRAID_INLINE Fp8E5M2 floatToE5M2(float f) {
   uint32_t x = floatBits(f);
   uint32_t sign = (x >> 24) & 0x80;
   uint32_t a = x & 0x7fffffff;
-  constexpr uint32_t kSaturate = 0x47700000;  // 61440 = 57344 + 4096: halfway past the largest finite
+  // 61440 = 57344 + 4096, halfway past the largest finite value, and everything above saturates.
+  constexpr uint32_t kSaturate = 0x47700000;
   uint32_t rounded = detail::roundFromFloat<5, 2, 15>(a < kSaturate ? a : kSaturate);
   uint32_t nan = 0x7e | ((a >> 21) & 1);
   uint32_t mag = detail::pick(a > 0x7f800000, nan, detail::pick(a >= kSaturate, 0x7bu, rounded));
