@@ -2,7 +2,8 @@
 // BRAID_ISA_NAMESPACE and gets its own copy, built with its own target flags, from which it
 // builds its table() (makeTable(), with rows replaced where it has something faster). Deliberately
 // no include guard, and everything lives in an unnamed namespace inside the ISA's namespace, so no
-// AVX-512 instantiation can be merged by the linker into the generic path.
+// AVX-512 instantiation can be merged by the linker into the generic path (the shared helpers of
+// types.h and functors.h are always inlined, for the same reason).
 //
 // The loops are plain element-wise loops over the shared functors; the compiler vectorises them
 // (the functors and conversions are branch-free for that reason). dst may be a or b exactly, so
