@@ -65,8 +65,8 @@ void registerAll() {
       Isa isa = Isa(i);
       if (!isaAvailable(isa)) continue;
       for (ncclDataType_t type : kTypes) {
-        std::string name = std::string("sum/") + typeName(type) + "/" + isaName(isa) + "/" +
-                           sizeName(bytes);
+        std::string name =
+            std::string("sum/") + typeName(type) + "/" + isaName(isa) + "/" + sizeName(bytes);
         benchmark::RegisterBenchmark(name.c_str(), reduceSum, isa, type, bytes);
       }
     }

@@ -22,12 +22,12 @@ struct ElemTraits {
   static BRAID_HOST_DEVICE BRAID_INLINE T store(Compute v) { return v; }
 };
 
-#define BRAID_FLOAT_TRAITS(Type, toFloat, fromFloat)                                     \
-  template <>                                                                            \
-  struct ElemTraits<Type> {                                                              \
-    using Compute = float;                                                               \
-    static BRAID_HOST_DEVICE BRAID_INLINE float load(Type v) { return toFloat(v); }      \
-    static BRAID_HOST_DEVICE BRAID_INLINE Type store(float v) { return fromFloat(v); }   \
+#define BRAID_FLOAT_TRAITS(Type, toFloat, fromFloat)                                   \
+  template <>                                                                          \
+  struct ElemTraits<Type> {                                                            \
+    using Compute = float;                                                             \
+    static BRAID_HOST_DEVICE BRAID_INLINE float load(Type v) { return toFloat(v); }    \
+    static BRAID_HOST_DEVICE BRAID_INLINE Type store(float v) { return fromFloat(v); } \
   };
 BRAID_FLOAT_TRAITS(Half, halfToFloat, floatToHalf)
 BRAID_FLOAT_TRAITS(BFloat16, bf16ToFloat, floatToBf16)
@@ -86,16 +86,14 @@ BRAID_HOST_DEVICE BRAID_INLINE C minOf(C a, C b) {
 
 }  // namespace detail
 
-#define BRAID_DEFINE_FUNCTOR(Name, expr)                                       \
-  template <typename T>                                                        \
-  struct Name {                                                                \
-    using Compute = ComputeOf<T>;                                              \
-    static BRAID_HOST_DEVICE BRAID_INLINE Compute apply(Compute a, Compute b) { \
-      return expr;                                                             \
-    }                                                                          \
-    BRAID_HOST_DEVICE BRAID_INLINE T operator()(T a, T b) const {              \
-      return ElemTraits<T>::store(apply(ElemTraits<T>::load(a), ElemTraits<T>::load(b))); \
-    }                                                                          \
+#define BRAID_DEFINE_FUNCTOR(Name, expr)                                                       \
+  template <typename T>                                                                        \
+  struct Name {                                                                                \
+    using Compute = ComputeOf<T>;                                                              \
+    static BRAID_HOST_DEVICE BRAID_INLINE Compute apply(Compute a, Compute b) { return expr; } \
+    BRAID_HOST_DEVICE BRAID_INLINE T operator()(T a, T b) const {                              \
+      return ElemTraits<T>::store(apply(ElemTraits<T>::load(a), ElemTraits<T>::load(b)));      \
+    }                                                                                          \
   };
 BRAID_DEFINE_FUNCTOR(FuncSum, detail::wrapAdd(a, b))
 BRAID_DEFINE_FUNCTOR(FuncProd, detail::wrapMul(a, b))

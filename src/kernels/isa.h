@@ -11,7 +11,7 @@ namespace braid::kernels {
 
 enum class Isa : uint8_t { Generic = 0, Avx2 = 1, Avx512 = 2 };
 constexpr int kNumIsas = 3;
-constexpr int kNumTypes = 12;   // ncclNumTypes
+constexpr int kNumTypes = 12;    // ncclNumTypes
 constexpr int kNumBasicOps = 4;  // Sum, Prod, Max, Min: the ops with a loop of their own
 
 struct KernelTable {
@@ -36,8 +36,14 @@ Isa resolveIsaRequest(const char* request, Isa best);
 const KernelTable& kernelTable(Isa isa);
 
 // One per translation unit built from reduce_loops.h.
-namespace isa_generic { const KernelTable& table(); }
-namespace isa_avx2 { const KernelTable& table(); }
-namespace isa_avx512 { const KernelTable& table(); }
+namespace isa_generic {
+const KernelTable& table();
+}  // namespace isa_generic
+namespace isa_avx2 {
+const KernelTable& table();
+}  // namespace isa_avx2
+namespace isa_avx512 {
+const KernelTable& table();
+}  // namespace isa_avx512
 
 }  // namespace braid::kernels

@@ -76,9 +76,7 @@ Isa resolveIsaRequest(const char* request, Isa best) {
   return best;
 }
 
-const char* isaName(Isa isa) {
-  return int(isa) < kNumIsas ? kIsaNames[int(isa)] : "unknown";
-}
+const char* isaName(Isa isa) { return int(isa) < kNumIsas ? kIsaNames[int(isa)] : "unknown"; }
 
 bool isaAvailable(Isa isa) { return built(isa) && cpuHas(isa); }
 
@@ -112,9 +110,9 @@ size_t typeSize(ncclDataType_t type) {
 }
 
 const char* typeName(ncclDataType_t type) {
-  static constexpr const char* kNames[kNumTypes] = {
-      "int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
-      "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  static constexpr const char* kNames[kNumTypes] = {"int8",   "uint8",    "int32",  "uint32",
+                                                    "int64",  "uint64",   "half",   "float",
+                                                    "double", "bfloat16", "f8e4m3", "f8e5m2"};
   return validType(type) ? kNames[type] : "unknown";
 }
 

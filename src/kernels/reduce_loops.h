@@ -1,8 +1,9 @@
 // The host reduction loops, compiled once per ISA: each including translation unit defines
 // BRAID_ISA_NAMESPACE and gets its own copy, built with its own target flags, from which it
-// builds its table() (makeTable(), with rows replaced where it has something faster). Deliberately no
-// include guard, and everything lives in an unnamed namespace inside the ISA's namespace, so no
-// AVX-512 instantiation can be merged by the linker into the generic path.
+// builds its table() (makeTable(), with rows replaced where it has something faster). Deliberately
+// no include guard, and everything lives in an unnamed namespace inside the ISA's namespace, so no
+// AVX-512 instantiation can be merged by the linker into the generic path (the shared helpers of
+// types.h and functors.h are always inlined, for the same reason).
 //
 // The loops are plain element-wise loops over the shared functors; the compiler vectorises them
 // (the functors and conversions are branch-free for that reason). dst may be a or b exactly, so
@@ -18,6 +19,7 @@
 
 #include "kernels/functors.h"
 #include "kernels/isa.h"
+#include "nccl.h"
 
 #if defined(__clang__)
 #define BRAID_IVDEP _Pragma("clang loop vectorize(assume_safety)")
@@ -66,9 +68,8 @@ void finishAvgLoop(void* datav, size_t count, int nranks) {
   }
 }
 
-// Rows in ncclDataType_t order.
 template <typename T>
-constexpr void fillRow(KernelTable& t, int type) {
+constexpr void fillRow(KernelTable& t, ncclDataType_t type) {
   t.reduce[type][0] = &reduceLoop<T, FuncSum>;
   t.reduce[type][1] = &reduceLoop<T, FuncProd>;
   t.reduce[type][2] = &reduceLoop<T, FuncMax>;
@@ -79,18 +80,18 @@ constexpr void fillRow(KernelTable& t, int type) {
 
 constexpr KernelTable makeTable() {
   KernelTable t{};
-  fillRow<int8_t>(t, 0);
-  fillRow<uint8_t>(t, 1);
-  fillRow<int32_t>(t, 2);
-  fillRow<uint32_t>(t, 3);
-  fillRow<int64_t>(t, 4);
-  fillRow<uint64_t>(t, 5);
-  fillRow<Half>(t, 6);
-  fillRow<float>(t, 7);
-  fillRow<double>(t, 8);
-  fillRow<BFloat16>(t, 9);
-  fillRow<Fp8E4M3>(t, 10);
-  fillRow<Fp8E5M2>(t, 11);
+  fillRow<int8_t>(t, ncclInt8);
+  fillRow<uint8_t>(t, ncclUint8);
+  fillRow<int32_t>(t, ncclInt32);
+  fillRow<uint32_t>(t, ncclUint32);
+  fillRow<int64_t>(t, ncclInt64);
+  fillRow<uint64_t>(t, ncclUint64);
+  fillRow<Half>(t, ncclFloat16);
+  fillRow<float>(t, ncclFloat32);
+  fillRow<double>(t, ncclFloat64);
+  fillRow<BFloat16>(t, ncclBfloat16);
+  fillRow<Fp8E4M3>(t, ncclFloat8e4m3);
+  fillRow<Fp8E5M2>(t, ncclFloat8e5m2);
   return t;
 }
 

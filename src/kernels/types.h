@@ -75,8 +75,10 @@ BRAID_HOST_DEVICE BRAID_INLINE uint32_t pick(bool c, uint32_t x, uint32_t y) {
 // a carry out of the mantissa bumps the exponent, which is the right encoding. Denormal
 // results: adding a power of two whose ulp equals the format's denormal ulp makes the FPU
 // round at exactly that place; the bits above it are then the denormal mantissa (or
-// the smallest normal when it rounds up, again the right encoding).
-template <int kExpBits, int kManBits, int kBias>
+// the smallest normal when it rounds up, again the right encoding). That sum is a normal
+// float, so FTZ/DAZ set by an application cannot change it; the rounding mode must be the
+// default, to nearest.
+template <int kManBits, int kBias>
 BRAID_HOST_DEVICE BRAID_INLINE uint32_t roundFromFloat(uint32_t absBits) {
   constexpr int kShift = 23 - kManBits;
   constexpr uint32_t kMinNormal = uint32_t(127 - kBias + 1) << 23;
@@ -112,14 +114,16 @@ BRAID_HOST_DEVICE BRAID_INLINE Half floatToHalf(float f) {
   uint32_t nan = 0x7e00 | ((a >> 13) & 0x3ff);
   // 65520 = 0x477ff000 is halfway between 65504 (odd mantissa) and 2^16: it and all above round
   // to Inf. Clamping the operand keeps the rounding arithmetic from overflowing.
-  uint32_t rounded = detail::roundFromFloat<5, 10, 15>(a < 0x477ff000 ? a : 0x477ff000);
+  uint32_t rounded = detail::roundFromFloat<10, 15>(a < 0x477ff000 ? a : 0x477ff000);
   uint32_t mag = detail::pick(a > 0x7f800000, nan, detail::pick(a >= 0x477ff000, 0x7c00u, rounded));
   return Half{uint16_t(sign | mag)};
 }
 
 // ---- bfloat16 (the top half of a float) ----
 
-BRAID_HOST_DEVICE BRAID_INLINE float bf16ToFloat(BFloat16 h) { return bitsFloat(uint32_t(h.bits) << 16); }
+BRAID_HOST_DEVICE BRAID_INLINE float bf16ToFloat(BFloat16 h) {
+  return bitsFloat(uint32_t(h.bits) << 16);
+}
 
 BRAID_HOST_DEVICE BRAID_INLINE BFloat16 floatToBf16(float f) {
   uint32_t x = floatBits(f);
@@ -147,21 +151,24 @@ BRAID_HOST_DEVICE BRAID_INLINE Fp8E4M3 floatToE4M3(float f) {
   // Anything at or above 464 (halfway from 448 to 512) saturates; clamp first so the rounding
   // arithmetic stays in range.
   constexpr uint32_t kSaturate = 0x43e80000;  // 464.0f
-  uint32_t rounded = detail::roundFromFloat<4, 3, 7>(a < kSaturate ? a : kSaturate);
+  uint32_t rounded = detail::roundFromFloat<3, 7>(a < kSaturate ? a : kSaturate);
   uint32_t mag = detail::pick(a > 0x7f800000, 0x7fu, detail::pick(a >= kSaturate, 0x7eu, rounded));
   return Fp8E4M3{uint8_t(sign | mag)};
 }
 
 // ---- fp8 e5m2 (IEEE-like: the top byte of a half; has Inf and NaN) ----
 
-BRAID_HOST_DEVICE BRAID_INLINE float e5m2ToFloat(Fp8E5M2 v) { return halfToFloat(Half{uint16_t(v.bits << 8)}); }
+BRAID_HOST_DEVICE BRAID_INLINE float e5m2ToFloat(Fp8E5M2 v) {
+  return halfToFloat(Half{uint16_t(v.bits << 8)});
+}
 
 BRAID_HOST_DEVICE BRAID_INLINE Fp8E5M2 floatToE5M2(float f) {
   uint32_t x = floatBits(f);
   uint32_t sign = (x >> 24) & 0x80;
   uint32_t a = x & 0x7fffffff;
-  constexpr uint32_t kSaturate = 0x47700000;  // 61440 = 57344 + 4096: halfway past the largest finite
-  uint32_t rounded = detail::roundFromFloat<5, 2, 15>(a < kSaturate ? a : kSaturate);
+  // 61440 = 57344 + 4096, halfway past the largest finite value, and everything above saturates.
+  constexpr uint32_t kSaturate = 0x47700000;
+  uint32_t rounded = detail::roundFromFloat<2, 15>(a < kSaturate ? a : kSaturate);
   uint32_t nan = 0x7e | ((a >> 21) & 1);
   uint32_t mag = detail::pick(a > 0x7f800000, nan, detail::pick(a >= kSaturate, 0x7bu, rounded));
   return Fp8E5M2{uint8_t(sign | mag)};

@@ -24,7 +24,8 @@ struct Codec {
 
 const Codec kHalfCodec{testref::kHalf, [](uint32_t b) { return halfToFloat(Half{uint16_t(b)}); },
                        [](float v) -> uint32_t { return floatToHalf(v).bits; }, 0x200};
-const Codec kBf16Codec{testref::kBf16, [](uint32_t b) { return bf16ToFloat(BFloat16{uint16_t(b)}); },
+const Codec kBf16Codec{testref::kBf16,
+                       [](uint32_t b) { return bf16ToFloat(BFloat16{uint16_t(b)}); },
                        [](float v) -> uint32_t { return floatToBf16(v).bits; }, 0x40};
 const Codec kE4M3Codec{testref::kE4M3, [](uint32_t b) { return e4m3ToFloat(Fp8E4M3{uint8_t(b)}); },
                        [](float v) -> uint32_t { return floatToE4M3(v).bits; }, 0};
@@ -98,7 +99,8 @@ TEST_P(ConvertTest, FloatSampleMatchesOracle) {
     uint32_t want = testref::encode(c.spec, v);
     bool ok = std::isnan(v) ? testref::isNan(c.spec, got) : got == want;
     if (!ok && failures++ < 10)
-      ADD_FAILURE() << std::hex << "float 0x" << fbits << " gave 0x" << got << ", expected 0x" << want;
+      ADD_FAILURE() << std::hex << "float 0x" << fbits << " gave 0x" << got << ", expected 0x"
+                    << want;
   };
   for (uint64_t f = 0; f < (uint64_t(1) << 32); f += 251) check(uint32_t(f));
   float maxValue = float(testref::decode(c.spec, testref::maxFinite(c.spec)));
@@ -130,7 +132,7 @@ TEST(Convert, HalfOverflowAndSpecials) {
   EXPECT_EQ(floatToHalf(-INFINITY).bits, 0xfc00);
   EXPECT_EQ(floatToHalf(testref::floatOf(0x7fc00000)).bits, 0x7e00);
   EXPECT_EQ(floatToHalf(testref::floatOf(0xff800001)).bits, 0xfe00);  // signalling -> quiet
-  EXPECT_EQ(floatToHalf(0x1p-25f).bits, 0x0000);                       // tie to even zero
+  EXPECT_EQ(floatToHalf(0x1p-25f).bits, 0x0000);                      // tie to even zero
   EXPECT_EQ(floatToHalf(0x1.8p-25f).bits, 0x0001);
   EXPECT_EQ(floatToHalf(-0.0f).bits, 0x8000);
   EXPECT_EQ(floatToHalf(std::numeric_limits<float>::denorm_min()).bits, 0x0000);
@@ -158,7 +160,7 @@ TEST(Convert, Fp8SaturatesAndKeepsNan) {
   EXPECT_EQ(floatToE4M3(-INFINITY).bits, 0xfe);
   EXPECT_EQ(floatToE4M3(NAN).bits, 0x7f);
   EXPECT_EQ(floatToE4M3(-NAN).bits, 0xff);
-  EXPECT_EQ(floatToE4M3(0x1p-9f).bits, 0x01);  // smallest denormal
+  EXPECT_EQ(floatToE4M3(0x1p-9f).bits, 0x01);   // smallest denormal
   EXPECT_EQ(floatToE4M3(0x1p-10f).bits, 0x00);  // tie to even zero
   EXPECT_TRUE(std::isnan(e4m3ToFloat(Fp8E4M3{0x7f})));
   EXPECT_EQ(e4m3ToFloat(Fp8E4M3{0x78}), 256.0f);  // exponent 15 is a normal number

@@ -17,8 +17,8 @@
 namespace braid::kernels {
 namespace {
 
-constexpr ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,    ncclUint32,
-                                     ncclInt64,   ncclUint64,  ncclFloat16,  ncclFloat32,
+constexpr ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
+                                     ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
                                      ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
 constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin};
 // 7 and 1000003 leave a remainder after every vector width; 0 and 1 are the edges.
@@ -157,7 +157,8 @@ TEST(Kernels, AvgIsSumThenFinishAvg) {
       reduce(avg.data(), a.data(), b.data(), count, type, ncclAvg);
       EXPECT_TRUE(avg.sameBytes(sum, count));
       finishAvg(avg.data(), count, type, nranks);
-      expectMatches(avg, type, count, [&](size_t i) { return testref::avgOne(type, sum.get(i), nranks); });
+      expectMatches(avg, type, count,
+                    [&](size_t i) { return testref::avgOne(type, sum.get(i), nranks); });
     }
 }
 
