@@ -16,12 +16,25 @@ enum class Collective : uint8_t {
 };
 const char* collectiveName(Collective coll);  // NCCL's function name, e.g. "ncclAllReduce"
 
+// One collective call as one rank sees it. `count` is the NCCL call's count argument:
+//   AllReduce, Broadcast, Reduce: elements of the buffer;
+//   AllGather: sendcount (recvbuff holds nranks * count);
+//   ReduceScatter: recvcount (sendbuff holds nranks * count);
+//   AlltoAll: elements per peer (both buffers hold nranks * count);
+//   Gather: elements per rank (root's recvbuff holds nranks * count);
+//   Scatter: elements per rank (root's sendbuff holds nranks * count);
+//   Send, Recv: elements; `root` is the peer.
+// In place (NCCL's rules): AllReduce/Reduce/Broadcast sendbuff == recvbuff; AllGather
+// sendbuff == recvbuff + rank * count; ReduceScatter recvbuff == sendbuff + rank * count;
+// AlltoAll/Gather/Scatter when the buffers are equal. A builder addresses aliased memory
+// through one Buffer id only (so that dependencies between its steps are seen): the executor
+// maps Buffer::Send to sendbuff and Buffer::Recv to recvbuff.
 struct CollArgs {
   Collective coll = Collective::AllReduce;
-  size_t count = 0;       // elements, as passed to the NCCL call
+  size_t count = 0;
   bool average = false;   // the op is Avg: a FinishAvg step follows the reduction
-  int root = 0;
-  bool inPlace = false;   // send and recv buffers are the same memory (NCCL's in-place rules)
+  int root = 0;           // root rank, or the peer of Send/Recv
+  bool inPlace = false;
   int rank = 0;
   int nranks = 1;
   size_t chunkCount = 0;  // pipeline chunk, in elements (>= 1)
