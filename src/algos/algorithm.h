@@ -26,7 +26,8 @@ const char* collectiveName(Collective coll);  // NCCL's function name, e.g. "ncc
 //   Send, Recv: elements; `root` is the peer.
 // In place (NCCL's rules): AllReduce/Reduce/Broadcast sendbuff == recvbuff; AllGather
 // sendbuff == recvbuff + rank * count; ReduceScatter recvbuff == sendbuff + rank * count;
-// AlltoAll/Gather/Scatter when the buffers are equal. A builder addresses aliased memory
+// AlltoAll when the buffers are equal; Gather (at the root) sendbuff == recvbuff + root * count;
+// Scatter (at the root) recvbuff == sendbuff + root * count. A builder addresses aliased memory
 // through one Buffer id only (so that dependencies between its steps are seen): the executor
 // maps Buffer::Send to sendbuff and Buffer::Recv to recvbuff.
 struct CollArgs {

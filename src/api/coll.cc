@@ -13,16 +13,11 @@ using braid::api::guard;
 
 namespace {
 
+using braid::algos::Collective;
+
 Status checkType(ncclDataType_t type) {
   if (static_cast<int>(type) < 0 || static_cast<int>(type) >= ncclNumTypes)
     return braid::invalidArgument("datatype %d is not an NCCL data type", static_cast<int>(type));
-  return Status::Ok();
-}
-
-Status checkOp(ncclRedOp_t op) {
-  if (static_cast<int>(op) < 0 || static_cast<int>(op) >= ncclNumOps)
-    return braid::invalidArgument("op %d is not a built-in reduction (ncclSum..ncclAvg) and no "
-                                  "custom op with that handle exists", static_cast<int>(op));
   return Status::Ok();
 }
 
@@ -31,28 +26,63 @@ Status checkBuffer(const void* buf, size_t count, const char* name) {
   return Status::Ok();
 }
 
-// Plans one collective; in a group the plan waits for ncclGroupEnd.
-Status enqueue(ncclComm* comm, braid::algos::CollArgs args, const void* sendbuff, void* recvbuff,
-               ncclDataType_t type, ncclRedOp_t op) {
+Status checkRank(const ncclComm* comm, int r, const char* name) {
+  if (r < 0 || r >= comm->nranks)
+    return braid::invalidArgument("%s %d is out of range [0, %d)", name, r, comm->nranks);
+  return Status::Ok();
+}
+
+// One call's description: what enqueue() needs besides the buffers.
+struct Call {
+  Collective coll;
+  size_t count;
+  ncclDataType_t type;
+  ncclRedOp_t op = ncclSum;  // reductions only
+  bool reduces = false;
+  int root = -1;             // root or peer; -1 when the collective has none
+  bool inPlace = false;
+  size_t inputCount = 0;     // elements of sendbuff this rank contributes (PreMulSum scales them)
+};
+
+// Plans one call; in a group the plan waits for ncclGroupEnd.
+Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff) {
+  braid::ResolvedOp op;
+  if (call.reduces) BRAID_TRY(comm->redOps.resolve(call.op, call.type, &op));
+  if (call.count == 0) return Status::Ok();
+
+  braid::algos::CollArgs args;
+  args.coll = call.coll;
+  args.count = call.count;
+  args.average = op.average;
+  args.root = call.root < 0 ? 0 : call.root;
+  // PreMulSum runs out of place: the executor scales the input into a buffer of its own.
+  args.inPlace = call.inPlace && !op.preMul;
   args.rank = comm->rank;
   args.nranks = comm->nranks;
-  args.typeSize = braid::kernels::typeSize(type);
+  args.typeSize = braid::kernels::typeSize(call.type);
   args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
   args.directMaxBytes = comm->directMaxBytes;
   const auto* algo = braid::algos::selectAlgorithm(args, comm->forcedAlgorithm);
-  if (!algo) return braid::internalError("no algorithm supports this call");
+  if (!algo) return braid::internalError("no algorithm implements %s", braid::algos::collectiveName(call.coll));
 
   braid::Plan plan;
   plan.comm = comm;
   plan.schedule = comm->schedule(*algo, args);
   plan.sendbuff = sendbuff;
   plan.recvbuff = recvbuff;
-  plan.type = type;
-  plan.op = op == ncclAvg ? ncclSum : op;
-  plan.coll = args.coll;
-  plan.count = args.count;
-  plan.userOp = op;
-  comm->opCount++;
+  plan.type = call.type;
+  plan.op = op.reduce;
+  plan.coll = call.coll;
+  plan.count = call.count;
+  plan.userOp = call.reduces ? call.op : ncclSum;
+  plan.reduces = call.reduces;
+  plan.root = call.root;
+  if (op.preMul) {
+    plan.preMul = true;
+    plan.scalarBits = op.scalarBits;
+    plan.scalarPtr = op.scalarPtr;
+    plan.inputCount = call.inputCount;
+  }
   return braid::group::submit(std::move(plan));
 }
 
@@ -77,15 +107,152 @@ BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, siz
           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return collective(comm, "ncclAllReduce", [&]() -> Status {
     BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkOp(op));
     BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
     BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
-    if (count == 0) return Status::Ok();
-    braid::algos::CollArgs args;
-    args.coll = braid::algos::Collective::AllReduce;
-    args.count = count;
-    args.average = op == ncclAvg;
-    args.inPlace = sendbuff == recvbuff;
-    return enqueue(comm, args, sendbuff, recvbuff, datatype, op);
+    Call c{Collective::AllReduce, count, datatype, op, true};
+    c.inPlace = sendbuff == recvbuff;
+    c.inputCount = count;
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
+          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclBroadcast", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkRank(comm, root, "root"));
+    if (comm->rank == root) BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+    Call c{Collective::Broadcast, count, datatype};
+    c.root = root;
+    c.inPlace = sendbuff == recvbuff;
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
+          ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclBcast", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkRank(comm, root, "root"));
+    BRAID_TRY(checkBuffer(buff, count, "buff"));
+    Call c{Collective::Broadcast, count, datatype};
+    c.root = root;
+    c.inPlace = true;
+    return enqueue(comm, c, buff, buff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+          ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclReduce", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkRank(comm, root, "root"));
+    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+    if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+    Call c{Collective::Reduce, count, datatype, op, true};
+    c.root = root;
+    c.inPlace = sendbuff == recvbuff;
+    c.inputCount = count;
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclAllGather", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkBuffer(sendbuff, sendcount, "sendbuff"));
+    BRAID_TRY(checkBuffer(recvbuff, sendcount, "recvbuff"));
+    Call c{Collective::AllGather, sendcount, datatype};
+    const size_t size = braid::kernels::typeSize(datatype);
+    c.inPlace = static_cast<const char*>(sendbuff) ==
+                static_cast<const char*>(recvbuff) + static_cast<size_t>(comm->rank) * sendcount * size;
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclReduceScatter", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkBuffer(sendbuff, recvcount, "sendbuff"));
+    BRAID_TRY(checkBuffer(recvbuff, recvcount, "recvbuff"));
+    Call c{Collective::ReduceScatter, recvcount, datatype, op, true};
+    const size_t size = braid::kernels::typeSize(datatype);
+    c.inPlace = static_cast<const char*>(recvbuff) ==
+                static_cast<const char*>(sendbuff) + static_cast<size_t>(comm->rank) * recvcount * size;
+    c.inputCount = recvcount * static_cast<size_t>(comm->nranks);
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
+          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclAlltoAll", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+    Call c{Collective::AlltoAll, count, datatype};
+    c.inPlace = sendbuff == recvbuff;
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
+          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclGather", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkRank(comm, root, "root"));
+    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+    if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+    Call c{Collective::Gather, count, datatype};
+    c.root = root;
+    const size_t size = braid::kernels::typeSize(datatype);
+    c.inPlace = comm->rank == root &&
+                static_cast<const char*>(sendbuff) ==
+                    static_cast<const char*>(recvbuff) + static_cast<size_t>(root) * count * size;
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
+          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclScatter", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkRank(comm, root, "root"));
+    if (comm->rank == root) BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+    Call c{Collective::Scatter, count, datatype};
+    c.root = root;
+    const size_t size = braid::kernels::typeSize(datatype);
+    c.inPlace = comm->rank == root &&
+                static_cast<const char*>(recvbuff) ==
+                    static_cast<const char*>(sendbuff) + static_cast<size_t>(root) * count * size;
+    return enqueue(comm, c, sendbuff, recvbuff);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
+          int peer, ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclSend", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkRank(comm, peer, "peer"));
+    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+    Call c{Collective::Send, count, datatype};
+    c.root = peer;
+    return enqueue(comm, c, sendbuff, nullptr);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+          ncclComm_t comm, cudaStream_t stream) {
+  return collective(comm, "ncclRecv", [&]() -> Status {
+    BRAID_TRY(checkType(datatype));
+    BRAID_TRY(checkRank(comm, peer, "peer"));
+    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+    Call c{Collective::Recv, count, datatype};
+    c.root = peer;
+    return enqueue(comm, c, nullptr, recvbuff);
   });
 }

@@ -60,6 +60,7 @@ Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   comm->config = cfg;
   comm->timeoutMs = braid::env::getInt("BRAID_TIMEOUT_MS");
   comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(1, braid::env::getInt("BRAID_CHUNK_BYTES")));
+  comm->checkMismatch = braid::env::getInt("BRAID_CHECK_MISMATCH") != 0;
   comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(0, braid::env::getInt("BRAID_DIRECT_MAX_BYTES")));
   if (const char* algo = braid::env::get("BRAID_ALGO")) comm->forcedAlgorithm = algo;
   // Under NCCL_COMM_ID, rank 0 hosts the root listener itself.

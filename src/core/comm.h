@@ -15,6 +15,7 @@
 
 #include "algos/algorithm.h"
 #include "core/bootstrap.h"
+#include "core/redop.h"
 #include "core/status.h"
 #include "nccl.h"
 #include "transport/transport.h"
@@ -27,6 +28,7 @@ struct PeerChannel {
   std::unique_ptr<transport::Endpoint> endpoint;
   uint64_t sendsPosted = 0;
   uint64_t recvsPosted = 0;
+  uint64_t operations = 0;  // operations exchanged with this peer (numbered in signatures)
 };
 
 struct CommConfig {
@@ -55,11 +57,12 @@ struct ncclComm {
   int64_t timeoutMs = 0;
   size_t chunkBytes = 0;
   size_t directMaxBytes = 0;
+  bool checkMismatch = true;
+  braid::RedOpTable redOps;
   std::string forcedAlgorithm;
 
   std::atomic<bool> abortFlag{false};
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
-  uint64_t opCount = 0;
 
   // Runs a blocking init body (rendezvous, connections) on this communicator.
   braid::Status init(const ncclUniqueId& id, bool hostRoot);

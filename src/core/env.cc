@@ -32,6 +32,9 @@ constexpr Var kTable[] = {
      "force an algorithm by name (e.g. ring) for every collective that it supports"},
     {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
      "the bootstrap root gives up (and its thread exits) after this long without a new rank"},
+    {"BRAID_CHECK_MISMATCH", "1",
+     "1: ranks exchange a signature of each call and fail mismatched calls (different collective, "
+     "type, op, root or count) with ncclInvalidUsage naming both; 0: off"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
     {"BRAID_DIRECT_MAX_BYTES", "4096",
      "AllReduce calls up to this many bytes per rank use the one-hop direct algorithm"},

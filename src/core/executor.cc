@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/signature.h"
 #include "kernels/reduce.h"
 
 namespace braid {
@@ -60,7 +62,17 @@ class ReduceSink final : public transport::RecvSink {
 
 struct StepRef {
   uint32_t plan;
-  uint32_t step;
+  uint32_t step;  // a schedule step, or kSignature + index of the queue's signature slot
+};
+constexpr uint32_t kSignature = 0x80000000u;
+
+// Before its first data message on a channel, each plan exchanges its call's signature with the
+// peer (both directions), so mismatched calls are caught before any data is misread.
+struct SignatureSlot {
+  uint64_t out[2];  // signature, operation number on this pair
+  uint64_t in[2];
+  uint64_t expected;
+  uint32_t plan;
 };
 
 // The operations of every plan that go to one peer of one communicator, in the order they
@@ -71,6 +83,8 @@ struct ChannelQueue {
   std::vector<StepRef> sends, recvs;
   std::vector<uint64_t> sendSeq, recvSeq;  // endpoint numbers of posted operations
   size_t sendsPosted = 0, sendsDone = 0, recvsPosted = 0, recvsDone = 0;
+  std::deque<SignatureSlot> signatures;  // a deque: endpoints hold pointers into it
+  uint32_t lastPlan = UINT32_MAX;
 };
 
 // One execution. A thread keeps its Run between calls so that the vectors below keep their
@@ -100,7 +114,14 @@ class Run {
     return base + r.offset * s.typeSize;
   }
   const Step& stepOf(StepRef ref) const { return plans_[ref.plan].schedule->steps[ref.step]; }
-  bool ready(StepRef ref) const { return state_[ref.plan].unmet[ref.step] == 0; }
+  bool ready(StepRef ref) const {
+    return ref.step >= kSignature || state_[ref.plan].unmet[ref.step] == 0;
+  }
+  void addSignature(ChannelQueue& q, uint32_t plan);
+  Status checkSignature(const ChannelQueue& q, StepRef ref) const;
+  Status postSend(ChannelQueue& q, StepRef ref);
+  Status postRecv(ChannelQueue& q, StepRef ref);
+  void scaleInput(Plan& plan);
 
   void complete(StepRef ref);
   void runLocal(StepRef ref);
@@ -118,6 +139,7 @@ class Run {
 
 void Run::complete(StepRef ref) {
   --pending_;
+  if (ref.step >= kSignature) return;
   const algos::Schedule& s = *plans_[ref.plan].schedule;
   auto& unmet = state_[ref.plan].unmet;
   for (uint32_t i = s.dependentsBegin[ref.step]; i < s.dependentsBegin[ref.step + 1]; ++i) {
@@ -141,42 +163,93 @@ void Run::runLocal(StepRef ref) {
   complete(ref);
 }
 
+void Run::addSignature(ChannelQueue& q, uint32_t plan) {
+  const Plan& p = plans_[plan];
+  SignatureSlot slot{};
+  slot.out[0] = signatureOf(p);
+  slot.out[1] = ++p.comm->channels[q.peer].operations;
+  slot.expected = expectedSignature(p, p.comm->rank);
+  slot.plan = plan;
+  StepRef ref{plan, kSignature + static_cast<uint32_t>(q.signatures.size())};
+  q.signatures.push_back(slot);
+  q.sends.push_back(ref);
+  q.recvs.push_back(ref);
+  pending_ += 2;
+}
+
+Status Run::checkSignature(const ChannelQueue& q, StepRef ref) const {
+  const SignatureSlot& s = q.signatures[ref.step - kSignature];
+  const int me = plans_[ref.plan].comm->rank;
+  if (s.in[0] != s.expected)
+    return invalidUsage("rank %d called %s where rank %d called %s", q.peer,
+                        describeSignature(s.in[0]).c_str(), me, describeSignature(s.out[0]).c_str());
+  if (s.in[1] != s.out[1])
+    return invalidUsage("rank %d is at its operation #%llu with rank %d, which is at #%llu: one of "
+                        "them skipped or added a call", q.peer,
+                        static_cast<unsigned long long>(s.in[1]), me,
+                        static_cast<unsigned long long>(s.out[1]));
+  return Status::Ok();
+}
+
+Status Run::postSend(ChannelQueue& q, StepRef ref) {
+  transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
+  if (ref.step >= kSignature) return ep->postSend(q.signatures[ref.step - kSignature].out, 16);
+  const Step& st = stepOf(ref);
+  return ep->postSend(address(ref.plan, st.src), st.src.count * state_[ref.plan].typeSize);
+}
+
+Status Run::postRecv(ChannelQueue& q, StepRef ref) {
+  transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
+  if (ref.step >= kSignature) return ep->postRecv(q.signatures[ref.step - kSignature].in, 16, nullptr);
+  const Step& st = stepOf(ref);
+  transport::RecvSink* sink = nullptr;
+  if (st.kind == StepKind::RecvReduce) {
+    const Plan& plan = plans_[ref.plan];
+    PlanState& ps = state_[ref.plan];
+    ps.sinks.emplace_back(address(ref.plan, st.dst), address(ref.plan, st.src), ps.typeSize,
+                          plan.type, plan.op);
+    sink = &ps.sinks.back();
+  }
+  return ep->postRecv(address(ref.plan, st.dst), st.dst.count * state_[ref.plan].typeSize, sink);
+}
+
 // Posts what is ready on one channel (in order), moves data, and retires completions.
 Status Run::pump(ChannelQueue& q, bool* moved) {
   PeerChannel& ch = q.comm->channels[q.peer];
   transport::Endpoint* ep = ch.endpoint.get();
   while (q.sendsPosted < q.sends.size() && ready(q.sends[q.sendsPosted])) {
-    StepRef ref = q.sends[q.sendsPosted];
-    const Step& st = stepOf(ref);
-    BRAID_TRY(ep->postSend(address(ref.plan, st.src), st.src.count * state_[ref.plan].typeSize));
+    BRAID_TRY(postSend(q, q.sends[q.sendsPosted]));
     q.sendSeq[q.sendsPosted++] = ++ch.sendsPosted;
     *moved = true;
   }
   while (q.recvsPosted < q.recvs.size() && ready(q.recvs[q.recvsPosted])) {
-    StepRef ref = q.recvs[q.recvsPosted];
-    const Step& st = stepOf(ref);
-    transport::RecvSink* sink = nullptr;
-    if (st.kind == StepKind::RecvReduce) {
-      const Plan& plan = plans_[ref.plan];
-      PlanState& ps = state_[ref.plan];
-      ps.sinks.emplace_back(address(ref.plan, st.dst), address(ref.plan, st.src), ps.typeSize,
-                            plan.type, plan.op);
-      sink = &ps.sinks.back();
-    }
-    BRAID_TRY(ep->postRecv(address(ref.plan, st.dst), st.dst.count * state_[ref.plan].typeSize, sink));
+    BRAID_TRY(postRecv(q, q.recvs[q.recvsPosted]));
     q.recvSeq[q.recvsPosted++] = ++ch.recvsPosted;
     *moved = true;
   }
-  if (q.sendsDone < q.sendsPosted || q.recvsDone < q.recvsPosted) BRAID_TRY(ep->progress());
+  Status progress;
+  if (q.sendsDone < q.sendsPosted || q.recvsDone < q.recvsPosted) progress = ep->progress();
   while (q.sendsDone < q.sendsPosted && ep->sendsCompleted() >= q.sendSeq[q.sendsDone]) {
     complete(q.sends[q.sendsDone++]);
     *moved = true;
   }
+  // Received signatures are checked before anything else is believed: after a mismatch, a
+  // transport error (say, a size mismatch on the next message) is only a consequence.
   while (q.recvsDone < q.recvsPosted && ep->recvsCompleted() >= q.recvSeq[q.recvsDone]) {
-    complete(q.recvs[q.recvsDone++]);
+    StepRef ref = q.recvs[q.recvsDone++];
+    if (ref.step >= kSignature) BRAID_TRY(checkSignature(q, ref));
+    complete(ref);
     *moved = true;
   }
-  return Status::Ok();
+  return progress;
+}
+
+// PreMulSum: the input, times the scalar, into a buffer of the plan's own.
+void Run::scaleInput(Plan& plan) {
+  plan.scaledInput.resize(plan.inputCount * kernels::typeSize(plan.type));
+  const void* scalar = plan.scalarPtr ? plan.scalarPtr : &plan.scalarBits;
+  kernels::scale(plan.scaledInput.data(), plan.sendbuff, plan.inputCount, plan.type, scalar);
+  plan.sendbuff = plan.scaledInput.data();
 }
 
 Status Run::failed(const Plan& plan, const Status& status) {
@@ -198,7 +271,8 @@ Status Run::go(std::span<Plan> plans) {
 Status Run::setUp() {
   if (state_.size() < plans_.size()) state_.resize(plans_.size());
   for (uint32_t p = 0; p < plans_.size(); ++p) {
-    const Plan& plan = plans_[p];
+    Plan& plan = plans_[p];
+    if (plan.preMul) scaleInput(plan);
     const algos::Schedule& s = *plan.schedule;
     PlanState& ps = state_[p];
     ps.typeSize = kernels::typeSize(plan.type);
@@ -232,6 +306,12 @@ Status Run::setUp() {
         it->sends.clear();
         it->recvs.clear();
         it->sendsPosted = it->sendsDone = it->recvsPosted = it->recvsDone = 0;
+        it->signatures.clear();
+        it->lastPlan = UINT32_MAX;
+      }
+      if (it->lastPlan != p) {
+        it->lastPlan = p;
+        if (plan.comm->checkMismatch) addSignature(*it, p);
       }
       (st.kind == StepKind::Send ? it->sends : it->recvs).push_back({p, i});
     }
@@ -286,10 +366,7 @@ Status Run::loop() {
 
 }  // namespace
 
-std::string describe(const Plan& plan) {
-  return strfmt("%s(count=%zu, %s, %s)", algos::collectiveName(plan.coll), plan.count,
-                kernels::typeName(plan.type), kernels::opName(plan.userOp));
-}
+std::string describe(const Plan& plan) { return describeSignature(signatureOf(plan)); }
 
 Status execute(std::span<Plan> plans) {
   thread_local Run run;

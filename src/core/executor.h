@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "algos/algorithm.h"
 #include "algos/schedule.h"
@@ -24,10 +25,21 @@ struct Plan {
   void* recvbuff = nullptr;
   ncclDataType_t type = ncclFloat32;
   ncclRedOp_t op = ncclSum;  // the built-in op the reduce steps apply (Avg reduces as Sum)
-  // The call as the user made it, for error messages.
+  // The call as the user made it: error messages, and the signature that ranks compare to
+  // detect mismatched calls.
   algos::Collective coll = algos::Collective::AllReduce;
   size_t count = 0;
   ncclRedOp_t userOp = ncclSum;
+  bool reduces = false;  // userOp is meaningful
+  int root = -1;         // root or peer, -1 when the collective has none
+
+  // PreMulSum: the executor multiplies inputCount elements of sendbuff by the scalar into a
+  // buffer of its own first (the schedule was built out of place for that).
+  bool preMul = false;
+  uint64_t scalarBits = 0;           // the scalar, when it was copied at creation
+  const void* scalarPtr = nullptr;   // else read here when the plan runs
+  size_t inputCount = 0;
+  std::vector<char> scaledInput;
 };
 
 // "ncclAllReduce(count=16, float, sum)".

@@ -1,0 +1,21 @@
+// Custom reduction operators (PreMulSum).
+#include "api/guard.h"
+#include "core/comm.h"
+
+using braid::Status;
+using braid::api::guard;
+
+BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
+          ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
+  return guard(comm, "ncclRedOpCreatePreMulSum", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    return comm->redOps.create(scalar, datatype, residence, op);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
+  return guard(comm, "ncclRedOpDestroy", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    return comm->redOps.destroy(op);
+  });
+}

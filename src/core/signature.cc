@@ -1,0 +1,56 @@
+#include "core/signature.h"
+
+#include "core/executor.h"
+#include "core/strfmt.h"
+#include "kernels/reduce.h"
+
+namespace braid {
+namespace {
+
+constexpr uint64_t kNoOp = 15, kPreMul = 5, kNoRoot = 0xfff;
+constexpr uint64_t kCountMask = (1ull << 40) - 1;
+
+uint64_t pack(algos::Collective coll, ncclDataType_t type, uint64_t op, uint64_t root, size_t count) {
+  return (static_cast<uint64_t>(coll) << 60) | (static_cast<uint64_t>(type) << 56) | (op << 52) |
+         ((root & 0xfff) << 40) | (count & kCountMask);
+}
+
+uint64_t opField(const Plan& p) {
+  if (!p.reduces) return kNoOp;
+  return static_cast<int>(p.userOp) < ncclNumOps ? static_cast<uint64_t>(p.userOp) : kPreMul;
+}
+
+uint64_t rootField(int root) { return root < 0 ? kNoRoot : static_cast<uint64_t>(root); }
+
+}  // namespace
+
+uint64_t signatureOf(const Plan& p) {
+  return pack(p.coll, p.type, opField(p), rootField(p.root), p.count);
+}
+
+uint64_t expectedSignature(const Plan& p, int myRank) {
+  using algos::Collective;
+  if (p.coll == Collective::Send)
+    return pack(Collective::Recv, p.type, opField(p), rootField(myRank), p.count);
+  if (p.coll == Collective::Recv)
+    return pack(Collective::Send, p.type, opField(p), rootField(myRank), p.count);
+  return signatureOf(p);
+}
+
+std::string describeSignature(uint64_t s) {
+  using algos::Collective;
+  const auto coll = static_cast<Collective>(s >> 60);
+  const auto type = static_cast<ncclDataType_t>((s >> 56) & 0xf);
+  const uint64_t op = (s >> 52) & 0xf, root = (s >> 40) & 0xfff;
+  std::string out = strfmt("%s(count=%llu, %s", algos::collectiveName(coll),
+                           static_cast<unsigned long long>(s & kCountMask), kernels::typeName(type));
+  if (op == kPreMul) out += ", premulsum";
+  else if (op != kNoOp) out += strfmt(", %s", kernels::opName(static_cast<ncclRedOp_t>(op)));
+  if (root != kNoRoot) {
+    const bool p2p = coll == Collective::Send || coll == Collective::Recv;
+    out += strfmt(", %s=%llu", p2p ? "peer" : "root", static_cast<unsigned long long>(root));
+  }
+  return out + ")";
+}
+
+}  // namespace braid
