@@ -170,7 +170,8 @@ class BootstrapImpl final : public Bootstrap {
       BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
       if (!fd.valid()) continue;
       uint8_t hello[kPeerHelloBytes];
-      Status st = net::recvAll(fd.get(), hello, sizeof(hello), Waiter(bootstrap::kHelloDeadlineMs, &aborted_));
+      Status st = net::recvAll(fd.get(), hello, sizeof(hello),
+                               Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
       if (!st.ok()) {
         if (waiter.aborted() || aborted_) return st;
         BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_, st.message().c_str());

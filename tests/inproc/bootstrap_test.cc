@@ -1,6 +1,7 @@
 // Threads as ranks over the real bootstrap, on loopback only.
 #include "core/bootstrap.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -80,6 +81,16 @@ TEST(Bootstrap, CollectivesAndP2PFor1To16Ranks) {
     ASSERT_TRUE(validateUniqueId(id).ok());
     runRanks(id, n, collectivesAndP2P);
   }
+}
+
+TEST(Bootstrap, WorksOverIpv6Loopback) {
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET6", 1);
+  ncclUniqueId id;
+  Status st = createUniqueId(&id);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_NE(describeUniqueId(id).find("[::1]"), std::string::npos) << describeUniqueId(id);
+  runRanks(id, 3, collectivesAndP2P);
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
 }
 
 TEST(Bootstrap, LargeAllGatherDoesNotDeadlock) {
@@ -292,6 +303,31 @@ TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
   EXPECT_FALSE(st.ok());
   EXPECT_LT(took, 1.3);
   EXPECT_FALSE(bs[0]->barrier().ok());  // and every later call fails too
+}
+
+size_t openFds() {
+  size_t n = 0;
+  for (int fd = 0; fd < 4096; ++fd)
+    if (fcntl(fd, F_GETFD) >= 0) ++n;
+  return n;
+}
+
+TEST(Bootstrap, NoThreadOrDescriptorLeaks) {
+  auto settle = [] {
+    auto start = Clock::now();
+    while (bootstrap::liveRoots() > 0 && secondsSince(start) < 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  settle();
+  size_t before = openFds();
+  for (int i = 0; i < 3; ++i) {
+    ncclUniqueId id;
+    ASSERT_TRUE(createUniqueId(&id).ok());
+    runRanks(id, 4, collectivesAndP2P);
+  }
+  settle();
+  EXPECT_EQ(bootstrap::liveRoots(), 0);
+  EXPECT_EQ(openFds(), before);
 }
 
 TEST(Bootstrap, PeerGoneIsAnErrorNotAHang) {
