@@ -309,6 +309,28 @@ TEST(TcpTransport, DISABLED_Bandwidth) {
   const char* sizeEnv = std::getenv("TCP_BENCH_BYTES");
   const size_t bytes = sizeEnv ? std::strtoull(sizeEnv, nullptr, 0) : (64u << 20);
   const int iters = 20;
+  for (int streams : {1, 4}) {
+    Pair pair = connectPair({streams, 512 << 10, 4 << 20});
+    const int rounds = 2000;
+    uint64_t ping = 0, pong = 0;
+    auto start = Clock::now();
+    std::thread t([&] {
+      for (int i = 0; i < rounds; ++i) {
+        ASSERT_TRUE(pair.b->postRecv(&pong, 8, nullptr).ok());
+        ASSERT_TRUE(drive(*pair.b, i, i + 1).ok());
+        ASSERT_TRUE(pair.b->postSend(&pong, 8).ok());
+      }
+      ASSERT_TRUE(drive(*pair.b, rounds, rounds).ok());
+    });
+    for (int i = 0; i < rounds; ++i) {
+      ASSERT_TRUE(pair.a->postSend(&ping, 8).ok());
+      ASSERT_TRUE(pair.a->postRecv(&ping, 8, nullptr).ok());
+      ASSERT_TRUE(drive(*pair.a, i + 1, i + 1).ok());
+    }
+    t.join();
+    double s = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("streams %d: 8-byte round trip %.1f us\n", streams, s / rounds * 1e6);
+  }
   for (int bufferBytes : {0, 4 << 20})
     for (size_t slice : {size_t(128) << 10, size_t(512) << 10, size_t(2) << 20})
       for (int streams : {1, 2, 4}) {
