@@ -286,7 +286,7 @@ TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r)
     threads.emplace_back([&, r] {
-      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(0, nullptr), &bs[r]).ok());
+      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(10000, nullptr), &bs[r]).ok());
     });
   for (auto& t : threads) t.join();
   ASSERT_TRUE(bs[0] && bs[1] && bs[2]);
@@ -303,6 +303,9 @@ TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
   EXPECT_FALSE(st.ok());
   EXPECT_LT(took, 1.3);
   EXPECT_FALSE(bs[0]->barrier().ok());  // and every later call fails too
+  // The failed barrier closed rank 0's ring, so rank 1 (its next) learns of it at once.
+  Status next = bs[1]->barrier();
+  EXPECT_EQ(next.code(), ncclRemoteError) << next.message();
 }
 
 size_t openFds() {
