@@ -53,15 +53,7 @@ class BootstrapImpl final : public Bootstrap {
 
   Status allGather(void* data, size_t bytes) override {
     std::lock_guard<std::mutex> lock(mu_);
-    BRAID_TRY(opWaiter().check("bootstrap allGather"));
-    auto* base = static_cast<uint8_t*>(data);
-    for (int step = 0; step < nranks_ - 1; ++step) {
-      int sendSlot = (rank_ - step + nranks_) % nranks_;
-      int recvSlot = (rank_ - step - 1 + nranks_) % nranks_;
-      BRAID_TRY(exchange(base + sendSlot * bytes, base + recvSlot * bytes, bytes)
-                    .withContext(strfmt("bootstrap allGather step %d (rank %d)", step, rank_)));
-    }
-    return Status::Ok();
+    return finish(allGatherLocked(data, bytes));
   }
 
   Status barrier() override {
@@ -71,6 +63,57 @@ class BootstrapImpl final : public Bootstrap {
 
   Status send(int peer, uint64_t tag, const void* data, size_t bytes) override {
     std::lock_guard<std::mutex> lock(mu_);
+    return finish(sendLocked(peer, tag, data, bytes));
+  }
+
+  Status recv(int peer, uint64_t tag, void* data, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finish(recvLocked(peer, tag, data, bytes));
+  }
+
+  void abort() override {
+    aborted_.store(true);
+    // Closing every connection tells the peers at once. When an operation is running it does
+    // this itself on its way out (see finish), as its sockets are in use.
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (lock.owns_lock()) closeAll();
+  }
+
+ private:
+  Status finish(Status st) {
+    if (aborted_.load()) closeAll();
+    return st;
+  }
+
+  void closeAll() {
+    ringNext_.reset();
+    ringPrev_.reset();
+    for (auto& fd : sendConns_) fd.reset();
+    for (auto& fd : recvConns_) fd.reset();
+    stash_.clear();
+  }
+
+  Status allGatherLocked(void* data, size_t bytes) {
+    BRAID_TRY(opWaiter().check("bootstrap allGather"));
+    if (nranks_ > 1 && (!ringNext_.valid() || !ringPrev_.valid()))
+      return remoteError("bootstrap allGather (rank %d): the ring broke in an earlier call", rank_);
+    auto* base = static_cast<uint8_t*>(data);
+    for (int step = 0; step < nranks_ - 1; ++step) {
+      int sendSlot = (rank_ - step + nranks_) % nranks_;
+      int recvSlot = (rank_ - step - 1 + nranks_) % nranks_;
+      Status st = exchange(base + sendSlot * bytes, base + recvSlot * bytes, bytes);
+      if (!st.ok()) {
+        // A half-done step leaves the ring out of step. Closing it also tells the neighbours
+        // at once, so a failure spreads round the ring instead of leaving them waiting.
+        ringNext_.reset();
+        ringPrev_.reset();
+        return st.withContext(strfmt("bootstrap allGather step %d (rank %d)", step, rank_));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status sendLocked(int peer, uint64_t tag, const void* data, size_t bytes) {
     if (peer < 0 || peer >= nranks_) return invalidArgument("bootstrap send: peer %d of %d", peer, nranks_);
     if (bytes && !data) return invalidArgument("%s", "bootstrap send: null data");
     Waiter w = opWaiter();
@@ -91,8 +134,7 @@ class BootstrapImpl final : public Bootstrap {
                                  static_cast<unsigned long long>(tag)));
   }
 
-  Status recv(int peer, uint64_t tag, void* data, size_t bytes) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes) {
     if (peer < 0 || peer >= nranks_) return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
     if (bytes && !data) return invalidArgument("%s", "bootstrap recv: null data");
     Waiter w = opWaiter();
@@ -133,9 +175,6 @@ class BootstrapImpl final : public Bootstrap {
     }
   }
 
-  void abort() override { aborted_.store(true); }
-
- private:
   Waiter opWaiter() const { return Waiter(timeoutMs_, &aborted_); }
 
   static Status sizeCheck(size_t got, size_t want, const std::string& what) {
@@ -170,7 +209,8 @@ class BootstrapImpl final : public Bootstrap {
       BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
       if (!fd.valid()) continue;
       uint8_t hello[kPeerHelloBytes];
-      Status st = net::recvAll(fd.get(), hello, sizeof(hello), Waiter(bootstrap::kHelloDeadlineMs, &aborted_));
+      Status st = net::recvAll(fd.get(), hello, sizeof(hello),
+                               Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
       if (!st.ok()) {
         if (waiter.aborted() || aborted_) return st;
         BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_, st.message().c_str());

@@ -1,6 +1,7 @@
 // Threads as ranks over the real bootstrap, on loopback only.
 #include "core/bootstrap.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -80,6 +81,16 @@ TEST(Bootstrap, CollectivesAndP2PFor1To16Ranks) {
     ASSERT_TRUE(validateUniqueId(id).ok());
     runRanks(id, n, collectivesAndP2P);
   }
+}
+
+TEST(Bootstrap, WorksOverIpv6Loopback) {
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET6", 1);
+  ncclUniqueId id;
+  Status st = createUniqueId(&id);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_NE(describeUniqueId(id).find("[::1]"), std::string::npos) << describeUniqueId(id);
+  runRanks(id, 3, collectivesAndP2P);
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
 }
 
 TEST(Bootstrap, LargeAllGatherDoesNotDeadlock) {
@@ -275,7 +286,7 @@ TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r)
     threads.emplace_back([&, r] {
-      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(0, nullptr), &bs[r]).ok());
+      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(10000, nullptr), &bs[r]).ok());
     });
   for (auto& t : threads) t.join();
   ASSERT_TRUE(bs[0] && bs[1] && bs[2]);
@@ -292,6 +303,34 @@ TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
   EXPECT_FALSE(st.ok());
   EXPECT_LT(took, 1.3);
   EXPECT_FALSE(bs[0]->barrier().ok());  // and every later call fails too
+  // The failed barrier closed rank 0's ring, so rank 1 (its next) learns of it at once.
+  Status next = bs[1]->barrier();
+  EXPECT_EQ(next.code(), ncclRemoteError) << next.message();
+}
+
+size_t openFds() {
+  size_t n = 0;
+  for (int fd = 0; fd < 4096; ++fd)
+    if (fcntl(fd, F_GETFD) >= 0) ++n;
+  return n;
+}
+
+TEST(Bootstrap, NoThreadOrDescriptorLeaks) {
+  auto settle = [] {
+    auto start = Clock::now();
+    while (bootstrap::liveRoots() > 0 && secondsSince(start) < 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  settle();
+  size_t before = openFds();
+  for (int i = 0; i < 3; ++i) {
+    ncclUniqueId id;
+    ASSERT_TRUE(createUniqueId(&id).ok());
+    runRanks(id, 4, collectivesAndP2P);
+  }
+  settle();
+  EXPECT_EQ(bootstrap::liveRoots(), 0);
+  EXPECT_EQ(openFds(), before);
 }
 
 TEST(Bootstrap, PeerGoneIsAnErrorNotAHang) {

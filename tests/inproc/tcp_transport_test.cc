@@ -1,6 +1,7 @@
 // Two (or three) ranks as threads over the TCP transport, on loopback only.
 #include "transport/tcp/tcp_transport.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -106,12 +107,24 @@ void exchange(const TcpOptions& options, const std::vector<size_t>& sizes) {
 
 const std::vector<size_t> kSizes = {0, 1, 0, 7, 4096, 65539, (1 << 20) + 5, 8 << 20, 0, 64 << 20};
 
-TEST(TcpTransport, FifoOrderAndSizesOneStream) { exchange({1, 512 * 1024, 0}, kSizes); }
-TEST(TcpTransport, FifoOrderAndSizesFourStreams) { exchange({4, 512 * 1024, 0}, kSizes); }
+TEST(TcpTransport, FifoOrderAndSizesOneStream) { exchange({1, 512 * 1024, 4 << 20}, kSizes); }
+TEST(TcpTransport, FifoOrderAndSizesFourStreams) { exchange({4, 512 * 1024, 4 << 20}, kSizes); }
 TEST(TcpTransport, StripingWithSmallSlicesAndOddStreams) {
   exchange({3, 4096, 0}, {0, 4095, 4096, 4097, 3 * 4096, 3 * 4096 + 1, 100000, 1 << 20, 5});
 }
-TEST(TcpTransport, ExplicitSocketBuffers) { exchange({2, 65536, 1 << 20}, {1, 300000, 4 << 20}); }
+TEST(TcpTransport, Ipv6Loopback) {
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET6", 1);
+  exchange({2, 4096, 0}, {0, 10, 50000});
+  auto transport = makeTcpTransport({2, 4096, 0});
+  Blob blob;
+  ASSERT_TRUE(transport->listen(info(0), info(1), &blob).ok());
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
+  net::SocketAddress addr;
+  ASSERT_TRUE(net::SocketAddress::fromWire(blob.data() + 16, &addr).ok());
+  EXPECT_EQ(addr.family(), AF_INET6);
+  EXPECT_TRUE(addr.isLoopback());
+}
+TEST(TcpTransport, AutotunedSocketBuffers) { exchange({2, 65536, 0}, {1, 300000, 4 << 20}); }
 
 class CollectingSink : public RecvSink {
  public:
@@ -179,6 +192,26 @@ TEST(TcpTransport, PeerClosedIsARemoteErrorNotAHang) {
   second.b.reset();
   st = drive(*second.a, 1, 0);
   EXPECT_EQ(st.code(), ncclRemoteError) << st.message();
+}
+
+size_t openFds() {
+  size_t n = 0;
+  for (int fd = 0; fd < 4096; ++fd)
+    if (fcntl(fd, F_GETFD) >= 0) ++n;
+  return n;
+}
+
+TEST(TcpTransport, NoDescriptorLeaks) {
+  size_t before = openFds();
+  for (int i = 0; i < 3; ++i) exchange({4, 4096, 0}, {1, 100000});
+  {
+    Pair pair = connectPair({3, 4096, 0});
+    uint64_t v = 0;
+    ASSERT_TRUE(pair.a->postRecv(&v, sizeof(v), nullptr).ok());
+    pair.b.reset();
+    EXPECT_FALSE(drive(*pair.a, 0, 1).ok());
+  }
+  EXPECT_EQ(openFds(), before);
 }
 
 TEST(TcpTransport, ThreeRanksAndConnectionToSelf) {
@@ -276,6 +309,28 @@ TEST(TcpTransport, DISABLED_Bandwidth) {
   const char* sizeEnv = std::getenv("TCP_BENCH_BYTES");
   const size_t bytes = sizeEnv ? std::strtoull(sizeEnv, nullptr, 0) : (64u << 20);
   const int iters = 20;
+  for (int streams : {1, 4}) {
+    Pair pair = connectPair({streams, 512 << 10, 4 << 20});
+    const int rounds = 2000;
+    uint64_t ping = 0, pong = 0;
+    auto start = Clock::now();
+    std::thread t([&] {
+      for (int i = 0; i < rounds; ++i) {
+        ASSERT_TRUE(pair.b->postRecv(&pong, 8, nullptr).ok());
+        ASSERT_TRUE(drive(*pair.b, i, i + 1).ok());
+        ASSERT_TRUE(pair.b->postSend(&pong, 8).ok());
+      }
+      ASSERT_TRUE(drive(*pair.b, rounds, rounds).ok());
+    });
+    for (int i = 0; i < rounds; ++i) {
+      ASSERT_TRUE(pair.a->postSend(&ping, 8).ok());
+      ASSERT_TRUE(pair.a->postRecv(&ping, 8, nullptr).ok());
+      ASSERT_TRUE(drive(*pair.a, i + 1, i + 1).ok());
+    }
+    t.join();
+    double s = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("streams %d: 8-byte round trip %.1f us\n", streams, s / rounds * 1e6);
+  }
   for (int bufferBytes : {0, 4 << 20})
     for (size_t slice : {size_t(128) << 10, size_t(512) << 10, size_t(2) << 20})
       for (int streams : {1, 2, 4}) {

@@ -172,6 +172,10 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
       bool staged = false;
       if (s.recvPos < header) {
         iov[count++] = {s.headerIn + s.recvPos, header - s.recvPos};
+        // Header and payload in one call; should the header then disagree on the size, the
+        // endpoint fails anyway, so bytes read past a shorter message do no harm.
+        if (!op.sink)
+          count += gather(j, op.bytes, 0, total - header, op.data, iov + count, kMaxIov - count);
       } else if (!op.sink) {
         count = gather(j, op.bytes, s.recvPos - header, total - header, op.data, iov, kMaxIov);
       } else {
@@ -202,7 +206,7 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
       s.recvPos += static_cast<size_t>(n);
       if (staged) s.stageGot += static_cast<size_t>(n);
       *moved = true;
-      if (headerWasIncomplete && s.recvPos == header) BRAID_TRY(checkHeader(s, op));
+      if (headerWasIncomplete && s.recvPos >= header) BRAID_TRY(checkHeader(s, op));
       if (s.recvPos < total) continue;
     }
     ++s.recvMsg;

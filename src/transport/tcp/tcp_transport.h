@@ -11,9 +11,12 @@
 namespace braid::transport {
 
 struct TcpOptions {
-  int streams = 1;                  // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
-  size_t sliceBytes = 512 * 1024;   // BRAID_TCP_SLICE_BYTES; smaller messages use stream 0 only
-  int socketBufferBytes = 0;        // 0: leave the kernel's buffer autotuning alone
+  int streams = 4;                 // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+  size_t sliceBytes = 512 * 1024;  // BRAID_TCP_SLICE_BYTES; smaller messages use stream 0 only
+  // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning alone. Fixed 4 MiB buffers measured
+  // faster than autotuning on loopback, most of all for a single stream (see the report in
+  // docs/tcp_transport.md).
+  int socketBufferBytes = 4 << 20;
 };
 
 // Reads and validates NCCL_SOCKET_NTHREADS (1-16), NCCL_NSOCKS_PERTHREAD (>= 1, product <= 64)
