@@ -63,7 +63,7 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
   }
-  transports = braid::transport::createTransports();
+  BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
   BRAID_INFO(kInit, "comm %p rank %d nranks %d: ready (%s)", static_cast<void*>(this), rank, nranks,
              config.name.empty() ? "unnamed" : config.name.c_str());

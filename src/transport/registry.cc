@@ -7,10 +7,7 @@
 #include "core/log.h"
 #include "transport/loopback/loopback_transport.h"
 #include "transport/shm/shm_transport.h"
-#if __has_include("transport/tcp/tcp_transport.h")
 #include "transport/tcp/tcp_transport.h"
-#define BRAID_HAVE_TCP 1
-#endif
 
 namespace braid::transport {
 namespace {
@@ -34,17 +31,17 @@ bool allowed(std::string_view name) {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Transport>> createTransports() {
+Status createTransports(std::vector<std::unique_ptr<Transport>>* out) {
   std::vector<std::unique_ptr<Transport>> all;
   all.push_back(makeLoopbackTransport());
   all.push_back(makeShmTransport());
-#ifdef BRAID_HAVE_TCP
-  all.push_back(makeTcpTransport());
-#endif
-  std::vector<std::unique_ptr<Transport>> out;
+  std::unique_ptr<Transport> tcp;
+  BRAID_TRY(createTcpTransport(&tcp));
+  all.push_back(std::move(tcp));
+  out->clear();
   for (auto& t : all)
-    if (allowed(t->name())) out.push_back(std::move(t));
-  return out;
+    if (allowed(t->name())) out->push_back(std::move(t));
+  return Status::Ok();
 }
 
 }  // namespace braid::transport

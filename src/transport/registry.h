@@ -9,6 +9,7 @@
 
 namespace braid::transport {
 
-std::vector<std::unique_ptr<Transport>> createTransports();
+// Fails when the environment configures a transport wrongly (naming the variable).
+Status createTransports(std::vector<std::unique_ptr<Transport>>* out);
 
 }  // namespace braid::transport

@@ -210,7 +210,7 @@ inline std::string runAllReduce(ncclComm_t comm, int rank, int nranks, const All
 // The sweep: every type x op x {0, 1, 7, nranks - 1, 1M + 3} x in/out of place.
 inline std::vector<AllReduceCase> sweepCases(int nranks, bool large) {
   std::vector<AllReduceCase> cases;
-  std::vector<size_t> counts = {0, 1, 7, static_cast<size_t>(nranks - 1)};
+  std::vector<size_t> counts = {0, 1, 7, static_cast<size_t>(nranks - 1), 1003};
   if (large) counts.push_back((1u << 20) + 3);
   for (int t = 0; t < ncclNumTypes; ++t)
     for (int op = 0; op < ncclNumOps; ++op)

@@ -1,6 +1,6 @@
-// A rank dies in the middle of an AllReduce loop: with BRAID_TIMEOUT_MS set, every other rank
-// returns an error within the timeout plus one second, nobody hangs, and no shared-memory
-// segment is left behind in /dev/shm.
+// A rank dies (SIGKILL) or stalls (alive but silent) in the middle of an AllReduce loop: with
+// BRAID_TIMEOUT_MS set, every other rank returns an error within the timeout plus one second,
+// nobody hangs, and no shared-memory segment is left behind in /dev/shm.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -34,7 +34,9 @@ struct Shared {
   std::atomic<int> result[8];
 };
 
-void killOneRank(const char* shmDisable) {
+enum class Fault { Kill, Stall };
+
+void faultOneRank(const char* shmDisable, Fault fault) {
   constexpr int kRanks = 4, kVictim = 2, kTimeoutMs = 2000;
   auto* shared = static_cast<Shared*>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0));
@@ -49,7 +51,10 @@ void killOneRank(const char* shmDisable) {
         for (int iter = 0; iter < 100000; ++iter) {
           if (rank == kVictim && iter == 20) {
             shared->killedAt = nowMs();
-            raise(SIGKILL);
+            if (fault == Fault::Kill) raise(SIGKILL);
+            // A stalled peer: alive, connected, silent. Only the timeout can catch it.
+            usleep((kTimeoutMs + 3000) * 1000);
+            _exit(0);
           }
           ncclResult_t res = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclMax, comm, nullptr);
           if (res != ncclSuccess) {
@@ -62,12 +67,14 @@ void killOneRank(const char* shmDisable) {
       },
       {{"BRAID_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"NCCL_SHM_DISABLE", shmDisable}}, 60);
 
-  EXPECT_EQ(results[kVictim].exitCode, -SIGKILL);
+  EXPECT_EQ(results[kVictim].exitCode, fault == Fault::Kill ? -SIGKILL : 0);
   for (int r = 0; r < kRanks; ++r) {
     if (r == kVictim) continue;
     EXPECT_EQ(results[r].exitCode, 0) << "rank " << r << " did not return an error";
     int res = shared->result[r];
     EXPECT_TRUE(res == ncclRemoteError || res == ncclSystemError) << "rank " << r << ": " << res;
+    if (fault == Fault::Stall)
+      EXPECT_GE(shared->failedAt[r] - shared->killedAt, kTimeoutMs - 100) << "rank " << r << " gave up early";
     EXPECT_LE(shared->failedAt[r] - shared->killedAt, kTimeoutMs + 1000) << "rank " << r;
   }
   auto after = braidSegments();
@@ -75,8 +82,10 @@ void killOneRank(const char* shmDisable) {
   munmap(shared, sizeof(Shared));
 }
 
-TEST(RankFailure, PeersReturnErrorOverShm) { killOneRank("0"); }
-TEST(RankFailure, PeersReturnErrorOverTcp) { killOneRank("1"); }
+TEST(RankFailure, KilledPeerOverShm) { faultOneRank("0", Fault::Kill); }
+TEST(RankFailure, KilledPeerOverTcp) { faultOneRank("1", Fault::Kill); }
+TEST(RankFailure, StalledPeerTimesOutOverShm) { faultOneRank("0", Fault::Stall); }
+TEST(RankFailure, StalledPeerTimesOutOverTcp) { faultOneRank("1", Fault::Stall); }
 
 }  // namespace
 }  // namespace braid
