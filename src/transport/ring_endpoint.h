@@ -72,6 +72,7 @@ class RingEndpoint final : public Endpoint {
     bool headerDone = false;
     uint64_t directAddr = 0;
     bool direct = false;
+    bool whole = false;  // the payload was in the ring before the header was stamped
   };
 
   explicit RingEndpoint(RingEndpointConfig config);
