@@ -87,16 +87,20 @@ Status RingEndpoint::fail(Status st) {
 Status RingEndpoint::postSend(const void* data, size_t bytes) {
   if (!error_.ok()) return error_;
   if (!data && bytes) return invalidArgument("%s postSend: null buffer for %zu bytes", config_.name.c_str(), bytes);
-  sends_.push_back(SendOp{static_cast<const char*>(data), bytes});
-  return Status::Ok();
+  return noThrow("postSend", [&] {
+    sends_.push_back(SendOp{static_cast<const char*>(data), bytes});
+    return Status::Ok();
+  });
 }
 
 Status RingEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink) {
   if (!error_.ok()) return error_;
   if (!data && !sink && bytes)
     return invalidArgument("%s postRecv: null buffer and no sink for %zu bytes", config_.name.c_str(), bytes);
-  recvs_.push_back(RecvOp{static_cast<char*>(data), bytes, sink});
-  return Status::Ok();
+  return noThrow("postRecv", [&] {
+    recvs_.push_back(RecvOp{static_cast<char*>(data), bytes, sink});
+    return Status::Ok();
+  });
 }
 
 Status RingEndpoint::progress() {
