@@ -109,9 +109,10 @@ class RingWriter {
   const Ring& ring() const { return ring_; }
   uint64_t position() const { return head_; }
 
-  size_t writable() {
+  // Free bytes; reloads the consumer's tail only when the cached value offers less than `want`.
+  size_t writable(size_t want) {
     size_t free = ring_.capacity() - (head_ - tailCache_);
-    if (free == 0 || free < ring_.capacity() / 4) {
+    if (free < want) {
       tailCache_ = ring_.ctl()->tail.load(std::memory_order_acquire);
       free = ring_.capacity() - (head_ - tailCache_);
     }

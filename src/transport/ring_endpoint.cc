@@ -153,7 +153,7 @@ bool RingEndpoint::pumpSends() {
       // (At most half the ring, so that it never waits for the whole ring to drain.)
       const bool whole = !direct && op.bytes <= std::min<uint64_t>(kPublishSlice, tx_.ring().capacity() / 2);
       const size_t body = direct ? sizeof(DirectDescriptor) : whole ? op.bytes : 0;
-      if (tx_.writable() < pad + kHeaderBytes + body) break;
+      if (tx_.writable(pad + kHeaderBytes + body) < pad + kHeaderBytes + body) break;
       tx_.write(kZeros, pad);
       const Ring& ring = tx_.ring();
       if (direct) {
@@ -170,7 +170,8 @@ bool RingEndpoint::pumpSends() {
       moved = true;
     }
     while (op.written < op.bytes) {
-      size_t n = std::min({tx_.writable(), op.bytes - op.written, kPublishSlice});
+      const size_t want = std::min(op.bytes - op.written, kPublishSlice);
+      const size_t n = std::min(tx_.writable(want), want);
       if (n == 0) break;
       tx_.write(op.data + op.written, n);
       op.written += n;
