@@ -94,6 +94,7 @@ class BootstrapImpl final : public Bootstrap {
   }
 
   Status allGatherLocked(void* data, size_t bytes) {
+    if (bytes && !data) return invalidArgument("%s", "bootstrap allGather: null data");
     BRAID_TRY(opWaiter().check("bootstrap allGather"));
     if (nranks_ > 1 && (!ringNext_.valid() || !ringPrev_.valid()))
       return remoteError("bootstrap allGather (rank %d): the ring broke in an earlier call", rank_);

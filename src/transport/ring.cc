@@ -1,5 +1,8 @@
 #include "transport/ring.h"
 
+#include <sys/random.h>
+
+#include <chrono>
 #include <new>
 
 namespace braid::transport {
@@ -21,6 +24,11 @@ Status Ring::init(void* mem, size_t memBytes, size_t capacity, Ring* out) {
   auto* ctl = new (mem) RingControl();
   ctl->magic = kMagic;
   ctl->capacity = capacity;
+  uint64_t nonce = 0;
+  // Any value works for correctness except a guessable one; the clock is the fallback.
+  if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof nonce))
+    nonce = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9e3779b97f4a7c15ull;
+  ctl->nonce = nonce ? nonce : 1;  // a zeroed slot must never look stamped
   return attach(mem, memBytes, out);
 }
 
@@ -36,6 +44,7 @@ Status Ring::attach(void* mem, size_t memBytes, Ring* out) {
   out->ctl_ = ctl;
   out->data_ = static_cast<char*>(mem) + kDataOffset;
   out->capacity_ = capacity;
+  out->nonce_ = ctl->nonce;
   return Status::Ok();
 }
 

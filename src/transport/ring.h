@@ -4,6 +4,14 @@
 // other's line; a release store publishes bytes, an acquire load makes them visible.
 // Positions are 64-bit byte counts that never wrap in practice (2^64 bytes); the offset in the
 // data area is position % capacity.
+//
+// Records start on 16-byte positions with a 16-byte header whose first word is a stamp,
+// position ^ nonce, stored last with release. A consumer waiting for the next record polls that
+// stamp where the record will be instead of the producer's head counter, so a small message
+// costs the consumer one cache miss (header and payload share a line) instead of two. A stale
+// slot holds an older stamp (a different position) or payload bytes, which match the expected
+// stamp by chance with probability 2^-64 (the nonce is random per ring); producers zero the
+// padding between records so that no slot is ever left half old.
 #pragma once
 
 #include <atomic>
@@ -22,6 +30,7 @@ struct RingControl {
   // Written once or rarely; read on slow paths only.
   alignas(64) uint64_t magic;
   uint64_t capacity;
+  uint64_t nonce;
   std::atomic<uint32_t> directOk;  // consumer: kDirectYes when it can read the producer's memory
   std::atomic<uint32_t> producerClosed;
   std::atomic<uint32_t> consumerClosed;
@@ -46,6 +55,20 @@ class Ring {
   RingControl* ctl() const { return ctl_; }
   uint64_t capacity() const { return capacity_; }
 
+  // Header words at a 16-aligned position (never wrapped: the capacity is a multiple of 16).
+  void writeHeader(uint64_t pos, uint64_t word) const {
+    auto* slot = reinterpret_cast<uint64_t*>(data_ + pos % capacity_);
+    slot[1] = word;
+    std::atomic_ref<uint64_t>(slot[0]).store(pos ^ nonce_, std::memory_order_release);
+  }
+  // False while the record at `pos` is not published yet.
+  bool readHeader(uint64_t pos, uint64_t* word) const {
+    auto* slot = reinterpret_cast<uint64_t*>(data_ + pos % capacity_);
+    if (std::atomic_ref<uint64_t>(slot[0]).load(std::memory_order_acquire) != (pos ^ nonce_)) return false;
+    *word = slot[1];
+    return true;
+  }
+
   // Wrap-aware copies at a position; the caller has checked the space.
   void copyIn(uint64_t pos, const void* src, size_t n) const {
     size_t off = pos % capacity_, first = capacity_ - off < n ? capacity_ - off : n;
@@ -69,6 +92,7 @@ class Ring {
   RingControl* ctl_ = nullptr;
   char* data_ = nullptr;
   uint64_t capacity_ = 0;
+  uint64_t nonce_ = 0;
 };
 
 inline uint64_t alignUp(uint64_t pos) { return (pos + Ring::kAlign - 1) & ~uint64_t{Ring::kAlign - 1}; }
@@ -85,9 +109,10 @@ class RingWriter {
   const Ring& ring() const { return ring_; }
   uint64_t position() const { return head_; }
 
-  size_t writable() {
+  // Free bytes; reloads the consumer's tail only when the cached value offers less than `want`.
+  size_t writable(size_t want) {
     size_t free = ring_.capacity() - (head_ - tailCache_);
-    if (free == 0 || free < ring_.capacity() / 4) {
+    if (free < want) {
       tailCache_ = ring_.ctl()->tail.load(std::memory_order_acquire);
       free = ring_.capacity() - (head_ - tailCache_);
     }
@@ -117,14 +142,11 @@ class RingReader {
   const Ring& ring() const { return ring_; }
   uint64_t position() const { return tail_; }
 
+  // Bytes published by head. A record seen through its stamp may put tail ahead of the head
+  // this side last saw, or even of the head the producer has stored so far.
   size_t readable() {
-    if (headCache_ == tail_) headCache_ = ring_.ctl()->head.load(std::memory_order_acquire);
-    return headCache_ - tail_;
-  }
-  // Like readable(), but always reloads: for when the cached bytes are not enough.
-  size_t refresh() {
-    headCache_ = ring_.ctl()->head.load(std::memory_order_acquire);
-    return headCache_ - tail_;
+    if (headCache_ <= tail_) headCache_ = ring_.ctl()->head.load(std::memory_order_acquire);
+    return headCache_ > tail_ ? headCache_ - tail_ : 0;
   }
   void read(void* dst, size_t n) {
     ring_.copyOut(tail_, dst, n);

@@ -8,19 +8,23 @@
 namespace braid::transport {
 namespace {
 
-// Every message starts with a record header at a 16-byte aligned ring position. A data record's
-// payload follows it (wrapping at the ring's end); a direct record carries a descriptor instead.
-enum : uint32_t { kData = 0x44415441, kDirect = 0x44495245 };  // "DATA", "DIRE"
-struct RecordHeader {
-  uint32_t kind;
-  uint32_t reserved;
-  uint64_t bytes;
-};
+// Every message starts with a record header at a 16-byte aligned ring position (see ring.h for
+// the stamp that publishes it). Its word holds the kind, whether the payload was written before
+// the stamp (so the consumer needs no head load for it), and the payload size. A data record's
+// payload follows the header (wrapping at the ring's end); a direct record carries a descriptor.
+enum : uint64_t { kData = 1, kDirect = 2 };
+constexpr uint64_t kWhole = uint64_t{1} << 55;
+constexpr uint64_t kBytesMask = (uint64_t{1} << 48) - 1;
+uint64_t headerWord(uint64_t kind, bool whole, uint64_t bytes) {
+  return kind << 56 | (whole ? kWhole : 0) | bytes;
+}
 struct DirectDescriptor {
   uint64_t addr;  // in the sender's address space
   uint64_t seq;   // 1, 2, ...: the consumer acknowledges by publishing it in directDone
 };
-static_assert(sizeof(RecordHeader) == Ring::kAlign && sizeof(DirectDescriptor) == Ring::kAlign);
+constexpr size_t kHeaderBytes = 16;
+constexpr char kZeros[Ring::kAlign] = {};
+static_assert(sizeof(DirectDescriptor) == Ring::kAlign);
 
 // Bytes copied before publishing them, so that a large message streams through the ring in
 // pieces the consumer can start on while the producer copies the next one.
@@ -83,16 +87,20 @@ Status RingEndpoint::fail(Status st) {
 Status RingEndpoint::postSend(const void* data, size_t bytes) {
   if (!error_.ok()) return error_;
   if (!data && bytes) return invalidArgument("%s postSend: null buffer for %zu bytes", config_.name.c_str(), bytes);
-  sends_.push_back(SendOp{static_cast<const char*>(data), bytes});
-  return Status::Ok();
+  return noThrow("postSend", [&] {
+    sends_.push_back(SendOp{static_cast<const char*>(data), bytes});
+    return Status::Ok();
+  });
 }
 
 Status RingEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink) {
   if (!error_.ok()) return error_;
   if (!data && !sink && bytes)
     return invalidArgument("%s postRecv: null buffer and no sink for %zu bytes", config_.name.c_str(), bytes);
-  recvs_.push_back(RecvOp{static_cast<char*>(data), bytes, sink});
-  return Status::Ok();
+  return noThrow("postRecv", [&] {
+    recvs_.push_back(RecvOp{static_cast<char*>(data), bytes, sink});
+    return Status::Ok();
+  });
 }
 
 Status RingEndpoint::progress() {
@@ -138,25 +146,32 @@ bool RingEndpoint::pumpSends() {
     SendOp& op = sends_[sendCursor_];
     if (!op.headerDone) {
       const uint64_t start = alignUp(tx_.position());
+      const size_t pad = start - tx_.position();
       const bool direct = config_.directMinBytes && op.bytes >= config_.directMinBytes &&
                           ctl->directOk.load(std::memory_order_relaxed) == Ring::kDirectYes;
-      const size_t need = (start - tx_.position()) + sizeof(RecordHeader) +
-                          (direct ? sizeof(DirectDescriptor) : 0);
-      if (tx_.writable() < need) break;
-      tx_.skipTo(start);
-      RecordHeader h{direct ? kDirect : kData, 0, op.bytes};
-      tx_.write(&h, sizeof h);
-      op.headerDone = true;
-      moved = true;
+      // A message up to one slice goes in whole before its stamp; a larger one streams after it.
+      // (At most half the ring, so that it never waits for the whole ring to drain.)
+      const bool whole = !direct && op.bytes <= std::min<uint64_t>(kPublishSlice, tx_.ring().capacity() / 2);
+      const size_t body = direct ? sizeof(DirectDescriptor) : whole ? op.bytes : 0;
+      if (tx_.writable(pad + kHeaderBytes + body) < pad + kHeaderBytes + body) break;
+      tx_.write(kZeros, pad);
+      const Ring& ring = tx_.ring();
       if (direct) {
         DirectDescriptor d{reinterpret_cast<uint64_t>(op.data), ++directPosted_};
-        tx_.write(&d, sizeof d);
+        ring.copyIn(start + kHeaderBytes, &d, sizeof d);
         op.directSeq = d.seq;
-        op.written = op.bytes;
+      } else if (body) {
+        ring.copyIn(start + kHeaderBytes, op.data, body);
       }
+      ring.writeHeader(start, headerWord(direct ? kDirect : kData, direct || whole, op.bytes));
+      tx_.skipTo(start + kHeaderBytes + body);
+      if (direct || whole) op.written = op.bytes;
+      op.headerDone = true;
+      moved = true;
     }
     while (op.written < op.bytes) {
-      size_t n = std::min({tx_.writable(), op.bytes - op.written, kPublishSlice});
+      const size_t want = std::min(op.bytes - op.written, kPublishSlice);
+      const size_t n = std::min(tx_.writable(want), want);
       if (n == 0) break;
       tx_.write(op.data + op.written, n);
       op.written += n;
@@ -184,22 +199,19 @@ Status RingEndpoint::pumpRecvs(bool* moved) {
     RecvOp& op = recvs_.front();
     if (!op.headerDone) {
       const uint64_t start = alignUp(rx_.position());
-      const size_t pad = start - rx_.position();
-      size_t avail = rx_.readable();
-      if (avail < pad + sizeof(RecordHeader) && (avail = rx_.refresh()) < pad + sizeof(RecordHeader)) break;
-      RecordHeader h;
-      rx_.ring().copyOut(start, &h, sizeof h);
-      if (h.kind != kData && h.kind != kDirect)
-        return fail(systemError("corrupt ring: record kind %#x at position %llu", h.kind,
-                                static_cast<unsigned long long>(start)));
-      if (h.bytes != op.bytes)
+      uint64_t word;
+      if (!rx_.ring().readHeader(start, &word)) break;
+      const uint64_t kind = word >> 56, bytes = word & kBytesMask;
+      if ((kind != kData && kind != kDirect) || (word & ~(kBytesMask | kWhole | uint64_t{0xff} << 56)))
+        return fail(systemError("corrupt ring: record word %#llx at position %llu",
+                                static_cast<unsigned long long>(word), static_cast<unsigned long long>(start)));
+      if (bytes != op.bytes)
         return fail(invalidUsage("size mismatch: the peer sent %llu bytes to a receive of %zu bytes",
-                                 static_cast<unsigned long long>(h.bytes), op.bytes));
-      size_t recordBytes = sizeof h;
-      if (h.kind == kDirect) {
+                                 static_cast<unsigned long long>(bytes), op.bytes));
+      size_t recordBytes = kHeaderBytes;
+      if (kind == kDirect) {
         DirectDescriptor d;
-        if (avail < pad + sizeof h + sizeof d) return fail({ncclSystemError, "corrupt ring: truncated direct record"});
-        rx_.ring().copyOut(start + sizeof h, &d, sizeof d);
+        rx_.ring().copyOut(start + kHeaderBytes, &d, sizeof d);
         if (d.seq != directAcked_ + 1)
           return fail(systemError("corrupt ring: direct transfer %llu, expected %llu",
                                   static_cast<unsigned long long>(d.seq),
@@ -208,9 +220,10 @@ Status RingEndpoint::pumpRecvs(bool* moved) {
         op.directAddr = d.addr;
         recordBytes += sizeof d;
       }
+      op.whole = (word & kWhole) != 0;
       rx_.skipTo(start + recordBytes);
       // A payload's release covers its header too: one store less per small message.
-      if (h.kind == kDirect || h.bytes == 0) rx_.release();
+      if (kind == kDirect || bytes == 0) rx_.release();
       op.headerDone = true;
       *moved = true;
     }
@@ -220,7 +233,8 @@ Status RingEndpoint::pumpRecvs(bool* moved) {
       rx_.ring().ctl()->directDone.store(++directAcked_, std::memory_order_release);
     } else {
       while (op.received < op.bytes) {
-        size_t n = std::min(rx_.readable(), op.bytes - op.received);
+        const size_t left = op.bytes - op.received;
+        const size_t n = op.whole ? left : std::min(rx_.readable(), left);
         if (n == 0) break;
         if (op.sink) {
           rx_.visit(n, [&](const void* p, size_t len) {

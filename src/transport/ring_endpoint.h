@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +18,18 @@
 #include "transport/transport.h"
 
 namespace braid::transport {
+
+// Runs f, turning an exception (in practice std::bad_alloc) into a Status: none may escape.
+template <typename F>
+Status noThrow(const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return systemError("%s: %s", what, e.what());
+  } catch (...) {
+    return {ncclInternalError, std::string(what) + ": unknown exception"};
+  }
+}
 
 // What the endpoint needs to know about the other side beyond the rings.
 class PeerAccess {
@@ -72,6 +85,7 @@ class RingEndpoint final : public Endpoint {
     bool headerDone = false;
     uint64_t directAddr = 0;
     bool direct = false;
+    bool whole = false;  // the payload was in the ring before the header was stamped
   };
 
   explicit RingEndpoint(RingEndpointConfig config);

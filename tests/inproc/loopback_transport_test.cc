@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -17,6 +18,7 @@ namespace {
 using braid::testing::CheckingSink;
 using braid::testing::drive;
 using braid::testing::exchange;
+using Body = std::function<Status(Endpoint&, int)>;
 
 struct Pair {
   std::unique_ptr<Transport> t0, t1;
@@ -100,6 +102,20 @@ TEST_P(LoopbackSizes, ManySmallMessages) {
     for (int round = 0; round < 3; ++round) BRAID_TRY(exchange(ep, rank, sizes));
     return Status::Ok();
   });
+}
+
+// Messages near half the ring go in whole and need most of it free: the producer must look
+// for space again when its cached view of the consumer says it is short (a hang otherwise).
+TEST_P(LoopbackSizes, MessagesNearHalfTheRing) {
+  setKnobs(GetParam().ring, GetParam().directMin);
+  Pair p = connectPair();
+  ASSERT_TRUE(p.e0 && p.e1);
+  const size_t half = GetParam().ring / 2;
+  std::vector<size_t> sizes;
+  const size_t count = GetParam().ring > 65536 ? 16 : 200;
+  for (size_t i = 0; i < count; ++i) sizes.push_back(half - 40 + (i * 13) % 48);
+  Body body = [&](Endpoint& ep, int rank) { return exchange(ep, rank, sizes); };
+  onBoth(p, body);
 }
 
 INSTANTIATE_TEST_SUITE_P(Rings, LoopbackSizes,

@@ -174,6 +174,18 @@ TEST_P(ShmSizes, ManySmallMessages) {
   expectClean(runPair(body, body));
 }
 
+// Messages near half the ring go in whole and need most of it free: the producer must look
+// for space again when its cached view of the consumer says it is short (a hang otherwise).
+TEST_P(ShmSizes, MessagesNearHalfTheRing) {
+  
+  const size_t half = GetParam().ring / 2;
+  std::vector<size_t> sizes;
+  const size_t count = GetParam().ring > 65536 ? 16 : 200;
+  for (size_t i = 0; i < count; ++i) sizes.push_back(half - 40 + (i * 13) % 48);
+  Body body = [&](Endpoint& ep, int rank) { return exchange(ep, rank, sizes); };
+  expectClean(runPair(body, body));
+}
+
 INSTANTIATE_TEST_SUITE_P(Rings, ShmSizes,
                          ::testing::Values(Config{4 << 20, 0}, Config{4 << 20, 262144},
                                            Config{4096, 0}, Config{4096, 1024}),

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -352,8 +353,14 @@ Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd) {
     int err = errno;
     // A connection that died in the backlog, or a transient shortage: not the caller's problem.
     if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EINTR ||
-        err == EPROTO || err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+        err == EPROTO)
       return Status::Ok();
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+      // The listener stays readable, so without a pause the caller would spin.
+      BRAID_WARN("accept: %s; retrying", errnoText(err).c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pollMs, kPollSliceMs)));
+      return Status::Ok();
+    }
     return systemError("accept: %s", errnoText(err).c_str());
   }
   fd->reset(s);

@@ -37,15 +37,11 @@ const uint64_t gProbeWord = 0x5ca1ab1e0ddba11ull ^ static_cast<uint64_t>(getpid(
 
 class ShmPeer final : public PeerAccess {
  public:
-  explicit ShmPeer(pid_t pid) : pid_(pid) {
+  // `watch`: the pid names the peer in our pid namespace (see probePeer).
+  ShmPeer(pid_t pid, bool watch) : pid_(pid), watch_(watch) {
     // A pidfd becomes readable when the process exits, zombie or not, and cannot be confused by
     // a recycled pid; kill(pid, 0) is the fallback on kernels without it.
-    pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd_ < 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-      // Not our pid namespace: the closed flags in the rings are all we can watch.
-      BRAID_INFO(kShm, "SHM: pid %d is not visible here; peer death detected only on close", pid);
-      watch_ = false;
-    }
+    if (watch_) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   }
   ~ShmPeer() override {
     if (pidfd_ >= 0) close(pidfd_);
@@ -81,20 +77,25 @@ class ShmPeer final : public PeerAccess {
 
  private:
   pid_t pid_;
+  bool watch_;
   int pidfd_ = -1;
-  bool watch_ = true;
 };
 
-bool probeDirect(pid_t pid, uint64_t addr, uint64_t expected) {
+enum class Probe { kVerified, kNotVisible, kUnverified };
+
+// Reads the word the peer published in its handle straight out of its memory. Success proves
+// both that the pid is the peer's in our namespace and that process_vm_readv works; ESRCH means
+// the pid is not ours to watch (another pid namespace sharing /dev/shm).
+Probe probePeer(pid_t pid, uint64_t addr, uint64_t expected) {
   uint64_t got = 0;
   iovec local{&got, sizeof got}, remote{reinterpret_cast<void*>(addr), sizeof got};
   ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-  if (n != static_cast<ssize_t>(sizeof got)) {
-    BRAID_INFO(kShm, "SHM: process_vm_readv from pid %d unavailable (%s); copying through the ring",
-               static_cast<int>(pid), n < 0 ? std::strerror(errno) : "short read");
-    return false;
-  }
-  return got == expected;
+  if (n == static_cast<ssize_t>(sizeof got) && got == expected) return Probe::kVerified;
+  const int err = n < 0 ? errno : 0;
+  BRAID_INFO(kShm, "SHM: process_vm_readv from pid %d unavailable (%s)", static_cast<int>(pid),
+             err ? std::strerror(err) : "wrong data");
+  if (err == ESRCH || (err == 0 && kill(pid, 0) != 0)) return Probe::kNotVisible;
+  return Probe::kUnverified;
 }
 
 class ShmTransport final : public Transport {
@@ -107,6 +108,22 @@ class ShmTransport final : public Transport {
   }
 
   Status listen(const PeerInfo& self, const PeerInfo& peer, Blob* handle) override {
+    return noThrow("SHM listen", [&] { return listenImpl(self, peer, handle); });
+  }
+  Status connect(const PeerInfo& self, const PeerInfo& peer, const Blob& peerHandle,
+                 const Waiter& waiter, std::unique_ptr<Endpoint>* endpoint) override {
+    return noThrow("SHM connect", [&] { return connectImpl(self, peer, peerHandle, endpoint); });
+  }
+
+  Status finishConnect() override {
+    for (auto& weak : created_)
+      if (auto seg = weak.lock()) seg->unlink();
+    created_.clear();
+    return Status::Ok();
+  }
+
+ private:
+  Status listenImpl(const PeerInfo& self, const PeerInfo& peer, Blob* handle) {
     if (listens_.count(peer.rank))
       return invalidUsage("SHM listen: rank %d already has a pending listen for rank %d", self.rank, peer.rank);
     const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt("BRAID_SHM_BUFFSIZE"))));
@@ -132,8 +149,9 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status connect(const PeerInfo& self, const PeerInfo& peer, const Blob& peerHandle,
-                 const Waiter& waiter, std::unique_ptr<Endpoint>* endpoint) override {
+  // Needs nothing from the peer beyond its handle, so it never waits.
+  Status connectImpl(const PeerInfo& self, const PeerInfo& peer, const Blob& peerHandle,
+                     std::unique_ptr<Endpoint>* endpoint) {
     ShmBlob blob;
     if (peerHandle.size() != sizeof blob)
       return invalidArgument("SHM connect: rank %d's handle has %zu bytes, expected %zu", peer.rank,
@@ -157,13 +175,17 @@ class ShmTransport final : public Transport {
     BRAID_TRY(Ring::attach(rx->data(), rx->size(), &rxRing));
     // Tell the peer, which produces into our ring, whether we can read its buffers directly.
     const int64_t directMin = env::getInt("BRAID_SHM_CMA_MIN_BYTES");
-    const bool direct = directMin > 0 && probeDirect(blob.pid, blob.probeAddr, blob.probeValue);
+    const Probe probe = probePeer(blob.pid, blob.probeAddr, blob.probeValue);
+    const bool direct = directMin > 0 && probe == Probe::kVerified;
     rxRing.ctl()->directOk.store(direct ? Ring::kDirectYes : Ring::kDirectNo, std::memory_order_release);
+    if (probe == Probe::kNotVisible)
+      BRAID_INFO(kShm, "SHM: pid %d is not visible here; a dead peer is noticed only if it closed",
+                 static_cast<int>(blob.pid));
 
     RingEndpointConfig config;
     config.txMemory = std::move(tx);
     config.rxMemory = rx;
-    config.peer = std::make_unique<ShmPeer>(blob.pid);
+    config.peer = std::make_unique<ShmPeer>(blob.pid, probe != Probe::kNotVisible);
     config.directMinBytes = directMin > 0 ? static_cast<size_t>(directMin) : 0;
     config.name = "SHM";
     BRAID_TRY(RingEndpoint::create(std::move(config), endpoint).withContext("SHM connect"));
@@ -173,14 +195,6 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status finishConnect() override {
-    for (auto& weak : created_)
-      if (auto seg = weak.lock()) seg->unlink();
-    created_.clear();
-    return Status::Ok();
-  }
-
- private:
   std::map<int, std::shared_ptr<Segment>> listens_;  // by peer rank, until connect
   std::vector<std::weak_ptr<Segment>> created_;      // names to unlink at finishConnect
 };

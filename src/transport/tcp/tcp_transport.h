@@ -11,11 +11,10 @@
 namespace braid::transport {
 
 struct TcpOptions {
-  int streams = 4;                 // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+  int streams = 4;  // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
   size_t sliceBytes = 512 * 1024;  // BRAID_TCP_SLICE_BYTES; smaller messages use stream 0 only
-  // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning alone. Fixed 4 MiB buffers measured
-  // faster than autotuning on loopback, most of all for a single stream (see the report in
-  // docs/tcp_transport.md).
+  // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning alone. Fixed 4 MiB buffers were as
+  // fast or faster than autotuning on loopback (docs/net.md has the numbers).
   int socketBufferBytes = 4 << 20;
 };
 
