@@ -71,6 +71,63 @@ class BootstrapImpl final : public Bootstrap {
     return finish(recvLocked(peer, tag, data, bytes));
   }
 
+  Status poll(uint64_t tag, int* from, std::vector<uint8_t>* data) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    *from = -1;
+    if (aborted_.load()) return Status::Ok();
+    for (int p = 0; p < nranks_; ++p) {
+      auto& queue = unexpected_[p];
+      for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if (it->tag != tag) continue;
+        *data = std::move(it->data);
+        queue.erase(it);
+        *from = p;
+        return Status::Ok();
+      }
+    }
+    // Connections dialed since we last looked: take them in without waiting.
+    Waiter w = opWaiter();
+    for (;;) {
+      net::Fd fd;
+      BRAID_TRY(net::acceptOne(listener_.get(), w, 0, &fd));
+      if (!fd.valid()) break;
+      BRAID_TRY(admit(std::move(fd), w));
+    }
+    for (auto it = stash_.begin(); it != stash_.end();) {
+      if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
+        recvConns_[it->first.first] = std::move(it->second);
+        it = stash_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Whole messages waiting on open connections; others' tags are queued for their recv.
+    for (int p = 0; p < nranks_; ++p) {
+      if (!recvConns_[p].valid()) continue;
+      pollfd pfd{recvConns_[p].get(), POLLIN, 0};
+      while (::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+        uint8_t header[kMsgHeaderBytes];
+        std::vector<uint8_t> body;
+        Status st = net::recvAll(pfd.fd, header, sizeof(header), w);
+        if (st.ok()) {
+          body.resize(net::getU64(header + 8) > (uint64_t{1} << 30) ? 0 : net::getU64(header + 8));
+          st = net::recvAll(pfd.fd, body.data(), body.size(), w);
+        }
+        if (!st.ok()) {
+          recvConns_[p].reset();  // the peer is gone; its failure shows elsewhere
+          break;
+        }
+        if (net::getU64(header) == tag) {
+          *data = std::move(body);
+          *from = p;
+          return Status::Ok();
+        }
+        unexpected_[p].push_back({net::getU64(header), std::move(body)});
+      }
+    }
+    return Status::Ok();
+  }
+
   void abort() override {
     aborted_.store(true);
     // Closing every connection tells the peers at once. When an operation is running it does
@@ -208,28 +265,34 @@ class BootstrapImpl final : public Bootstrap {
       BRAID_TRY(waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str()));
       net::Fd fd;
       BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
-      if (!fd.valid()) continue;
-      uint8_t hello[kPeerHelloBytes];
-      Status st = net::recvAll(fd.get(), hello, sizeof(hello),
-                               Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
-      if (!st.ok()) {
-        if (waiter.aborted() || aborted_) return st;
-        BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_, st.message().c_str());
-        continue;
-      }
-      uint32_t from = net::getU32(hello + 8), k = net::getU32(hello + 12);
-      if (net::getU64(hello) != magic_ || from >= static_cast<uint32_t>(nranks_) ||
-          (k != static_cast<uint32_t>(ConnKind::Ring) && k != static_cast<uint32_t>(ConnKind::P2P))) {
-        BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello (rank %u kind %u)", rank_, from, k);
-        continue;
-      }
-      auto fromKey = std::make_pair(static_cast<int>(from), static_cast<ConnKind>(k));
-      if (stash_.count(fromKey)) {
-        BRAID_WARN("bootstrap: rank %d got a second connection from rank %u; dropped", rank_, from);
-        continue;
-      }
-      stash_.emplace(fromKey, std::move(fd));
+      if (fd.valid()) BRAID_TRY(admit(std::move(fd), waiter));
     }
+  }
+
+  // Reads a new connection's hello and keeps it in the stash; a stray or malformed connection
+  // is dropped with a warning (only an abort is an error).
+  Status admit(net::Fd fd, const Waiter& waiter) {
+    uint8_t hello[kPeerHelloBytes];
+    Status st = net::recvAll(fd.get(), hello, sizeof(hello),
+                             Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
+    if (!st.ok()) {
+      if (waiter.aborted() || aborted_) return st;
+      BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_, st.message().c_str());
+      return Status::Ok();
+    }
+    uint32_t from = net::getU32(hello + 8), k = net::getU32(hello + 12);
+    if (net::getU64(hello) != magic_ || from >= static_cast<uint32_t>(nranks_) ||
+        (k != static_cast<uint32_t>(ConnKind::Ring) && k != static_cast<uint32_t>(ConnKind::P2P))) {
+      BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello (rank %u kind %u)", rank_, from, k);
+      return Status::Ok();
+    }
+    auto fromKey = std::make_pair(static_cast<int>(from), static_cast<ConnKind>(k));
+    if (stash_.count(fromKey)) {
+      BRAID_WARN("bootstrap: rank %d got a second connection from rank %u; dropped", rank_, from);
+      return Status::Ok();
+    }
+    stash_.emplace(fromKey, std::move(fd));
+    return Status::Ok();
   }
 
   // One ring step: sends to the next rank while receiving from the previous, so neither side

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/waiter.h"
@@ -43,6 +44,9 @@ class Bootstrap {
   // Point-to-point messages between ranks (used by split, shrink, mismatch checks).
   virtual Status send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
   virtual Status recv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
+  // Non-blocking: a message with `tag` from any rank, if one has arrived (*from = its rank),
+  // else *from = -1. Used to hear about another rank's failure while waiting on data.
+  virtual Status poll(uint64_t tag, int* from, std::vector<uint8_t>* data) = 0;
   // Makes every blocked and future call return an error (ncclCommAbort).
   virtual void abort() = 0;
 };

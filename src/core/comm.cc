@@ -150,6 +150,28 @@ void ncclComm::waitForCalls() {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
+namespace {
+constexpr uint64_t kTagFailure = 0x6661696c;  // "fail"
+}
+
+void ncclComm::broadcastFailure(const std::string& text) {
+  if (!bootstrap) return;
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    Status st = bootstrap->send(p, kTagFailure, text.data(), text.size());
+    if (!st.ok()) BRAID_INFO(kInit, "could not tell rank %d about the failure: %s", p, st.message().c_str());
+  }
+}
+
+bool ncclComm::heardFailure(std::string* text) {
+  if (!bootstrap) return false;
+  int from = -1;
+  std::vector<uint8_t> data;
+  if (!bootstrap->poll(kTagFailure, &from, &data).ok() || from < 0) return false;
+  text->assign(data.begin(), data.end());
+  return true;
+}
+
 void ncclComm::setLastError(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
   lastError_ = text;

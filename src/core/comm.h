@@ -84,6 +84,11 @@ struct ncclComm {
   };
   void waitForCalls();
 
+  // Failures every rank must share (mismatched calls): told to all ranks through the
+  // bootstrap, heard by ranks that are waiting on data that will never come.
+  void broadcastFailure(const std::string& text);
+  bool heardFailure(std::string* text);
+
   void setLastError(const std::string& text);
   std::string lastError();
   void markFailed(ncclResult_t code) {

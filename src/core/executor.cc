@@ -344,6 +344,12 @@ Status Run::loop() {
       Status st = pump(q, &moved);
       if (!st.ok()) {
         const Plan& plan = plans_[q.sends.empty() ? q.recvs[0].plan : q.sends[0].plan];
+        // Only a signature check fails with InvalidUsage here: mismatched calls. Ranks that do
+        // not talk to the culprit would wait forever, so everyone is told.
+        if (st.code() == ncclInvalidUsage) {
+          plan.comm->broadcastFailure(st.message());
+          return failed(plan, st);
+        }
         return failed(plan, st.withContext(strfmt("with rank %d", q.peer)));
       }
     }
@@ -359,6 +365,12 @@ Status Run::loop() {
         Status st = waiters_[p].check("waiting for peers");
         if (!st.ok()) return failed(plans_[p], st);
       }
+    }
+    if ((idle & 4095) == 0) {
+      std::string text;
+      for (size_t p = 0; p < plans_.size(); ++p)
+        if (plans_[p].comm->checkMismatch && plans_[p].comm->heardFailure(&text))
+          return failed(plans_[p], invalidUsage("%s", text.c_str()));
     }
   }
   return Status::Ok();
