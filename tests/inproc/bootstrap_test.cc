@@ -139,6 +139,15 @@ TEST(Bootstrap, CommIdModeWithRankZeroHostingTheRoot) {
   runRanks(id, 3, collectivesAndP2P, /*hostRootRank=*/0);
 }
 
+TEST(Bootstrap, NoMatchingInterfaceIsAnError) {
+  setenv("NCCL_SOCKET_IFNAME", "=no_such_if0", 1);
+  ncclUniqueId id;
+  Status st = createUniqueId(&id);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  EXPECT_EQ(st.code(), ncclSystemError);
+  EXPECT_NE(st.message().find("no_such_if0"), std::string::npos) << st.message();
+}
+
 TEST(Bootstrap, InvalidIdsAreRejected) {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
