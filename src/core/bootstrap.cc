@@ -35,9 +35,15 @@ class BootstrapImpl final : public Bootstrap {
  public:
   BootstrapImpl(int rank, int nranks, uint64_t magic, int64_t timeoutMs, net::Fd listener,
                 std::vector<net::SocketAddress> peers)
-      : rank_(rank), nranks_(nranks), magic_(magic), timeoutMs_(timeoutMs),
-        listener_(std::move(listener)), peers_(std::move(peers)), sendConns_(nranks),
-        recvConns_(nranks), unexpected_(nranks) {}
+      : rank_(rank),
+        nranks_(nranks),
+        magic_(magic),
+        timeoutMs_(timeoutMs),
+        listener_(std::move(listener)),
+        peers_(std::move(peers)),
+        sendConns_(nranks),
+        recvConns_(nranks),
+        unexpected_(nranks) {}
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
@@ -172,7 +178,8 @@ class BootstrapImpl final : public Bootstrap {
   }
 
   Status sendLocked(int peer, uint64_t tag, const void* data, size_t bytes) {
-    if (peer < 0 || peer >= nranks_) return invalidArgument("bootstrap send: peer %d of %d", peer, nranks_);
+    if (peer < 0 || peer >= nranks_)
+      return invalidArgument("bootstrap send: peer %d of %d", peer, nranks_);
     if (bytes && !data) return invalidArgument("%s", "bootstrap send: null data");
     Waiter w = opWaiter();
     BRAID_TRY(w.check("bootstrap send"));
@@ -188,16 +195,17 @@ class BootstrapImpl final : public Bootstrap {
     Status st = net::sendAll(sendConns_[peer].get(), header, sizeof(header), w);
     if (st.ok()) st = net::sendAll(sendConns_[peer].get(), data, bytes, w);
     if (!st.ok()) sendConns_[peer].reset();  // half a message went out: the stream is unusable
-    return st.withContext(strfmt("bootstrap send to rank %d tag %llu", peer,
-                                 static_cast<unsigned long long>(tag)));
+    return st.withContext(
+        strfmt("bootstrap send to rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
   }
 
   Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes) {
-    if (peer < 0 || peer >= nranks_) return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
+    if (peer < 0 || peer >= nranks_)
+      return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
     if (bytes && !data) return invalidArgument("%s", "bootstrap recv: null data");
     Waiter w = opWaiter();
-    auto what = strfmt("bootstrap recv from rank %d tag %llu", peer,
-                       static_cast<unsigned long long>(tag));
+    auto what =
+        strfmt("bootstrap recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag));
     BRAID_TRY(w.check(what.c_str()));
     auto& queue = unexpected_[peer];
     for (auto it = queue.begin(); it != queue.end(); ++it) {
@@ -207,7 +215,8 @@ class BootstrapImpl final : public Bootstrap {
       queue.erase(it);
       return st;
     }
-    if (peer == rank_) return invalidUsage("%s: nothing was sent to self with that tag", what.c_str());
+    if (peer == rank_)
+      return invalidUsage("%s: nothing was sent to self with that tag", what.c_str());
     if (!recvConns_[peer].valid())
       BRAID_TRY(acceptFrom(peer, ConnKind::P2P, w, &recvConns_[peer]).withContext(what));
     for (;;) {
@@ -216,7 +225,8 @@ class BootstrapImpl final : public Bootstrap {
       Status st = net::recvAll(fd, header, sizeof(header), w);
       uint64_t gotTag = net::getU64(header), gotBytes = net::getU64(header + 8);
       if (st.ok() && gotBytes > (uint64_t{1} << 40))
-        st = internalError("message header claims %llu bytes", static_cast<unsigned long long>(gotBytes));
+        st = internalError("message header claims %llu bytes",
+                           static_cast<unsigned long long>(gotBytes));
       if (st.ok() && gotTag == tag && gotBytes == bytes) st = net::recvAll(fd, data, bytes, w);
       if (st.ok() && gotTag == tag && gotBytes == bytes) return Status::Ok();
       std::vector<uint8_t> body;
@@ -262,7 +272,8 @@ class BootstrapImpl final : public Bootstrap {
         stash_.erase(it);
         return Status::Ok();
       }
-      BRAID_TRY(waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str()));
+      BRAID_TRY(
+          waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str()));
       net::Fd fd;
       BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
       if (fd.valid()) BRAID_TRY(admit(std::move(fd), waiter));
@@ -309,15 +320,18 @@ class BootstrapImpl final : public Bootstrap {
         const uint8_t* p = sent < 8 ? sendHeader + sent : sendBuf + (sent - 8);
         size_t len = sent < 8 ? 8 - sent : total - sent;
         ssize_t n = ::send(ringNext_.get(), p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) { sent += static_cast<size_t>(n); moved = true; }
-        else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        if (n > 0) {
+          sent += static_cast<size_t>(n);
+          moved = true;
+        } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
           return remoteError("send to rank %d: %s", (rank_ + 1) % nranks_, std::strerror(errno));
       }
       if (got < total) {
         uint8_t* p = got < 8 ? recvHeader + got : recvBuf + (got - 8);
         size_t len = got < 8 ? 8 - got : total - got;
         ssize_t n = ::recv(ringPrev_.get(), p, len, MSG_DONTWAIT);
-        if (n == 0) return remoteError("rank %d closed the connection", (rank_ + nranks_ - 1) % nranks_);
+        if (n == 0)
+          return remoteError("rank %d closed the connection", (rank_ + nranks_ - 1) % nranks_);
         if (n > 0) {
           got += static_cast<size_t>(n);
           moved = true;
@@ -325,10 +339,14 @@ class BootstrapImpl final : public Bootstrap {
             return internalError("previous rank sent %llu bytes per rank, this rank expects %zu",
                                  static_cast<unsigned long long>(net::getU64(recvHeader)), bytes);
         } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-          return remoteError("recv from rank %d: %s", (rank_ + nranks_ - 1) % nranks_, std::strerror(errno));
+          return remoteError("recv from rank %d: %s", (rank_ + nranks_ - 1) % nranks_,
+                             std::strerror(errno));
         }
       }
-      if (moved) { w.restart(); continue; }
+      if (moved) {
+        w.restart();
+        continue;
+      }
       BRAID_TRY(w.check("bootstrap ring"));
       pollfd fds[2] = {{ringNext_.get(), static_cast<short>(sent < total ? POLLOUT : 0), 0},
                        {ringPrev_.get(), static_cast<short>(got < total ? POLLIN : 0), 0}};
@@ -372,7 +390,8 @@ Status rendezvous(const bootstrap::IdContents& id, int rank, int nranks,
   peers->resize(nranks);
   for (int r = 0; r < nranks; ++r)
     BRAID_TRY(net::SocketAddress::fromWire(table.data() + r * net::SocketAddress::kWireBytes,
-                                           &(*peers)[r]).withContext(strfmt("rank %d's address", r)));
+                                           &(*peers)[r])
+                  .withContext(strfmt("rank %d's address", r)));
   return Status::Ok();
 }
 
@@ -400,8 +419,8 @@ Status Bootstrap::create(const ncclUniqueId& id, int rank, int nranks, bool host
              self.toString().c_str(), itf.name.c_str(), contents.root.toString().c_str());
   std::vector<net::SocketAddress> peers;
   BRAID_TRY(rendezvous(contents, rank, nranks, self, waiter, &peers)
-                .withContext(strfmt("bootstrap rank %d: root %s", rank,
-                                    contents.root.toString().c_str())));
+                .withContext(
+                    strfmt("bootstrap rank %d: root %s", rank, contents.root.toString().c_str())));
   auto impl = std::make_unique<BootstrapImpl>(rank, nranks, contents.magic, waiter.timeoutMs(),
                                               std::move(listener), std::move(peers));
   BRAID_TRY(impl->connectRing(waiter).withContext(strfmt("bootstrap rank %d", rank)));

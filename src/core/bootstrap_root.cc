@@ -55,8 +55,8 @@ class Root {
       dropExpired();
       if (arrived_ != before) lastProgress = Clock::now();
       if (Clock::now() - lastProgress > std::chrono::milliseconds(idleTimeoutMs_)) {
-        BRAID_WARN("bootstrap root: %zu of %d ranks arrived, none for %lld ms; giving up",
-                   arrived_, expected_, static_cast<long long>(idleTimeoutMs_));
+        BRAID_WARN("bootstrap root: %zu of %d ranks arrived, none for %lld ms; giving up", arrived_,
+                   expected_, static_cast<long long>(idleTimeoutMs_));
         return;
       }
     }

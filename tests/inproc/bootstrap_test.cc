@@ -34,13 +34,14 @@ double secondsSince(Clock::time_point t) {
 }
 
 // Runs fn(rank) on nranks threads; each thread's bootstrap is created first.
-void runRanks(const ncclUniqueId& id, int nranks,
-              const std::function<void(Bootstrap&)>& fn, int hostRootRank = -1) {
+void runRanks(const ncclUniqueId& id, int nranks, const std::function<void(Bootstrap&)>& fn,
+              int hostRootRank = -1) {
   std::vector<std::thread> threads;
   for (int r = 0; r < nranks; ++r) {
     threads.emplace_back([&, r] {
       std::unique_ptr<Bootstrap> b;
-      Status st = Bootstrap::create(id, r, nranks, r == hostRootRank, Waiter(kTimeoutMs, nullptr), &b);
+      Status st =
+          Bootstrap::create(id, r, nranks, r == hostRootRank, Waiter(kTimeoutMs, nullptr), &b);
       ASSERT_TRUE(st.ok()) << "rank " << r << ": " << st.message();
       ASSERT_EQ(b->rank(), r);
       ASSERT_EQ(b->nranks(), nranks);
@@ -137,6 +138,15 @@ TEST(Bootstrap, CommIdModeWithRankZeroHostingTheRoot) {
   ASSERT_TRUE(validateUniqueId(id).ok());
   EXPECT_NE(describeUniqueId(id).find(commId), std::string::npos);
   runRanks(id, 3, collectivesAndP2P, /*hostRootRank=*/0);
+}
+
+TEST(Bootstrap, NoMatchingInterfaceIsAnError) {
+  setenv("NCCL_SOCKET_IFNAME", "=no_such_if0", 1);
+  ncclUniqueId id;
+  Status st = createUniqueId(&id);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  EXPECT_EQ(st.code(), ncclSystemError);
+  EXPECT_NE(st.message().find("no_such_if0"), std::string::npos) << st.message();
 }
 
 TEST(Bootstrap, InvalidIdsAreRejected) {

@@ -80,7 +80,9 @@ Status drive(Endpoint& ep, uint64_t sends, uint64_t recvs) {
   return Status::Ok();
 }
 
-uint8_t pattern(int rank, size_t msg, size_t i) { return uint8_t(rank * 31 + msg * 7 + i * 13 + (i >> 12)); }
+uint8_t pattern(int rank, size_t msg, size_t i) {
+  return uint8_t(rank * 31 + msg * 7 + i * 13 + (i >> 12));
+}
 
 void exchange(const TcpOptions& options, const std::vector<size_t>& sizes) {
   Pair pair = connectPair(options);
@@ -154,7 +156,9 @@ TEST(TcpTransport, SinkDeliveryIsInOrderAndComplete) {
   std::vector<CollectingSink> sinks(sizes.size());
   std::vector<uint8_t> plain(sizes[2]);
   for (size_t m = 0; m < sizes.size(); ++m)  // message 2 goes to a plain buffer in between
-    ASSERT_TRUE(pair.b->postRecv(m == 2 ? plain.data() : nullptr, sizes[m], m == 2 ? nullptr : &sinks[m]).ok());
+    ASSERT_TRUE(
+        pair.b->postRecv(m == 2 ? plain.data() : nullptr, sizes[m], m == 2 ? nullptr : &sinks[m])
+            .ok());
   std::thread t([&] { EXPECT_TRUE(drive(*pair.a, sizes.size(), 0).ok()); });
   Status st = drive(*pair.b, 0, sizes.size());
   t.join();
@@ -342,7 +346,8 @@ TEST(TcpTransport, DISABLED_Bandwidth) {
         std::vector<uint8_t> src(bytes, 1), dst(bytes);
         auto start = Clock::now();
         std::thread t([&] {
-          for (int i = 0; i < iters; ++i) ASSERT_TRUE(pair.b->postRecv(dst.data(), bytes, nullptr).ok());
+          for (int i = 0; i < iters; ++i)
+            ASSERT_TRUE(pair.b->postRecv(dst.data(), bytes, nullptr).ok());
           ASSERT_TRUE(drive(*pair.b, 0, iters).ok());
         });
         for (int i = 0; i < iters; ++i) ASSERT_TRUE(pair.a->postSend(src.data(), bytes).ok());

@@ -67,21 +67,24 @@ TEST(BootstrapMp, CommIdRendezvousAcrossProcesses) {
   ncclUniqueId id;
   ASSERT_TRUE(uniqueIdFromCommId(commId.c_str(), &id).ok());
   const int n = 4;
-  auto codes = forkRanks(n, [&](int r) {
-    std::unique_ptr<Bootstrap> b;
-    if (!Bootstrap::create(id, r, n, r == 0, Waiter(20000, nullptr), &b).ok()) return 10;
-    std::vector<int64_t> pids(n, 0);
-    pids[r] = getpid();
-    if (!b->allGather(pids.data(), sizeof(int64_t)).ok()) return 11;
-    for (int i = 0; i < n; ++i)
-      if (pids[i] <= 0 || (i == r) != (pids[i] == getpid())) return 12;
-    if (!b->barrier().ok()) return 13;
-    int64_t token = pids[r];
-    if (!b->send((r + 1) % n, 5, &token, sizeof(token)).ok()) return 14;
-    if (!b->recv((r + n - 1) % n, 5, &token, sizeof(token)).ok()) return 15;
-    if (token != pids[(r + n - 1) % n]) return 16;
-    return b->barrier().ok() ? 0 : 17;
-  }, 60);
+  auto codes = forkRanks(
+      n,
+      [&](int r) {
+        std::unique_ptr<Bootstrap> b;
+        if (!Bootstrap::create(id, r, n, r == 0, Waiter(20000, nullptr), &b).ok()) return 10;
+        std::vector<int64_t> pids(n, 0);
+        pids[r] = getpid();
+        if (!b->allGather(pids.data(), sizeof(int64_t)).ok()) return 11;
+        for (int i = 0; i < n; ++i)
+          if (pids[i] <= 0 || (i == r) != (pids[i] == getpid())) return 12;
+        if (!b->barrier().ok()) return 13;
+        int64_t token = pids[r];
+        if (!b->send((r + 1) % n, 5, &token, sizeof(token)).ok()) return 14;
+        if (!b->recv((r + n - 1) % n, 5, &token, sizeof(token)).ok()) return 15;
+        if (token != pids[(r + n - 1) % n]) return 16;
+        return b->barrier().ok() ? 0 : 17;
+      },
+      60);
   EXPECT_EQ(codes, std::vector<int>(n, 0));
 }
 
@@ -90,15 +93,18 @@ TEST(BootstrapMp, KilledRankIsAnErrorForTheOthersNotAHang) {
   std::string commId = freeLoopbackPort();
   ASSERT_TRUE(uniqueIdFromCommId(commId.c_str(), &id).ok());
   const int n = 3;
-  auto codes = forkRanks(n, [&](int r) {
-    std::unique_ptr<Bootstrap> b;
-    if (!Bootstrap::create(id, r, n, r == 0, Waiter(20000, nullptr), &b).ok()) return 10;
-    if (!b->barrier().ok()) return 11;
-    if (r == 2) raise(SIGKILL);
-    Status st = b->barrier();
-    // Ranks next to the dead one see the closed socket; the rest see the ring close behind it.
-    return st.code() == ncclRemoteError ? 0 : 20 + int(st.code());
-  }, 60);
+  auto codes = forkRanks(
+      n,
+      [&](int r) {
+        std::unique_ptr<Bootstrap> b;
+        if (!Bootstrap::create(id, r, n, r == 0, Waiter(20000, nullptr), &b).ok()) return 10;
+        if (!b->barrier().ok()) return 11;
+        if (r == 2) raise(SIGKILL);
+        Status st = b->barrier();
+        // Ranks next to the dead one see the closed socket; the rest see the ring close behind it.
+        return st.code() == ncclRemoteError ? 0 : 20 + int(st.code());
+      },
+      60);
   EXPECT_EQ(codes[0], 0);
   EXPECT_EQ(codes[1], 0);
   EXPECT_EQ(codes[2], -SIGKILL);

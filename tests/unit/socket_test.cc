@@ -79,9 +79,9 @@ TEST(Ifname, PrefixExcludeAndExactRules) {
 }
 
 std::vector<Interface> synthetic() {
-  return {{"lo", addr("127.0.0.1:0")},        {"lo", addr("[::1]:0")},
-          {"docker0", addr("172.17.0.1:0")},  {"eth0", addr("[fd00::2]:0")},
-          {"eth0", addr("192.0.2.2:0")},      {"ib0", addr("10.0.0.2:0")},
+  return {{"lo", addr("127.0.0.1:0")},       {"lo", addr("[::1]:0")},
+          {"docker0", addr("172.17.0.1:0")}, {"eth0", addr("[fd00::2]:0")},
+          {"eth0", addr("192.0.2.2:0")},     {"ib0", addr("10.0.0.2:0")},
           {"eth1", addr("198.51.100.7:0")}};
 }
 
@@ -96,9 +96,9 @@ TEST(Ifname, AutomaticSelectionPrefersIbThenOrdinaryThenDockerThenLoopback) {
   EXPECT_EQ(names(selectInterfaces(all, nullptr, AF_UNSPEC)),
             std::vector<std::string>{"ib0=10.0.0.2:0"});
   all.erase(all.begin() + 5);  // no ib0
-  EXPECT_EQ(names(selectInterfaces(all, "", AF_UNSPEC)),
-            (std::vector<std::string>{"eth0=192.0.2.2:0", "eth1=198.51.100.7:0",
-                                      "eth0=[fd00::2]:0"}));
+  EXPECT_EQ(
+      names(selectInterfaces(all, "", AF_UNSPEC)),
+      (std::vector<std::string>{"eth0=192.0.2.2:0", "eth1=198.51.100.7:0", "eth0=[fd00::2]:0"}));
   EXPECT_EQ(names(selectInterfaces(all, nullptr, AF_INET6)),
             std::vector<std::string>{"eth0=[fd00::2]:0"});
   std::vector<Interface> onlyLocal = {all[0], all[1], all[2]};
@@ -113,7 +113,8 @@ TEST(Ifname, AutomaticSelectionPrefersIbThenOrdinaryThenDockerThenLoopback) {
 
 TEST(Ifname, ExplicitListsAreObeyed) {
   auto all = synthetic();
-  EXPECT_EQ(names(selectInterfaces(all, "lo", AF_INET)), std::vector<std::string>{"lo=127.0.0.1:0"});
+  EXPECT_EQ(names(selectInterfaces(all, "lo", AF_INET)),
+            std::vector<std::string>{"lo=127.0.0.1:0"});
   EXPECT_EQ(names(selectInterfaces(all, "^eth,ib,lo", AF_UNSPEC)),
             std::vector<std::string>{"docker0=172.17.0.1:0"});
   EXPECT_EQ(names(selectInterfaces(all, "=eth1", AF_UNSPEC)),

@@ -157,8 +157,8 @@ Status SocketAddress::parse(std::string_view hostPort, SocketAddress* out) {
     host = std::string(hostPort.substr(0, colon));
     portText = std::string(hostPort.substr(colon + 1));
   }
-  if (host.empty()) return invalidArgument("address '%.*s' has no host", int(hostPort.size()),
-                                           hostPort.data());
+  if (host.empty())
+    return invalidArgument("address '%.*s' has no host", int(hostPort.size()), hostPort.data());
   char* end = nullptr;
   unsigned long port = portText.empty() ? 70000 : std::strtoul(portText.c_str(), &end, 10);
   if (portText.empty() || *end != '\0' || port > 65535)
@@ -174,10 +174,16 @@ Status SocketAddress::parse(std::string_view hostPort, SocketAddress* out) {
   // IPv4 first: a host name with both usually means the IPv4 side is the configured one.
   const addrinfo* pick = nullptr;
   for (const addrinfo* ai = res; ai; ai = ai->ai_next)
-    if (ai->ai_family == AF_INET) { pick = ai; break; }
+    if (ai->ai_family == AF_INET) {
+      pick = ai;
+      break;
+    }
   if (!pick)
     for (const addrinfo* ai = res; ai; ai = ai->ai_next)
-      if (ai->ai_family == AF_INET6) { pick = ai; break; }
+      if (ai->ai_family == AF_INET6) {
+        pick = ai;
+        break;
+      }
   if (pick) *out = fromSockaddr(pick->ai_addr, pick->ai_addrlen);
   freeaddrinfo(res);
   if (!out->valid()) return invalidArgument("'%s' has no IPv4 or IPv6 address", host.c_str());
@@ -207,15 +213,24 @@ std::vector<Interface> listInterfaces() {
 
 bool matchIfname(std::string_view spec, std::string_view name) {
   bool exclude = false, exact = false;
-  if (!spec.empty() && spec.front() == '^') { exclude = true; spec.remove_prefix(1); }
-  if (!spec.empty() && spec.front() == '=') { exact = true; spec.remove_prefix(1); }
+  if (!spec.empty() && spec.front() == '^') {
+    exclude = true;
+    spec.remove_prefix(1);
+  }
+  if (!spec.empty() && spec.front() == '=') {
+    exact = true;
+    spec.remove_prefix(1);
+  }
   bool matched = false;
   while (!spec.empty()) {
     size_t comma = spec.find(',');
     std::string_view item = spec.substr(0, comma);
     spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
     if (item.empty()) continue;
-    if (exact ? name == item : name.substr(0, item.size()) == item) { matched = true; break; }
+    if (exact ? name == item : name.substr(0, item.size()) == item) {
+      matched = true;
+      break;
+    }
   }
   return exclude ? !matched : matched;
 }
@@ -352,8 +367,7 @@ Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd) {
   if (s < 0) {
     int err = errno;
     // A connection that died in the backlog, or a transient shortage: not the caller's problem.
-    if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EINTR ||
-        err == EPROTO)
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EINTR || err == EPROTO)
       return Status::Ok();
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
       // The listener stays readable, so without a pause the caller would spin.

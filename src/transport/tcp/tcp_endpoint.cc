@@ -67,8 +67,8 @@ size_t TcpEndpoint::gather(size_t stream, size_t bytes, size_t pos, size_t partE
   while (pos < partEnd && count < maxIov && queued < kMaxBytesPerCall) {
     size_t offset, length;
     locate(stream, bytes, pos, &offset, &length);
-    if (count > 0 && static_cast<uint8_t*>(iov[count - 1].iov_base) + iov[count - 1].iov_len ==
-                         base + offset) {
+    if (count > 0 &&
+        static_cast<uint8_t*>(iov[count - 1].iov_base) + iov[count - 1].iov_len == base + offset) {
       iov[count - 1].iov_len += length;  // one stream: consecutive slices are adjacent
     } else {
       iov[count++] = {base + offset, length};

@@ -65,8 +65,8 @@ class TcpEndpoint final : public Endpoint {
   void locate(size_t stream, size_t bytes, size_t pos, size_t* offset, size_t* length) const;
   size_t sliceLength(size_t bytes, size_t slice) const;
   // Fills iovecs for this stream's payload part from `pos` up to `partEnd`; returns the count.
-  size_t gather(size_t stream, size_t bytes, size_t pos, size_t partEnd, uint8_t* base,
-                iovec* iov, size_t maxIov) const;
+  size_t gather(size_t stream, size_t bytes, size_t pos, size_t partEnd, uint8_t* base, iovec* iov,
+                size_t maxIov) const;
   Status checkRecv(ssize_t n, size_t stream);  // error for a closed or broken socket
 
   Status pumpSend(size_t j, bool* moved);

@@ -20,7 +20,8 @@ namespace braid::transport {
 namespace {
 
 constexpr uint32_t kHandleVersion = 0x42544331;  // "BTC1"
-constexpr size_t kHandleBytes = 16 + net::SocketAddress::kWireBytes;  // version, streams, token, address
+constexpr size_t kHandleBytes =
+    16 + net::SocketAddress::kWireBytes;  // version, streams, token, address
 constexpr size_t kHelloBytes = 24;  // token u64, rank u32, stream u32, streams u32, reserved u32
 constexpr int64_t kHelloDeadlineMs = 5000;
 constexpr int kPollMs = 50;
@@ -55,9 +56,10 @@ class TcpTransport final : public Transport {
       return invalidArgument("%s: the peer's handle is not a TCP handle", what.c_str());
     const int peerStreams = static_cast<int>(net::getU32(peerHandle.data() + 4));
     if (peerStreams != options_.streams)
-      return invalidUsage("%s: peer uses %d streams, this rank %d (NCCL_SOCKET_NTHREADS x "
-                          "NCCL_NSOCKS_PERTHREAD must match on all ranks)",
-                          what.c_str(), peerStreams, options_.streams);
+      return invalidUsage(
+          "%s: peer uses %d streams, this rank %d (NCCL_SOCKET_NTHREADS x "
+          "NCCL_NSOCKS_PERTHREAD must match on all ranks)",
+          what.c_str(), peerStreams, options_.streams);
     const uint64_t peerToken = net::getU64(peerHandle.data() + 8);
     net::SocketAddress peerAddress;
     BRAID_TRY(net::SocketAddress::fromWire(peerHandle.data() + 16, &peerAddress).withContext(what));
@@ -66,7 +68,8 @@ class TcpTransport final : public Transport {
     std::vector<TcpEndpoint::StreamFds> streams(options_.streams);
     if (self.rank >= peer.rank) {
       for (int j = 0; j < options_.streams; ++j)
-        BRAID_TRY(dial(peerAddress, peerToken, self.rank, j, waiter, &streams[j].send).withContext(what));
+        BRAID_TRY(
+            dial(peerAddress, peerToken, self.rank, j, waiter, &streams[j].send).withContext(what));
     }
     if (self.rank <= peer.rank) {
       std::vector<net::Fd> accepted;
@@ -76,7 +79,8 @@ class TcpTransport final : public Transport {
         (self.rank == peer.rank ? streams[j].recv : streams[j].send) = std::move(accepted[j]);
     }
     auto ep = std::make_unique<TcpEndpoint>(std::move(streams), options_.sliceBytes, peer.rank);
-    BRAID_INFO(kNet, "rank %d: connected to rank %d via %s", self.rank, peer.rank, ep->describe().c_str());
+    BRAID_INFO(kNet, "rank %d: connected to rank %d via %s", self.rank, peer.rank,
+               ep->describe().c_str());
     *endpoint = std::move(ep);
     return Status::Ok();
   }
@@ -127,7 +131,8 @@ class TcpTransport final : public Transport {
       BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
       if (!fd.valid()) continue;
       uint8_t hello[kHelloBytes];
-      Status st = net::recvAll(fd.get(), hello, sizeof(hello), Waiter(kHelloDeadlineMs, waiter.abortFlag()));
+      Status st = net::recvAll(fd.get(), hello, sizeof(hello),
+                               Waiter(kHelloDeadlineMs, waiter.abortFlag()));
       if (!st.ok()) {
         if (waiter.aborted()) return waiter.check("TCP accept");
         BRAID_WARN("TCP transport: dropped a connection without a hello: %s", st.message().c_str());
@@ -135,8 +140,8 @@ class TcpTransport final : public Transport {
       }
       const uint32_t rank = net::getU32(hello + 8), stream = net::getU32(hello + 12),
                      streams = net::getU32(hello + 16);
-      if (net::getU64(hello) != token_ || rank > (1u << 30) || streams != static_cast<uint32_t>(options_.streams) ||
-          stream >= streams) {
+      if (net::getU64(hello) != token_ || rank > (1u << 30) ||
+          streams != static_cast<uint32_t>(options_.streams) || stream >= streams) {
         BRAID_WARN("TCP transport: dropped a connection with a bad hello (rank %u stream %u of %u)",
                    rank, stream, streams);
         continue;
@@ -167,15 +172,18 @@ Status tcpOptionsFromEnv(TcpOptions* out) {
   const int64_t threads = env::getInt("NCCL_SOCKET_NTHREADS");
   const int64_t socks = env::getInt("NCCL_NSOCKS_PERTHREAD");
   if (threads < 1 || threads > 16)
-    return invalidArgument("NCCL_SOCKET_NTHREADS=%lld: must be 1 to 16", static_cast<long long>(threads));
+    return invalidArgument("NCCL_SOCKET_NTHREADS=%lld: must be 1 to 16",
+                           static_cast<long long>(threads));
   if (socks < 1 || socks > kMaxStreams)
-    return invalidArgument("NCCL_NSOCKS_PERTHREAD=%lld: must be 1 to %d", static_cast<long long>(socks), kMaxStreams);
+    return invalidArgument("NCCL_NSOCKS_PERTHREAD=%lld: must be 1 to %d",
+                           static_cast<long long>(socks), kMaxStreams);
   if (threads * socks > kMaxStreams)
     return invalidArgument("NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %lld: at most %d",
                            static_cast<long long>(threads * socks), kMaxStreams);
   const int64_t slice = env::getInt("BRAID_TCP_SLICE_BYTES");
   if (slice < 4096 || slice > (int64_t{1} << 30))
-    return invalidArgument("BRAID_TCP_SLICE_BYTES=%lld: must be 4096 to 1 GiB", static_cast<long long>(slice));
+    return invalidArgument("BRAID_TCP_SLICE_BYTES=%lld: must be 4096 to 1 GiB",
+                           static_cast<long long>(slice));
   o.streams = static_cast<int>(threads * socks);
   o.sliceBytes = static_cast<size_t>(slice);
   *out = o;

@@ -11,7 +11,7 @@
 namespace braid::transport {
 
 struct TcpOptions {
-  int streams = 4;  // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+  int streams = 4;                 // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
   size_t sliceBytes = 512 * 1024;  // BRAID_TCP_SLICE_BYTES; smaller messages use stream 0 only
   // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning alone. Fixed 4 MiB buffers were as
   // fast or faster than autotuning on loopback (docs/net.md has the numbers).
