@@ -82,7 +82,6 @@ class RankRunner {
     small_ = allocHost(nranks_ * sizeof(RankInfo));
     describeRanks();
     allocate();
-    if (printer_) printColumnHeader(coll_);
     std::vector<int> roots{-1};
     if (coll_.hasRoot) {
       roots.clear();
@@ -90,9 +89,11 @@ class RankRunner {
         if (opts_.allRoots || r == opts_.root) roots.push_back(r);
       if (roots.empty()) {
         if (printer_) std::fprintf(stderr, "%s: root %d is not below the rank count %d\n", program_, opts_.root, nranks_);
+        ncclOk(ncclCommDestroy(comm_), nullptr, rank_, "ncclCommDestroy");
         return 2;
       }
     }
+    if (printer_) printColumnHeader(coll_);
     std::vector<ncclRedOp_t> ops = coll_.hasOp ? opts_.ops : std::vector<ncclRedOp_t>{ncclSum};
     for (ncclDataType_t type : opts_.types)
       for (ncclRedOp_t op : ops)
