@@ -322,7 +322,8 @@ double standardReduced(const Args& a, size_t i) {
 }
 
 double movedInput(const Args& a, int rank, size_t i) {
-  // 251 is prime and below 0xFF; e4m3's 17 is prime too, so ranks differ up to that many.
+  // The span stays below 0xFF; 13 and 7 are coprime to every span (251, 128, 17, 9), so ranks
+  // and elements closer together than the span never share a value.
   double span = std::min(typeInfo(a.type).exactMax + 1, 251.0);
   return static_cast<double>((i * 7 + static_cast<size_t>(rank) * 13 + 1) % static_cast<size_t>(span));
 }
