@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Side-by-side AllReduce benchmark: Braid against OpenMPI and Gloo, with memcpy as the yardstick.
+"""Side-by-side collective benchmark: Braid against OpenMPI and Gloo, with memcpy as the yardstick.
 
-Runs, one after another and with the same ranks and sizes:
+Runs, one after another and with the same ranks and sizes (AllReduce, the default --coll):
   Braid    tools/braidrun -np N bench/perf/all_reduce_perf   (float, sum)
   OpenMPI  mpirun -np N bench/mpi/mpi_allreduce_perf          (MPI_Allreduce, float, sum)
   Gloo     bench/gloo/gloo_allreduce_perf.py --np N            (torch.distributed "gloo")
@@ -9,9 +9,15 @@ Runs, one after another and with the same ranks and sizes:
 parses their tables, prints one combined table and writes it as markdown to
 bench/results/<name>.md with the command line, date, machine and versions.
 
-It builds nothing: build first (cmake --build build --target braidrun all_reduce_perf
-mpi_allreduce_perf memcpy-rate). A baseline that is not built or not installed is reported as
-"not available"; one that fails is reported as failed, and the comparison goes on.
+--coll NAME compares another collective (allgather, reducescatter, broadcast, reduce, alltoall,
+gather, scatter, sendrecv): Braid's <name>_perf, mpi/mpi_coll_perf -C NAME and
+gloo/gloo_coll_perf.py --coll NAME, each with its own busbw formula. --coll all runs every
+collective in turn into one results file, one table per collective.
+
+It builds nothing: build first (cmake --build build --target braidrun perf mpi_allreduce_perf
+mpi_coll_perf memcpy-rate). A baseline that is not built or not installed, or a collective a
+baseline lacks (Gloo's reduce_scatter on older torch), is reported as "not available"; one that
+fails is reported as failed, and the comparison goes on.
 """
 import argparse
 import datetime
@@ -29,6 +35,28 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 OTHERS = ("mpi", "gloo")
 LABEL = {"braid": "Braid", "mpi": "OpenMPI", "gloo": "Gloo", "memcpy": "memcpy"}
+
+
+class Coll:
+    """One collective: its title, Braid's perf binary, the busbw formula the tables use."""
+
+    def __init__(self, title, perf, busbw, reduces=False, rooted=False):
+        self.title, self.perf, self.busbw = title, perf, busbw
+        self.reduces, self.rooted = reduces, rooted
+
+
+_SHARE = "size / time x (n-1)/n, size being the whole gathered or scattered buffer"
+COLLS = {
+    "allreduce": Coll("AllReduce", "all_reduce_perf", "size / time x 2(n-1)/n", reduces=True),
+    "allgather": Coll("AllGather", "all_gather_perf", _SHARE),
+    "reducescatter": Coll("ReduceScatter", "reduce_scatter_perf", _SHARE, reduces=True),
+    "broadcast": Coll("Broadcast", "broadcast_perf", "size / time", rooted=True),
+    "reduce": Coll("Reduce", "reduce_perf", "size / time", reduces=True, rooted=True),
+    "alltoall": Coll("AlltoAll", "alltoall_perf", _SHARE),
+    "gather": Coll("Gather", "gather_perf", _SHARE, rooted=True),
+    "scatter": Coll("Scatter", "scatter_perf", _SHARE, rooted=True),
+    "sendrecv": Coll("SendRecv", "sendrecv_perf", "size / time (each rank sends to the next)"),
+}
 
 
 def parse_size(text):
@@ -61,9 +89,11 @@ def strip_prefix(line):
     return re.sub(r"^\[\d+\] ", "", line)
 
 
-def parse_perf_table(text, place):
-    """Rows of an all_reduce_perf-style table: size -> time, busbw, #wrong of one column group."""
-    rows, first = {}, 5 if place == "out" else 9
+def parse_perf_table(text, place, sizes):
+    """Rows of an all_reduce_perf-style table: nominal size -> time, busbw, #wrong of one column
+    group. Rows are matched to the requested sizes in order: a gathered or scattered size is
+    rounded down to whole blocks per rank, so the printed size may be a little smaller."""
+    rows, first = [], 5 if place == "out" else 9
     for raw in text.splitlines():
         line = strip_prefix(raw).strip()
         if not line or line.startswith("#"):
@@ -72,13 +102,14 @@ def parse_perf_table(text, place):
         if len(f) < 13 or not f[0].isdigit():
             continue
         wrong = f[first + 3]
-        rows[int(f[0])] = {
+        rows.append({
+            "size": int(f[0]),
             "time_us": float(f[first]),
             "busbw": float(f[first + 2]),
             "wrong": int(wrong) if wrong.isdigit() else 0,
             "wrong_all": sum(int(x) for x in (f[8], f[12]) if x.isdigit()),
-        }
-    return rows
+        })
+    return dict(zip(sizes, rows))
 
 
 def parse_memcpy_table(text):
@@ -133,33 +164,36 @@ def execute(run, args, limit=None):
     return out
 
 
-def perf_args(args):
+def perf_args(args, coll="allreduce"):
+    extra = ["-r", str(args.root)] if COLLS[coll].rooted else []
     return ["-b", str(args.min), "-e", str(args.max), "-f", str(args.factor), "-n", str(args.iters),
-            "-w", str(args.warmup), "-c", str(args.check)]
+            "-w", str(args.warmup), "-c", str(args.check)] + extra
 
 
-def run_braid(args):
+def run_braid(args, coll):
     build = Path(args.build)
-    launcher, perf = build / "tools" / "braidrun", build / "bench" / "perf" / "all_reduce_perf"
+    launcher, perf = build / "tools" / "braidrun", build / "bench" / "perf" / COLLS[coll].perf
     run = Run("braid", [str(launcher), "-np", str(args.np), "--timeout", str(args.timeout), "--", str(perf)]
-              + perf_args(args))
+              + perf_args(args, coll))
     missing = [str(p) for p in (launcher, perf) if not p.exists()]
     if missing:
         run.why = "not built: " + ", ".join(missing)
         return run
     out = execute(run, args, limit=args.timeout + 30)  # braidrun's own --timeout goes first
     if out is not None:
-        run.rows = parse_perf_table(out, args.place)
+        run.rows = parse_perf_table(out, args.place, args.sizes)
         run.version = header_version(out, r"# nccl version (.*)")
     return run
 
 
-def run_mpi(args):
+def run_mpi(args, coll):
     build = Path(args.build)
-    binary = build / "bench" / "mpi" / "mpi_allreduce_perf"
+    # AllReduce keeps its own program; mpi_coll_perf does the rest.
+    name, pick = ("mpi_allreduce_perf", []) if coll == "allreduce" else ("mpi_coll_perf", ["-C", coll])
+    binary = build / "bench" / "mpi" / name
     mpirun = shutil.which("mpirun")
     run = Run("mpi", [mpirun or "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np),
-                      str(binary)] + perf_args(args))
+                      str(binary)] + pick + perf_args(args, coll))
     if not mpirun:
         run.why = "mpirun not found"
         return run
@@ -168,27 +202,28 @@ def run_mpi(args):
         return run
     out = execute(run, args)
     if out is not None:
-        run.rows = parse_perf_table(out, args.place)
+        run.rows = parse_perf_table(out, args.place, args.sizes)
         run.version = header_version(out, r"# (Open MPI v[^,]*|MPICH.*)")
     return run
 
 
-def run_gloo(args):
-    script = BENCH / "gloo" / "gloo_allreduce_perf.py"
-    run = Run("gloo", [args.python, str(script), "--np", str(args.np)] + perf_args(args))
+def run_gloo(args, coll):
+    name, pick = ("gloo_allreduce_perf.py", []) if coll == "allreduce" else ("gloo_coll_perf.py", ["--coll", coll])
+    script = BENCH / "gloo" / name
+    run = Run("gloo", [args.python, str(script), "--np", str(args.np)] + pick + perf_args(args, coll))
     if not shutil.which(args.python) and not Path(args.python).exists():
         run.why = f"{args.python} not found"
         return run
     out = execute(run, args)
     if run.status == "failed" and run.why.startswith("exit code 3"):
-        run.status = "not available"  # the script's code for "no torch or no gloo"
+        run.status = "not available"  # the script's code for "no torch or no gloo" (or no such collective)
     if out is not None:
-        run.rows = parse_perf_table(out, args.place)
+        run.rows = parse_perf_table(out, args.place, args.sizes)
         run.version = "torch " + header_version(out, r"# torch ([^,]*),")
     return run
 
 
-def run_memcpy(args):
+def run_memcpy(args, coll=None):
     binary = Path(args.build) / "bench" / "memcpy-rate"
     run = Run("memcpy", [str(binary), "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor)])
     if not binary.exists():
@@ -262,17 +297,24 @@ def text_table(header, table):
     return "\n".join(lines)
 
 
-def markdown(args, runs, header, table, when, command):
+def doc_header(args, when, command):
+    return [f"- command: `{command}`",
+            f"- date: {when}",
+            f"- machine: {machine()}",
+            f"- source: {git_revision()}"]
+
+
+def section(args, coll, runs, header, table):
+    """The settings line, the baselines and the combined table of one collective."""
+    c = COLLS[coll]
     place = "out-of-place" if args.place == "out" else "in-place"
-    out = [f"# AllReduce: Braid vs OpenMPI vs Gloo ({args.np} ranks)", "",
-           f"- command: `{command}`",
-           f"- date: {when}",
-           f"- machine: {machine()}",
-           f"- source: {git_revision()}",
-           f"- ranks: {args.np} on one host; float sum; sizes {human(args.min)} to {human(args.max)}, factor "
+    kind = "float sum" if c.reduces else "float"
+    if c.rooted:
+        kind += f", root {args.root}"
+    out = [f"- ranks: {args.np} on one host; {kind}; sizes {human(args.min)} to {human(args.max)}, factor "
            f"{args.factor}; {args.iters} timed iterations after {args.warmup} warm-up; data check "
            f"{'on' if args.check else 'off'}; the {place} columns",
-           "- busbw = size / time x 2(n-1)/n (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
+           f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
            "Braid/best other compares busbw with the faster of OpenMPI and Gloo; Braid/memcpy is Braid's "
            "busbw as a share of memcpy's rate",
            "", "| baseline | status | version | command |", "|---|---|---|---|"]
@@ -284,12 +326,45 @@ def markdown(args, runs, header, table, when, command):
         out.append(f"| {LABEL[key]} | {status.replace('|', '/')} | {run.version} | {cmd} |")
     out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in table]
+    return out
+
+
+def markdown(args, sections, when, command):
+    """One collective: its title, then the run's details; several: a heading per collective."""
+    if len(sections) == 1:
+        (coll, lines), = sections.items()
+        title = f"# {COLLS[coll].title}: Braid vs OpenMPI vs Gloo ({args.np} ranks)"
+        return "\n".join([title, ""] + doc_header(args, when, command) + lines) + "\n"
+    out = [f"# Every collective: Braid vs OpenMPI vs Gloo ({args.np} ranks)", ""] + doc_header(args, when, command)
+    for coll, lines in sections.items():
+        out += ["", f"## {COLLS[coll].title}", ""] + lines
     return "\n".join(out) + "\n"
+
+
+def compare(args, coll, memcpy):
+    """Runs the chosen baselines for one collective; returns (runs, header, table)."""
+    chosen = {k.strip() for k in args.only.split(",") if k.strip()}
+    runners = {"braid": run_braid, "mpi": run_mpi, "gloo": run_gloo}
+    runs = {}
+    for key, fn in runners.items():
+        if key in chosen:
+            runs[key] = fn(args, coll)
+        else:
+            runs[key] = Run(key)
+            runs[key].why = "not selected (--only)"
+        run = runs[key]
+        run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
+        print(f"== {LABEL[key]}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr, flush=True)
+    runs["memcpy"] = memcpy
+    header, table = combine(runs, args.sizes)
+    return runs, header, table
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-np", "--np", type=int, default=4, help="ranks (default 4)")
+    ap.add_argument("--coll", default="allreduce", choices=list(COLLS) + ["all"],
+                    help="collective to compare (default allreduce); all: each in turn, one file")
     ap.add_argument("-b", "--min", type=parse_size, default=8, help="smallest size (default 8)")
     ap.add_argument("-e", "--max", type=parse_size, default=256 << 20, help="largest size (default 256M)")
     ap.add_argument("-f", "--factor", type=int, default=2, choices=(2, 4),
@@ -297,47 +372,50 @@ def main():
     ap.add_argument("-n", "--iters", type=int, default=20)
     ap.add_argument("-w", "--warmup", type=int, default=5)
     ap.add_argument("-c", "--check", type=int, default=1, choices=(0, 1))
+    ap.add_argument("-r", "--root", type=int, default=0, help="root rank of broadcast, reduce, gather, scatter")
     ap.add_argument("--place", choices=("out", "in"), default="out", help="which columns to compare")
     ap.add_argument("--only", default="braid,mpi,gloo,memcpy", help="comma list of braid,mpi,gloo,memcpy")
     ap.add_argument("--build", default=str(REPO / "build"), help="build folder (default <repo>/build)")
     ap.add_argument("--python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
                     help="python with torch, for Gloo")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per baseline run (default 900)")
-    ap.add_argument("--name", help="results file name (default allreduce_np<N>_<date>)")
+    ap.add_argument("--name", help="results file name (default <coll>_np<N>_<date>)")
     ap.add_argument("--results", default=str(BENCH / "results"), help="folder for <name>.md")
     args = ap.parse_args()
 
     now = datetime.datetime.now(datetime.timezone.utc)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
     command = shlex.join([sys.executable] + sys.argv)
-    chosen = {k.strip() for k in args.only.split(",") if k.strip()}
-    runners = {"braid": run_braid, "mpi": run_mpi, "gloo": run_gloo, "memcpy": run_memcpy}
-    runs = {}
-    for key, fn in runners.items():
-        if key in chosen:
-            runs[key] = fn(args)
-        else:
-            runs[key] = Run(key)
-            runs[key].why = "not selected (--only)"
-        run = runs[key]
-        run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
-        print(f"== {LABEL[key]}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr, flush=True)
-
-    sizes = []
+    args.sizes = []
     s = args.min
     while s <= args.max:
-        sizes.append(s)
+        args.sizes.append(s)
         s *= args.factor
-    header, table = combine(runs, sizes)
-    print(text_table(header, table))
 
-    name = args.name or f"allreduce_np{args.np}_{now.strftime('%Y%m%d-%H%M')}"
+    # memcpy does not depend on the collective: measured once.
+    if "memcpy" in {k.strip() for k in args.only.split(",")}:
+        memcpy = run_memcpy(args)
+    else:
+        memcpy = Run("memcpy")
+        memcpy.why = "not selected (--only)"
+    print(f"== memcpy: {memcpy.status}" + (f" ({memcpy.why})" if memcpy.why else ""), file=sys.stderr, flush=True)
+
+    colls = list(COLLS) if args.coll == "all" else [args.coll]
+    sections, bad = {}, []
+    for coll in colls:
+        runs, header, table = compare(args, coll, memcpy)
+        if len(colls) > 1:
+            print(f"\n{COLLS[coll].title}")
+        print(text_table(header, table))
+        sections[coll] = section(args, coll, runs, header, table)
+        bad += [f"{LABEL[k]} ({COLLS[coll].title})" for k, r in runs.items() if r.wrong]
+
+    name = args.name or f"{args.coll}_np{args.np}_{now.strftime('%Y%m%d-%H%M')}"
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"{name}.md"
-    path.write_text(markdown(args, runs, header, table, when, command))
+    path.write_text(markdown(args, sections, when, command))
     print(f"wrote {path}")
-    bad = [LABEL[k] for k, r in runs.items() if r.wrong]
     if bad:
         print("wrong values from: " + ", ".join(bad), file=sys.stderr)
         return 1

@@ -61,6 +61,11 @@ std::unique_ptr<char, FreeDeleter> allocHost(size_t bytes) {
   return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(p));
 }
 
+// Elements of the one buffer an in-place call uses.
+size_t inPlaceElements(const Shape& s) {
+  return std::max(s.inPlaceSendOffset + s.sendCount, s.inPlaceRecvOffset + s.recvCount);
+}
+
 struct RowResult {
   double seconds[2] = {0, 0};  // out-of-place, in-place
   double wrong[2] = {0, 0};
@@ -77,7 +82,6 @@ class RankRunner {
     small_ = allocHost(nranks_ * sizeof(RankInfo));
     describeRanks();
     allocate();
-    if (printer_) printColumnHeader(coll_);
     std::vector<int> roots{-1};
     if (coll_.hasRoot) {
       roots.clear();
@@ -85,9 +89,11 @@ class RankRunner {
         if (opts_.allRoots || r == opts_.root) roots.push_back(r);
       if (roots.empty()) {
         if (printer_) std::fprintf(stderr, "%s: root %d is not below the rank count %d\n", program_, opts_.root, nranks_);
+        ncclOk(ncclCommDestroy(comm_), nullptr, rank_, "ncclCommDestroy");
         return 2;
       }
     }
+    if (printer_) printColumnHeader(coll_);
     std::vector<ncclRedOp_t> ops = coll_.hasOp ? opts_.ops : std::vector<ncclRedOp_t>{ncclSum};
     for (ncclDataType_t type : opts_.types)
       for (ncclRedOp_t op : ops)
@@ -119,7 +125,7 @@ class RankRunner {
       Shape s = coll_.shape(opts_.maxBytes / ts, nranks_, rank_);
       send = std::max(send, s.sendCount * ts);
       recv = std::max(recv, s.recvCount * ts);
-      inPlace = std::max({inPlace, (s.inPlaceSendOffset + s.sendCount) * ts, (s.inPlaceRecvOffset + s.recvCount) * ts});
+      inPlace = std::max(inPlace, inPlaceElements(s) * ts);
     }
     send_ = allocHost(send);
     recv_ = allocHost(recv);
@@ -177,21 +183,31 @@ class RankRunner {
     const TypeInfo& ti = typeInfo(a.type);
     // A premultiplied float average (x * 1/n summed) may round; every other result is exact.
     double tol = a.op == ncclAvg && ti.isFloat ? a.nranks * std::ldexp(1.0, -ti.mantissaBits) : 0;
+    const Shape& s = a.shape;
+    bool receives = !coll_.receives || coll_.receives(a);
     for (int c = 0; c < opts_.check; ++c) {
-      char* send = inPlace ? inPlace_.get() + a.shape.inPlaceSendOffset * ts : send_.get();
-      char* recv = inPlace ? inPlace_.get() + a.shape.inPlaceRecvOffset * ts : recv_.get();
+      char* send = inPlace ? inPlace_.get() + s.inPlaceSendOffset * ts : send_.get();
+      char* recv = inPlace ? inPlace_.get() + s.inPlaceRecvOffset * ts : recv_.get();
+      // Every byte the call may write starts as 0xFF (NaN or max: never a result), so results
+      // left over from the timed runs cannot pass for this run's. In place, that is the whole
+      // shared buffer (AllGather's other blocks), then the input goes into its send part.
+      size_t span = inPlace ? inPlaceElements(s) : s.recvCount;
+      char* base = inPlace ? inPlace_.get() : recv;
+      std::memset(base, 0xFF, span * ts);
       fillInput(a, send);
-      if (!inPlace) std::memset(recv, 0xFF, a.shape.recvCount * ts);  // NaN or max: never a result
-      char* guard = recv + a.shape.recvCount * ts;
+      // Past everything the call may touch: ReduceScatter's in-place output is followed by
+      // other ranks' input, not by free bytes.
+      char* guard = base + span * ts;
       std::memset(guard, kGuardByte, kGuardBytes);
       runOnce(a, send, recv);
       ValueCtx ctx{&coll_, &a};
-      wrong += countWrong(recv, a.shape.recvCount, a.type,
-                          [](const void* p, size_t i) {
-                            auto* v = static_cast<const ValueCtx*>(p);
-                            return v->coll->expected(*v->args, i);
-                          },
-                          &ctx, tol);
+      if (receives)
+        wrong += countWrong(recv, s.recvCount, a.type,
+                            [](const void* p, size_t i) {
+                              auto* v = static_cast<const ValueCtx*>(p);
+                              return v->coll->expected(*v->args, i);
+                            },
+                            &ctx, tol);
       wrong += std::count_if(guard, guard + kGuardBytes, [](char b) { return static_cast<unsigned char>(b) != kGuardByte; });
     }
     return wrong;
@@ -237,7 +253,7 @@ class RankRunner {
       RowResult r = measure(a);
       wrongTotal_ += r.wrong[0] + r.wrong[1];
       if (!printer_) continue;
-      Row row{a.shape.count * ts, a.shape.count, typeInfo(type).name, coll_.hasOp ? opName(op) : "none", root, {}};
+      Row row{std::max(a.shape.sendCount, a.shape.recvCount) * ts, a.shape.count, typeInfo(type).name, coll_.hasOp ? opName(op) : "none", root, {}};
       for (int k = 0; k < 2; ++k) {
         double sec = r.seconds[k];
         row.place[k].us = sec * 1e6;
@@ -303,6 +319,13 @@ double standardReduced(const Args& a, size_t i) {
     }
   }
   return a.op == ncclAvg ? acc / a.nranks : acc;
+}
+
+double movedInput(const Args& a, int rank, size_t i) {
+  // The span stays below 0xFF; 13 and 7 are coprime to every span (251, 128, 17, 9), so ranks
+  // and elements closer together than the span never share a value.
+  double span = std::min(typeInfo(a.type).exactMax + 1, 251.0);
+  return static_cast<double>((i * 7 + static_cast<size_t>(rank) * 13 + 1) % static_cast<size_t>(span));
 }
 
 int perfMain(int argc, char** argv, const Collective& coll) {

@@ -13,13 +13,13 @@ namespace braid::perf {
 
 // Element counts of one row, per rank.
 struct Shape {
-  size_t count = 0;       // the "count" column; size column = count * type size
+  size_t count = 0;       // the "count" column (per rank, as the call's count argument)
   size_t sendCount = 0;   // elements in the send buffer
   size_t recvCount = 0;   // elements in the receive buffer
   size_t paramCount = 0;  // the count argument of the call
   // In-place runs use one buffer of max(send, recv) elements, with the send and receive
-  // buffers at these element offsets (AllGather: send at rank*count; ReduceScatter: recv at
-  // rank*recvcount; the rest: both 0).
+  // buffers at these element offsets (AllGather, Gather: send at rank*count; ReduceScatter,
+  // Scatter: recv at rank*count; the rest: both 0).
   size_t inPlaceSendOffset = 0;
   size_t inPlaceRecvOffset = 0;
 };
@@ -40,13 +40,17 @@ struct Collective {
   bool hasRoot;      // -r applies (and loops with -r all)
   // Shape for a nominal element count (size / type size); may round count down.
   Shape (*shape)(size_t count, int nranks, int rank);
-  // busbw = algbw * busFactor; algbw = count * type size / time.
+  // busbw = algbw * busFactor; algbw = size / time, where size (the "size" column) is
+  // max(sendCount, recvCount) * type size: the whole gathered or scattered buffer.
   double (*busFactor)(int nranks);
   // Value of send element i of rank `rank`; every value must be exact in args.type.
   double (*input)(const Args&, int rank, size_t i);
   // Value receive element i of args.rank must hold afterwards.
   double (*expected)(const Args&, size_t i);
   ncclResult_t (*run)(const Args&, const void* send, void* recv, ncclComm_t, cudaStream_t);
+  // Whether args.rank's receive buffer holds a result to check (Reduce, Gather: the root only);
+  // nullptr: every rank's does.
+  bool (*receives)(const Args&) = nullptr;
 };
 
 // Inputs built so that every op's result is exact in every type, whatever the reduction order:
@@ -56,6 +60,10 @@ struct Collective {
 double standardInput(const Args&, int rank, size_t i);
 // Element i reduced with args.op over every rank's standardInput.
 double standardReduced(const Args&, size_t i);
+// For collectives that only move data: a value exact in args.type that differs between ranks
+// and between neighbouring elements, so a block from the wrong rank or at the wrong offset
+// shows; never the 0xFF pattern unwritten receive buffers hold.
+double movedInput(const Args&, int rank, size_t i);
 
 int typeSize(ncclDataType_t);
 
