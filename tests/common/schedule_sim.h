@@ -18,9 +18,15 @@ struct SimRank {
   std::vector<int64_t> send, recv;
 };
 
+// When a send completes. Buffered: at once (a small message the transport copies). Rendezvous:
+// only together with its matching receive, once that is ready too (a large message the receiver
+// copies out of the sender's buffer): a schedule whose receive waits on a send to the same
+// peer's own waiting receive deadlocks here, as it would on a real transport.
+enum class SendMode { Buffered, Rendezvous };
+
 // Returns "" on success, else what went wrong (deadlock, size mismatch, bad region).
 inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::vector<SimRank>& ranks,
-                            int nranks, bool average = false) {
+                            int nranks, bool average = false, SendMode mode = SendMode::Buffered) {
   using algos::Buffer;
   using algos::Step;
   using algos::StepKind;
@@ -79,6 +85,7 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
           finish(r, i);
           moved = true;
         } else if (st.kind == StepKind::Send) {
+          if (mode == SendMode::Rendezvous) continue;  // completed by its receive, below
           size_t q = r * n + st.peer;
           if (sendQ[q][sendHead[q]] != i) continue;  // FIFO: earlier sends first
           int64_t* src = buf(r, st.src);
@@ -90,7 +97,19 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
         } else {
           size_t q = st.peer * n + r;
           size_t mine = r * n + st.peer;
-          if (recvQ[mine][recvHead[mine]] != i || channel[q].empty()) continue;
+          if (recvQ[mine][recvHead[mine]] != i) continue;
+          if (mode == SendMode::Rendezvous && channel[q].empty()) {
+            const int from = st.peer;
+            if (sendHead[q] >= sendQ[q].size()) continue;
+            const uint32_t j = sendQ[q][sendHead[q]];
+            if (unmet[from][j] != 0) continue;
+            int64_t* src = buf(from, schedules[from].steps[j].src);
+            if (!src) return "rank " + std::to_string(from) + ": send region out of bounds";
+            channel[q].emplace_back(src, src + schedules[from].steps[j].src.count);
+            sendHead[q]++;
+            finish(from, j);
+          }
+          if (channel[q].empty()) continue;
           std::vector<int64_t> msg = std::move(channel[q].front());
           channel[q].pop_front();
           if (msg.size() != st.dst.count)
