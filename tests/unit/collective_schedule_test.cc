@@ -27,12 +27,20 @@ struct Case {
   int root = 0;
   bool inPlace = false;
   bool average = false;
+  bool mixed = false;  // odd ranks in place, even ranks not: each rank decides for itself
 };
+
+// The case as rank r sees it.
+Case onRank(Case c, int r) {
+  if (c.mixed) c.inPlace = r % 2 == 1;
+  return c;
+}
 
 std::string describe(const Case& c) {
   std::ostringstream os;
   os << algos::collectiveName(c.coll) << " n=" << c.n << " count=" << c.count << " chunk=" << c.chunk
-     << " root=" << c.root << (c.inPlace ? " in-place" : " out-of-place") << (c.average ? " avg" : "");
+     << " root=" << c.root << (c.mixed ? " mixed" : c.inPlace ? " in-place" : " out-of-place")
+     << (c.average ? " avg" : "");
   return os.str();
 }
 
@@ -163,11 +171,11 @@ void check(const Case& c, testing::SendMode mode = testing::SendMode::Rendezvous
   std::vector<testing::SimRank> ranks;
   std::vector<Expectation> want;
   for (int r = 0; r < c.n; ++r) {
-    const algos::CollArgs a = argsFor(c, r);
+    const algos::CollArgs a = argsFor(onRank(c, r), r);
     const algos::Algorithm* algo = algos::selectAlgorithm(a, "");
     ASSERT_NE(algo, nullptr);
     schedules.push_back(algo->build(a));
-    want.push_back(expectation(c, r));
+    want.push_back(expectation(onRank(c, r), r));
     ranks.push_back(want.back().before);
   }
   ASSERT_EQ(testing::simulate(schedules, ranks, c.n, c.average, mode), "");
@@ -217,6 +225,22 @@ TEST(CollectiveSchedule, ReduceScatter) { sweep(Collective::ReduceScatter); }
 TEST(CollectiveSchedule, AlltoAll) { sweep(Collective::AlltoAll); }
 TEST(CollectiveSchedule, Gather) { sweep(Collective::Gather); }
 TEST(CollectiveSchedule, Scatter) { sweep(Collective::Scatter); }
+
+// Whether a call is in place is each rank's own business (NCCL compares that rank's pointers):
+// the messages must not change with it.
+TEST(CollectiveSchedule, RanksMixInPlaceAndOutOfPlace) {
+  for (Collective coll : {Collective::Broadcast, Collective::Reduce, Collective::AllGather,
+                          Collective::ReduceScatter, Collective::AlltoAll, Collective::Gather,
+                          Collective::Scatter})
+    for (int n : {2, 3, 4, 7})
+      for (int root = 0; root < (rooted(coll) ? n : 1); ++root)
+        for (size_t chunk : {size_t{2}, size_t{1000}}) {
+          Case c{coll, n, 11, chunk, root};
+          c.mixed = true;
+          c.average = coll == Collective::Reduce || coll == Collective::ReduceScatter;
+          check(c);
+        }
+}
 
 // Avg divides exactly once per element, on the rank that owns the result.
 TEST(CollectiveSchedule, AverageDividesOnce) {
