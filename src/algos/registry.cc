@@ -1,8 +1,14 @@
 #include <array>
 
 #include "algos/algorithm.h"
+#include "algos/chain.h"
 #include "algos/direct_allreduce.h"
+#include "algos/direct_gather_scatter.h"
+#include "algos/pairwise_alltoall.h"
+#include "algos/point_to_point.h"
+#include "algos/ring_allgather.h"
 #include "algos/ring_allreduce.h"
+#include "algos/ring_reduce_scatter.h"
 
 namespace braid::algos {
 
@@ -23,9 +29,21 @@ const char* collectiveName(Collective coll) {
 }
 
 std::span<const Algorithm* const> algorithms() {
-  static const DirectAllReduce direct;
-  static const RingAllReduce ring;
-  static const std::array<const Algorithm*, 2> all = {&direct, &ring};
+  static const DirectAllReduce directAllReduce;
+  static const RingAllReduce ringAllReduce;
+  static const ChainBroadcast chainBroadcast;
+  static const ChainReduce chainReduce;
+  static const RingAllGather ringAllGather;
+  static const RingReduceScatter ringReduceScatter;
+  static const PairwiseAlltoAll pairwiseAlltoAll;
+  static const DirectGather directGather;
+  static const DirectScatter directScatter;
+  static const PointToPointSend send;
+  static const PointToPointRecv recv;
+  // AllReduce: direct first, for the small calls it accepts; ring for the rest.
+  static const std::array<const Algorithm*, 11> all = {
+      &directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
+      &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv};
   return all;
 }
 

@@ -7,14 +7,9 @@
 // Cost: 2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma.
 #include "algos/ring_allreduce.h"
 
-#include <algorithm>
+#include "algos/pattern.h"
 
 namespace braid::algos {
-namespace {
-
-int mod(int a, int n) { return ((a % n) + n) % n; }
-
-}  // namespace
 
 bool RingAllReduce::supports(const CollArgs& args) const {
   return args.coll == Collective::AllReduce;
@@ -36,21 +31,13 @@ Schedule RingAllReduce::build(const CollArgs& a) const {
     const Range sendSeg = evenPart(a.count, n, mod(r - s, n));
     const Range recvSeg = evenPart(a.count, n, mod(r - s - 1, n));
     const Buffer sendFrom = s == 0 ? in : Buffer::Recv;
-    // Sends and receives of one step interleave chunk by chunk so both directions pipeline.
-    size_t nChunks = std::max((sendSeg.count + a.chunkCount - 1) / a.chunkCount,
-                              (recvSeg.count + a.chunkCount - 1) / a.chunkCount);
-    for (size_t c = 0; c < nChunks; ++c) {
-      size_t off = c * a.chunkCount;
-      if (off < recvSeg.count) {
-        size_t cnt = std::min(a.chunkCount, recvSeg.count - off);
-        b.recvReduce(prev, region(in, recvSeg.offset + off, cnt),
-                     region(Buffer::Recv, recvSeg.offset + off, cnt));
-      }
-      if (off < sendSeg.count) {
-        size_t cnt = std::min(a.chunkCount, sendSeg.count - off);
-        b.send(next, region(sendFrom, sendSeg.offset + off, cnt));
-      }
-    }
+    interleaveChunks(
+        recvSeg.count, sendSeg.count, a.chunkCount,
+        [&](size_t off, size_t cnt) {
+          b.recvReduce(prev, region(in, recvSeg.offset + off, cnt),
+                       region(Buffer::Recv, recvSeg.offset + off, cnt));
+        },
+        [&](size_t off, size_t cnt) { b.send(next, region(sendFrom, sendSeg.offset + off, cnt)); });
   }
 
   const Range owned = evenPart(a.count, n, mod(r + 1, n));
@@ -59,19 +46,10 @@ Schedule RingAllReduce::build(const CollArgs& a) const {
   for (int s = 0; s < n - 1; ++s) {  // all-gather
     const Range sendSeg = evenPart(a.count, n, mod(r + 1 - s, n));
     const Range recvSeg = evenPart(a.count, n, mod(r - s, n));
-    size_t nChunks = std::max((sendSeg.count + a.chunkCount - 1) / a.chunkCount,
-                              (recvSeg.count + a.chunkCount - 1) / a.chunkCount);
-    for (size_t c = 0; c < nChunks; ++c) {
-      size_t off = c * a.chunkCount;
-      if (off < sendSeg.count) {
-        size_t cnt = std::min(a.chunkCount, sendSeg.count - off);
-        b.send(next, region(Buffer::Recv, sendSeg.offset + off, cnt));
-      }
-      if (off < recvSeg.count) {
-        size_t cnt = std::min(a.chunkCount, recvSeg.count - off);
-        b.recv(prev, region(Buffer::Recv, recvSeg.offset + off, cnt));
-      }
-    }
+    interleaveChunks(
+        sendSeg.count, recvSeg.count, a.chunkCount,
+        [&](size_t off, size_t cnt) { b.send(next, region(Buffer::Recv, sendSeg.offset + off, cnt)); },
+        [&](size_t off, size_t cnt) { b.recv(prev, region(Buffer::Recv, recvSeg.offset + off, cnt)); });
   }
   return std::move(b).finish();
 }

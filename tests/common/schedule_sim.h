@@ -3,6 +3,7 @@
 // receives. Arithmetic is int64 sum (exact), or max; enough to see every element's provenance.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -17,9 +18,15 @@ struct SimRank {
   std::vector<int64_t> send, recv;
 };
 
+// When a send completes. Buffered: at once (a small message the transport copies). Rendezvous:
+// only together with its matching receive, once that is ready too (a large message the receiver
+// copies out of the sender's buffer): a schedule whose receive waits on a send to the same
+// peer's own waiting receive deadlocks here, as it would on a real transport.
+enum class SendMode { Buffered, Rendezvous };
+
 // Returns "" on success, else what went wrong (deadlock, size mismatch, bad region).
 inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::vector<SimRank>& ranks,
-                            int nranks, bool average = false) {
+                            int nranks, bool average = false, SendMode mode = SendMode::Buffered) {
   using algos::Buffer;
   using algos::Step;
   using algos::StepKind;
@@ -78,6 +85,7 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
           finish(r, i);
           moved = true;
         } else if (st.kind == StepKind::Send) {
+          if (mode == SendMode::Rendezvous) continue;  // completed by its receive, below
           size_t q = r * n + st.peer;
           if (sendQ[q][sendHead[q]] != i) continue;  // FIFO: earlier sends first
           int64_t* src = buf(r, st.src);
@@ -89,7 +97,19 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
         } else {
           size_t q = st.peer * n + r;
           size_t mine = r * n + st.peer;
-          if (recvQ[mine][recvHead[mine]] != i || channel[q].empty()) continue;
+          if (recvQ[mine][recvHead[mine]] != i) continue;
+          if (mode == SendMode::Rendezvous && channel[q].empty()) {
+            const int from = st.peer;
+            if (sendHead[q] >= sendQ[q].size()) continue;
+            const uint32_t j = sendQ[q][sendHead[q]];
+            if (unmet[from][j] != 0) continue;
+            int64_t* src = buf(from, schedules[from].steps[j].src);
+            if (!src) return "rank " + std::to_string(from) + ": send region out of bounds";
+            channel[q].emplace_back(src, src + schedules[from].steps[j].src.count);
+            sendHead[q]++;
+            finish(from, j);
+          }
+          if (channel[q].empty()) continue;
           std::vector<int64_t> msg = std::move(channel[q].front());
           channel[q].pop_front();
           if (msg.size() != st.dst.count)
@@ -115,6 +135,35 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
   for (size_t q = 0; q < channel.size(); ++q)
     if (!channel[q].empty()) return "unreceived messages on channel " + std::to_string(q);
   return "";
+}
+
+// Joins schedules one rank runs together (say an ncclSend and an ncclRecv in one group) into
+// one, as the executor runs them: each keeps its own dependencies, and sends and receives
+// keep their call order per peer. (They share one scratch area here: join only schedules that
+// do not both use scratch.)
+inline algos::Schedule concatSchedules(const std::vector<algos::Schedule>& parts) {
+  algos::Schedule out;
+  for (const algos::Schedule& p : parts) {
+    const uint32_t base = static_cast<uint32_t>(out.steps.size());
+    for (algos::Step st : p.steps) {
+      const uint32_t begin = static_cast<uint32_t>(out.deps.size());
+      for (uint32_t k = 0; k < st.depCount; ++k) out.deps.push_back(base + p.deps[st.depBegin + k]);
+      st.depBegin = begin;
+      out.steps.push_back(st);
+    }
+    out.scratchCount = std::max(out.scratchCount, p.scratchCount);
+    out.peers.insert(out.peers.end(), p.peers.begin(), p.peers.end());
+  }
+  const size_t n = out.steps.size();
+  out.dependentsBegin.assign(n + 1, 0);
+  for (uint32_t d : out.deps) out.dependentsBegin[d + 1]++;
+  for (size_t i = 0; i < n; ++i) out.dependentsBegin[i + 1] += out.dependentsBegin[i];
+  out.dependents.resize(out.deps.size());
+  std::vector<uint32_t> fill(out.dependentsBegin.begin(), out.dependentsBegin.end() - 1);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t k = 0; k < out.steps[i].depCount; ++k)
+      out.dependents[fill[out.deps[out.steps[i].depBegin + k]]++] = i;
+  return out;
 }
 
 }  // namespace braid::testing

@@ -1,0 +1,17 @@
+#pragma once
+
+#include "algos/algorithm.h"
+
+namespace braid::algos {
+
+// Pairwise AlltoAll: in step k rank r sends its block for rank r+k and receives rank r-k's
+// block for it, so every step is a permutation and no rank is the target of two senders at
+// once. Cost: (p-1) alpha + (p-1) n beta, n the per-peer count.
+class PairwiseAlltoAll final : public Algorithm {
+ public:
+  std::string_view name() const override { return "pairwise"; }
+  bool supports(const CollArgs& args) const override;
+  Schedule build(const CollArgs& args) const override;
+};
+
+}  // namespace braid::algos
