@@ -84,7 +84,6 @@ struct ChannelQueue {
   std::vector<uint64_t> sendSeq, recvSeq;  // endpoint numbers of posted operations
   size_t sendsPosted = 0, sendsDone = 0, recvsPosted = 0, recvsDone = 0;
   std::deque<SignatureSlot> signatures;  // a deque: endpoints hold pointers into it
-  uint32_t lastPlan = UINT32_MAX;
 };
 
 // One execution. A thread keeps its Run between calls so that the vectors below keep their
@@ -117,11 +116,14 @@ class Run {
   bool ready(StepRef ref) const {
     return ref.step >= kSignature || state_[ref.plan].unmet[ref.step] == 0;
   }
+  ChannelQueue* queueFor(ncclComm* comm, int peer);
+  Status addSignatures(uint32_t plan);
   void addSignature(ChannelQueue& q, uint32_t plan);
   Status checkSignature(const ChannelQueue& q, StepRef ref) const;
   Status postSend(ChannelQueue& q, StepRef ref);
   Status postRecv(ChannelQueue& q, StepRef ref);
   void scaleInput(Plan& plan);
+  void snapshotOverlappingSends();
 
   void complete(StepRef ref);
   void runLocal(StepRef ref);
@@ -161,6 +163,37 @@ void Run::runLocal(StepRef ref) {
     kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, plan.type, plan.comm->nranks);
   }
   complete(ref);
+}
+
+// The queue of (comm, peer), set up on first use; null when there is no connection.
+ChannelQueue* Run::queueFor(ncclComm* comm, int peer) {
+  for (size_t i = 0; i < nQueues_; ++i)
+    if (queues_[i].comm == comm && queues_[i].peer == peer) return &queues_[i];
+  if (peer < 0 || peer >= comm->nranks || !comm->channels[peer].endpoint) return nullptr;
+  if (nQueues_ == queues_.size()) queues_.emplace_back();
+  ChannelQueue& q = queues_[nQueues_++];
+  q.comm = comm;
+  q.peer = peer;
+  q.sends.clear();
+  q.recvs.clear();
+  q.sendsPosted = q.sendsDone = q.recvsPosted = q.recvsDone = 0;
+  q.signatures.clear();
+  return &q;
+}
+
+// A collective checks its signature against every other rank, so that each one of them sees a
+// mismatch itself (a rank that only talks to ranks that agree with it would otherwise finish
+// happily); point-to-point operations check only their peer.
+Status Run::addSignatures(uint32_t plan) {
+  const Plan& p = plans_[plan];
+  const bool p2p = p.coll == algos::Collective::Send || p.coll == algos::Collective::Recv;
+  for (int peer = 0; peer < p.comm->nranks; ++peer) {
+    if (peer == p.comm->rank || (p2p && peer != p.root)) continue;
+    ChannelQueue* q = queueFor(p.comm, peer);
+    if (!q) return failed(p, internalError("no connection to rank %d", peer));
+    addSignature(*q, plan);
+  }
+  return Status::Ok();
 }
 
 void Run::addSignature(ChannelQueue& q, uint32_t plan) {
@@ -246,10 +279,32 @@ Status Run::pump(ChannelQueue& q, bool* moved) {
 
 // PreMulSum: the input, times the scalar, into a buffer of the plan's own.
 void Run::scaleInput(Plan& plan) {
-  plan.scaledInput.resize(plan.inputCount * kernels::typeSize(plan.type));
+  plan.privateInput.resize(plan.inputCount * kernels::typeSize(plan.type));
   const void* scalar = plan.scalarPtr ? plan.scalarPtr : &plan.scalarBits;
-  kernels::scale(plan.scaledInput.data(), plan.sendbuff, plan.inputCount, plan.type, scalar);
-  plan.sendbuff = plan.scaledInput.data();
+  kernels::scale(plan.privateInput.data(), plan.sendbuff, plan.inputCount, plan.type, scalar);
+  plan.sendbuff = plan.privateInput.data();
+}
+
+// Operations of a group run concurrently, so a send whose buffer a receive of the same group
+// overwrites (in-place send/recv, as nccl-tests' sendrecv does) sends a snapshot instead.
+void Run::snapshotOverlappingSends() {
+  auto range = [](const Plan& p, const void* base) {
+    const char* b = static_cast<const char*>(base);
+    return std::make_pair(b, b + p.count * kernels::typeSize(p.type));
+  };
+  for (Plan& send : plans_) {
+    if (send.coll != algos::Collective::Send) continue;
+    auto [s0, s1] = range(send, send.sendbuff);
+    for (const Plan& recv : plans_) {
+      if (recv.coll != algos::Collective::Recv || recv.comm != send.comm) continue;
+      auto [r0, r1] = range(recv, recv.recvbuff);
+      if (s0 < r1 && r0 < s1) {
+        send.privateInput.assign(s0, s1);
+        send.sendbuff = send.privateInput.data();
+        break;
+      }
+    }
+  }
 }
 
 Status Run::failed(const Plan& plan, const Status& status) {
@@ -270,6 +325,7 @@ Status Run::go(std::span<Plan> plans) {
 
 Status Run::setUp() {
   if (state_.size() < plans_.size()) state_.resize(plans_.size());
+  if (plans_.size() > 1) snapshotOverlappingSends();
   for (uint32_t p = 0; p < plans_.size(); ++p) {
     Plan& plan = plans_[p];
     if (plan.preMul) scaleInput(plan);
@@ -283,6 +339,7 @@ Status Run::setUp() {
         ps.scratchOwner.resize(s.scratchCount * ps.typeSize);
       ps.scratch = ps.scratchOwner.data();
     }
+    if (plan.comm->checkMismatch) BRAID_TRY(addSignatures(p));
     size_t reduces = 0;
     for (uint32_t i = 0; i < s.steps.size(); ++i) {
       const Step& st = s.steps[i];
@@ -292,28 +349,9 @@ Status Run::setUp() {
         if (st.depCount == 0) localReady_.push_back({p, i});
         continue;
       }
-      auto end = queues_.begin() + static_cast<std::ptrdiff_t>(nQueues_);
-      auto it = std::find_if(queues_.begin(), end, [&](const ChannelQueue& q) {
-        return q.comm == plan.comm && q.peer == st.peer;
-      });
-      if (it == end) {
-        if (!plan.comm->channels[st.peer].endpoint)
-          return failed(plan, internalError("no connection to rank %d", st.peer));
-        if (nQueues_ == queues_.size()) queues_.emplace_back();
-        it = queues_.begin() + static_cast<std::ptrdiff_t>(nQueues_++);
-        it->comm = plan.comm;
-        it->peer = st.peer;
-        it->sends.clear();
-        it->recvs.clear();
-        it->sendsPosted = it->sendsDone = it->recvsPosted = it->recvsDone = 0;
-        it->signatures.clear();
-        it->lastPlan = UINT32_MAX;
-      }
-      if (it->lastPlan != p) {
-        it->lastPlan = p;
-        if (plan.comm->checkMismatch) addSignature(*it, p);
-      }
-      (st.kind == StepKind::Send ? it->sends : it->recvs).push_back({p, i});
+      ChannelQueue* q = queueFor(plan.comm, st.peer);
+      if (!q) return failed(plan, internalError("no connection to rank %d", st.peer));
+      (st.kind == StepKind::Send ? q->sends : q->recvs).push_back({p, i});
     }
     ps.sinks.reserve(reduces);  // sinks are referenced by endpoints: never reallocate
     pending_ += s.steps.size();

@@ -39,7 +39,9 @@ struct Plan {
   uint64_t scalarBits = 0;           // the scalar, when it was copied at creation
   const void* scalarPtr = nullptr;   // else read here when the plan runs
   size_t inputCount = 0;
-  std::vector<char> scaledInput;
+  // The input when the executor had to copy it first (PreMulSum; a send whose buffer a receive
+  // of the same group overwrites).
+  std::vector<char> privateInput;
 };
 
 // "ncclAllReduce(count=16, float, sum)".

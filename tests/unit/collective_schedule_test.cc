@@ -141,11 +141,13 @@ Expectation expectation(const Case& c, int r) {
       break;
     }
     case Collective::Gather: {
-      if (root && c.inPlace) {  // sendbuff == recvbuff: the input is recvbuff's first block
+      // In place (at the root only): sendbuff == recvbuff + root * count, so the root's input
+      // is already in its own block of recvbuff.
+      if (root && c.inPlace) {
         before.recv = unsetAll;
-        setBlock(before.recv, 0, count, [&](size_t e) { return value(r, e); });
+        setBlock(before.recv, rank, count, [&](size_t e) { return value(r, e); });
       } else {
-        input(inputOf(r, count));
+        before.send = inputOf(r, count);
         if (root) before.recv = unsetAll;
       }
       after = before;
@@ -154,10 +156,13 @@ Expectation expectation(const Case& c, int r) {
       break;
     }
     case Collective::Scatter: {
-      if (root) input(inputOf(r, n * count));
-      if (!root || !c.inPlace) before.recv = unset;
+      // In place (at the root only): recvbuff == sendbuff + root * count, so the root's result
+      // is its own block of sendbuff, where it already is.
+      if (root) before.send = inputOf(r, n * count);
+      if (!(root && c.inPlace)) before.recv = unset;
       after = before;
-      setBlock(after.recv, 0, count, [&](size_t e) { return value(c.root, rank * count + e); });
+      if (!(root && c.inPlace))
+        setBlock(after.recv, 0, count, [&](size_t e) { return value(c.root, rank * count + e); });
       break;
     }
     default: ADD_FAILURE() << "no expectation for " << describe(c);
