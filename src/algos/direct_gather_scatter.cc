@@ -8,16 +8,14 @@ bool DirectGather::supports(const CollArgs& args) const { return args.coll == Co
 Schedule DirectGather::build(const CollArgs& a) const {
   ScheduleBuilder b("direct");
   const int n = a.nranks, r = a.rank;
-  const Region own{inputBuffer(a), 0, a.count};
   if (a.count == 0) return std::move(b).finish();
+  // Off the root only sendbuff is read (recvbuff is not used there, in place or not).
   if (r != a.root) {
-    sendChunks(b, a.root, own, a.chunkCount);
+    sendChunks(b, a.root, Region{Buffer::Send, 0, a.count}, a.chunkCount);
     return std::move(b).finish();
   }
-  // In place the root's input is the first block of recvbuff: it moves to the root's slot
-  // before rank 0's block overwrites it (the builder orders that receive after this copy).
-  const Region mySlot = block(Buffer::Recv, r, a.count);
-  if (!a.inPlace || r != 0) b.copy(own, mySlot);
+  // In place the root's input already sits in its slot (sendbuff == recvbuff + root * count).
+  if (!a.inPlace) b.copy(Region{Buffer::Send, 0, a.count}, block(Buffer::Recv, r, a.count));
   for (int k = 1; k < n; ++k) {
     const int p = mod(r + k, n);
     recvChunks(b, p, block(Buffer::Recv, p, a.count), a.chunkCount);
@@ -30,20 +28,18 @@ bool DirectScatter::supports(const CollArgs& args) const { return args.coll == C
 Schedule DirectScatter::build(const CollArgs& a) const {
   ScheduleBuilder b("direct");
   const int n = a.nranks, r = a.rank;
-  const Region result{Buffer::Recv, 0, a.count};
   if (a.count == 0) return std::move(b).finish();
+  // Off the root only recvbuff is written (sendbuff is not used there, in place or not).
   if (r != a.root) {
-    recvChunks(b, a.root, result, a.chunkCount);
+    recvChunks(b, a.root, Region{Buffer::Recv, 0, a.count}, a.chunkCount);
     return std::move(b).finish();
   }
-  const Buffer in = inputBuffer(a);
   for (int k = 1; k < n; ++k) {
     const int p = mod(r + k, n);
-    sendChunks(b, p, block(in, p, a.count), a.chunkCount);
+    sendChunks(b, p, block(Buffer::Send, p, a.count), a.chunkCount);
   }
-  // Last, because in place the root's result overwrites block 0, which must first reach rank 0
-  // (the builder makes this copy wait for those sends).
-  if (!a.inPlace || r != 0) b.copy(block(in, r, a.count), result);
+  // In place the root's block already is its result (recvbuff == sendbuff + root * count).
+  if (!a.inPlace) b.copy(block(Buffer::Send, r, a.count), Region{Buffer::Recv, 0, a.count});
   return std::move(b).finish();
 }
 

@@ -141,11 +141,11 @@ Expectation expectation(const Case& c, int r) {
       break;
     }
     case Collective::Gather: {
-      if (root && c.inPlace) {  // sendbuff == recvbuff: the input is recvbuff's first block
+      if (root && c.inPlace) {  // sendbuff == recvbuff + root * count
         before.recv = unsetAll;
-        setBlock(before.recv, 0, count, [&](size_t e) { return value(r, e); });
+        setBlock(before.recv, rank, count, [&](size_t e) { return value(r, e); });
       } else {
-        input(inputOf(r, count));
+        before.send = inputOf(r, count);  // off the root, only sendbuff is used
         if (root) before.recv = unsetAll;
       }
       after = before;
@@ -154,10 +154,12 @@ Expectation expectation(const Case& c, int r) {
       break;
     }
     case Collective::Scatter: {
-      if (root) input(inputOf(r, n * count));
+      if (root) before.send = inputOf(r, n * count);
+      // In place the root's recvbuff is sendbuff's block root, which already holds its result.
       if (!root || !c.inPlace) before.recv = unset;
       after = before;
-      setBlock(after.recv, 0, count, [&](size_t e) { return value(c.root, rank * count + e); });
+      if (!root || !c.inPlace)
+        setBlock(after.recv, 0, count, [&](size_t e) { return value(c.root, rank * count + e); });
       break;
     }
     default: ADD_FAILURE() << "no expectation for " << describe(c);
