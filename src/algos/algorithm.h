@@ -26,10 +26,11 @@ const char* collectiveName(Collective coll);  // NCCL's function name, e.g. "ncc
 //   Send, Recv: elements; `root` is the peer.
 // In place (NCCL's rules): AllReduce/Reduce/Broadcast sendbuff == recvbuff; AllGather
 // sendbuff == recvbuff + rank * count; ReduceScatter recvbuff == sendbuff + rank * count;
-// AlltoAll when the buffers are equal; Gather (at the root) sendbuff == recvbuff + root * count;
-// Scatter (at the root) recvbuff == sendbuff + root * count. A builder addresses aliased memory
-// through one Buffer id only (so that dependencies between its steps are seen): the executor
-// maps Buffer::Send to sendbuff and Buffer::Recv to recvbuff.
+// Gather sendbuff == recvbuff + root * count; Scatter recvbuff == sendbuff + root * count;
+// AlltoAll (NCCL states no rule) when the buffers are equal. Each rank decides from its own
+// pointers, so ranks may disagree. A builder addresses aliased memory through one Buffer id
+// only (so that dependencies between its steps are seen): the executor maps Buffer::Send to
+// sendbuff and Buffer::Recv to recvbuff.
 struct CollArgs {
   Collective coll = Collective::AllReduce;
   size_t count = 0;

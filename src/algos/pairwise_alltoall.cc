@@ -9,12 +9,13 @@ bool PairwiseAlltoAll::supports(const CollArgs& args) const {
 }
 
 // In place, block p is both what rank r owes rank p (sent in step p - r) and where rank p's
-// block lands (received in step r - p). A receive that came first would overwrite the block
-// before it is sent; one that came after the send would have to wait for it, and a send may
-// complete only once its peer's receive is posted, so two ranks could each wait on the other
-// (the middle step of an even rank count does exactly that). So every receive up to the middle
-// step parks in scratch and the block moves into place once its send is done; later ones find
-// their block already sent, which the builder's write-after-read dependency checks.
+// block lands (received in step r - p). A receive in an earlier step would overwrite the block
+// before it is sent. A receive in the same step (the middle one, for an even rank count) would
+// wait for the send, while the send, being large, waits for the peer's receive, which waits for
+// the peer's send in turn: a deadlock. So receives up to the middle step park in scratch, and
+// the block moves into place once its send is done. Later receives find their block sent in an
+// earlier step, whose peer received it into scratch without waiting; the builder's
+// write-after-read dependency orders them after that send.
 Schedule PairwiseAlltoAll::build(const CollArgs& a) const {
   ScheduleBuilder b("pairwise");
   const int n = a.nranks, r = a.rank;

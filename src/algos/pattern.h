@@ -14,7 +14,8 @@ inline int mod(int a, int n) { return ((a % n) + n) % n; }
 
 // Where a rank's input lives. When sendbuff == recvbuff every step goes through Buffer::Recv,
 // so that the builder sees every conflict between reading the input and writing the result.
-// (AllGather and ReduceScatter alias a slice, not the whole buffer; their builders say so.)
+// (AllGather, ReduceScatter, Gather and Scatter alias a slice, not the whole buffer; their
+// builders say so.)
 inline Buffer inputBuffer(const CollArgs& a) { return a.inPlace ? Buffer::Recv : Buffer::Send; }
 
 // Block `index` of `count` elements: a rank's slot in AllGather, AlltoAll, Gather, Scatter...

@@ -18,7 +18,7 @@ bool RingAllReduce::supports(const CollArgs& args) const {
 Schedule RingAllReduce::build(const CollArgs& a) const {
   ScheduleBuilder b("ring");
   const int n = a.nranks, r = a.rank;
-  const Buffer in = a.inPlace ? Buffer::Recv : Buffer::Send;
+  const Buffer in = inputBuffer(a);
   auto region = [](Buffer buf, size_t off, size_t cnt) { return Region{buf, off, cnt}; };
 
   if (n == 1) {

@@ -141,13 +141,11 @@ Expectation expectation(const Case& c, int r) {
       break;
     }
     case Collective::Gather: {
-      // In place (at the root only): sendbuff == recvbuff + root * count, so the root's input
-      // is already in its own block of recvbuff.
-      if (root && c.inPlace) {
+      if (root && c.inPlace) {  // sendbuff == recvbuff + root * count
         before.recv = unsetAll;
         setBlock(before.recv, rank, count, [&](size_t e) { return value(r, e); });
       } else {
-        before.send = inputOf(r, count);
+        before.send = inputOf(r, count);  // off the root, only sendbuff is used
         if (root) before.recv = unsetAll;
       }
       after = before;
@@ -156,12 +154,11 @@ Expectation expectation(const Case& c, int r) {
       break;
     }
     case Collective::Scatter: {
-      // In place (at the root only): recvbuff == sendbuff + root * count, so the root's result
-      // is its own block of sendbuff, where it already is.
       if (root) before.send = inputOf(r, n * count);
-      if (!(root && c.inPlace)) before.recv = unset;
+      // In place the root's recvbuff is sendbuff's block root, which already holds its result.
+      if (!root || !c.inPlace) before.recv = unset;
       after = before;
-      if (!(root && c.inPlace))
+      if (!root || !c.inPlace)
         setBlock(after.recv, 0, count, [&](size_t e) { return value(c.root, rank * count + e); });
       break;
     }
