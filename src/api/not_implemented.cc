@@ -29,7 +29,6 @@ BRAID_NOT_IMPLEMENTED(ncclCommRegister, const ncclComm_t, void*, size_t, void**)
 BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t, void*)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowRegister, ncclComm_t, void*, size_t, ncclWindow_t*, int)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowDeregister, ncclComm_t, ncclWindow_t)
-BRAID_NOT_IMPLEMENTED(ncclGroupSimulateEnd, ncclSimInfo_t*)
 
 // The device API (NCCL 2.28's GPU-initiated communication) needs device memory; the host
 // functions that set it up are exported and refuse clearly.

@@ -106,6 +106,7 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
     if (size) BRAID_TRY(bootstrap->recv(p, kTagBlob, blob.data(), blob.size()));
     BRAID_TRY(transports[chosen[p]]->connect(peers[rank], peers[p], blob, waiter,
                                              &channels[p].endpoint));
+    channels[p].transport = transports[chosen[p]]->name();
     BRAID_INFO(kInit, "rank %d -> rank %d via %s", rank, p,
                channels[p].endpoint->describe().c_str());
   }
@@ -167,6 +168,12 @@ bool ncclComm::heardFailure(std::string* text) {
   if (!bootstrap->poll(kTagFailure, &from, &data).ok() || from < 0) return false;
   text->assign(data.begin(), data.end());
   return true;
+}
+
+bool ncclComm::usesTcp() const {
+  for (const auto& ch : channels)
+    if (ch.endpoint && ch.transport == "TCP") return true;
+  return false;
 }
 
 void ncclComm::setLastError(const std::string& text) {

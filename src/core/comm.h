@@ -26,6 +26,7 @@ namespace braid {
 // posted on it (endpoints count completions; posted counts give each operation its number).
 struct PeerChannel {
   std::unique_ptr<transport::Endpoint> endpoint;
+  std::string_view transport;  // the name of the transport that made it
   uint64_t sendsPosted = 0;
   uint64_t recvsPosted = 0;
   uint64_t operations = 0;  // operations exchanged with this peer (numbered in signatures)
@@ -88,6 +89,9 @@ struct ncclComm {
   // bootstrap, heard by ranks that are waiting on data that will never come.
   void broadcastFailure(const std::string& text);
   bool heardFailure(std::string* text);
+
+  // True when some peer is reached over TCP (the cost model prices its links so).
+  bool usesTcp() const;
 
   void setLastError(const std::string& text);
   std::string lastError();

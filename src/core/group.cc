@@ -1,6 +1,10 @@
 #include "core/group.h"
 
+#include <algorithm>
 #include <vector>
+
+#include "algos/cost_model.h"
+#include "kernels/reduce.h"
 
 #include "core/comm.h"
 
@@ -33,6 +37,30 @@ Status end() {
   if (!error.ok()) return error;
   if (plans.empty()) return Status::Ok();
   return execute(plans);
+}
+
+Status simulateEnd(float* estimatedUs) {
+  if (tls.depth == 0)
+    return invalidUsage("ncclGroupSimulateEnd called without a matching ncclGroupStart");
+  if (--tls.depth > 0) return Status::Ok();
+  std::vector<Plan> plans = std::move(tls.plans);
+  Status error = std::move(tls.error);
+  tls = State{};
+  if (!error.ok()) return error;
+  // Plans of one communicator share its links; plans of different ones run side by side.
+  std::vector<std::pair<const ncclComm*, double>> perComm;
+  for (const Plan& p : plans) {
+    const bool tcp = p.comm->usesTcp();
+    algos::CostParams cost = tcp ? algos::tcpCost() : algos::sharedMemoryCost();
+    double us = algos::estimateMicroseconds(*p.schedule, kernels::typeSize(p.type), cost);
+    auto it = std::find_if(perComm.begin(), perComm.end(), [&](auto& e) { return e.first == p.comm; });
+    if (it == perComm.end()) perComm.emplace_back(p.comm, us);
+    else it->second += us;
+  }
+  double total = 0.0;
+  for (auto& [comm, us] : perComm) total = std::max(total, us);
+  *estimatedUs = static_cast<float>(total);
+  return Status::Ok();
 }
 
 Status submit(Plan plan) {

@@ -11,6 +11,9 @@ void start();
 // Ends one nesting level; at the outermost level runs everything collected.
 Status end();
 bool active();
+// Ends the outermost group without running it: the cost model's estimate of what it would
+// have taken, in microseconds (ncclGroupSimulateEnd).
+Status simulateEnd(float* estimatedUs);
 // Runs `plan` now, or queues it when a group is open.
 Status submit(Plan plan);
 // An argument error inside a group also fails its ncclGroupEnd, naming the call.

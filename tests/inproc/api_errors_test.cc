@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/ranks.h"
 
@@ -80,10 +81,12 @@ TEST(ApiErrors, CollectiveArguments) {
 }
 
 TEST(ApiErrors, UnimplementedFunctionsSaySo) {
-  void* p = nullptr;
-  EXPECT_EQ(ncclMemAlloc(&p, 16), ncclInvalidUsage);
-  EXPECT_NE(last().find("ncclMemAlloc"), std::string::npos) << last();
+  ncclDevComm_t devComm;
+  EXPECT_EQ(ncclDevCommCreate(nullptr, nullptr, &devComm), ncclInvalidUsage);
+  EXPECT_NE(last().find("ncclDevCommCreate"), std::string::npos) << last();
   EXPECT_NE(last().find("not implemented"), std::string::npos) << last();
+  EXPECT_EQ(ncclLLA2ACalcSlots(16, 4), -1);
+  EXPECT_NE(last().find("ncclLLA2ACalcSlots"), std::string::npos) << last();
 }
 
 TEST(ApiErrors, GroupEndWithoutStart) {
@@ -154,6 +157,35 @@ TEST(Communicators, AbortUnblocksACollectiveInFlight) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   EXPECT_NE(result.load(), ncclSuccess);
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+}
+
+}  // namespace
+
+namespace {
+
+// ncclGroupSimulateEnd prices the group with the cost model and runs nothing.
+TEST(Groups, SimulateEndEstimatesWithoutRunning) {
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  auto estimate = [&](size_t count) {
+    std::vector<float> a(count, 1.0f), b(count, 2.0f);
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    ncclAllReduce(a.data(), a.data(), count, ncclFloat, ncclSum, comms[0], nullptr);
+    ncclAllReduce(b.data(), b.data(), count, ncclFloat, ncclSum, comms[1], nullptr);
+    EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(a[0], 1.0f) << "simulation must not run the collective";
+    return info.estimatedTime;
+  };
+  float small = estimate(16), large = estimate(1 << 22);
+  EXPECT_GT(small, 0.0f);
+  EXPECT_GT(large, 10 * small);
+  ncclSimInfo_t bad = NCCL_SIM_INFO_INITIALIZER;
+  bad.magic = 0;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupSimulateEnd(&bad), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (auto c : comms) ncclCommDestroy(c);
 }
 
 }  // namespace
