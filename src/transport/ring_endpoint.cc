@@ -171,7 +171,11 @@ bool RingEndpoint::pumpSends() {
     }
     while (op.written < op.bytes) {
       const size_t want = std::min(op.bytes - op.written, kPublishSlice);
-      const size_t n = std::min(tx_.writable(want), want);
+      size_t n = std::min(tx_.writable(want), want);
+      // Pieces other than a message's last stay multiples of 16 bytes, so that every ring
+      // position a payload reaches (wrap, head, tail) is 16-aligned and a receiver's sink sees
+      // whole elements of any type in every piece but the last.
+      if (op.written + n < op.bytes) n &= ~size_t{Ring::kAlign - 1};
       if (n == 0) break;
       tx_.write(op.data + op.written, n);
       op.written += n;
