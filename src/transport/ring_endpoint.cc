@@ -103,10 +103,12 @@ std::string RingEndpoint::describe() const {
   std::string s = strfmt("%s/ring %llu KiB to %s", config_.name.c_str(),
                          static_cast<unsigned long long>(tx_.ring().capacity() >> 10),
                          config_.peer->describe().c_str());
-  if (config_.directMinBytes)
+  if (config_.directMinBytes) {
+    // The peer decides in its own connect(), which may not have run yet.
+    const uint32_t ok = tx_.ring().ctl()->directOk.load(std::memory_order_relaxed);
     s += strfmt(", direct from %zu bytes%s", config_.directMinBytes,
-                tx_.ring().ctl()->directOk.load(std::memory_order_relaxed) == Ring::kDirectYes
-                    ? "" : " (not available)");
+                ok == Ring::kDirectYes ? "" : ok == Ring::kDirectNo ? " (peer cannot)" : " (if the peer can)");
+  }
   return s;
 }
 
@@ -121,6 +123,8 @@ Status RingEndpoint::fail(Status st) {
 Status RingEndpoint::postSend(const void* data, size_t bytes) {
   if (!error_.ok()) return error_;
   if (!data && bytes) return invalidArgument("%s postSend: null buffer for %zu bytes", config_.name.c_str(), bytes);
+  if (bytes > kBytesMask)
+    return invalidArgument("%s postSend: %zu bytes is more than one message can carry", config_.name.c_str(), bytes);
   return noThrow("postSend", [&] {
     sends_.push_back(SendOp{static_cast<const char*>(data), bytes});
     return Status::Ok();
