@@ -52,6 +52,7 @@ class CheckingSink : public transport::RecvSink {
   explicit CheckingSink(size_t bytes) : data(bytes) {}
   void consume(size_t offset, const void* p, size_t n) override {
     if (offset != next || offset + n > data.size() || n == 0) ok = false;
+    if (next % 16) ++misaligned;  // a piece followed by another must end on 16 bytes
     if (offset + n <= data.size()) std::memcpy(data.data() + offset, p, n);
     next = offset + n;
     ++pieces;
@@ -61,6 +62,7 @@ class CheckingSink : public transport::RecvSink {
   std::vector<uint8_t> data;
   size_t next = 0;
   size_t pieces = 0;
+  size_t misaligned = 0;
   bool ok = true;
 };
 
@@ -91,6 +93,10 @@ inline Status exchange(transport::Endpoint& ep, int rank, const std::vector<size
     if (useSinks) {
       if (!sinks[i]->complete())
         return {ncclInternalError, strfmt("message %zu: sink saw a gap, overlap or overrun", i)};
+      // The local transports promise pieces of whole 16-byte blocks but for the last.
+      if (sinks[i]->misaligned)
+        return {ncclInternalError, strfmt("message %zu: %zu pieces not a multiple of 16 bytes", i,
+                                          sinks[i]->misaligned)};
       in[i] = std::move(sinks[i]->data);
     }
     int64_t bad = firstMismatch(in[i], 1 - rank, i);
