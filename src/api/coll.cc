@@ -62,12 +62,9 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   args.typeSize = braid::kernels::typeSize(call.type);
   args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
   args.directMaxBytes = comm->directMaxBytes;
-  const auto* algo = braid::algos::selectAlgorithm(args, comm->forcedAlgorithm);
-  if (!algo) return braid::internalError("no algorithm implements %s", braid::algos::collectiveName(call.coll));
-
   braid::Plan plan;
   plan.comm = comm;
-  plan.schedule = comm->schedule(*algo, args);
+  BRAID_TRY(comm->schedule(args, &plan.schedule));
   plan.sendbuff = sendbuff;
   plan.recvbuff = recvbuff;
   plan.type = call.type;

@@ -1,5 +1,6 @@
 #include "core/comm.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -63,6 +64,13 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
   }
+  int localRanks = 0;
+  for (const auto& p : peers) localRanks += p.hostHash == peers[rank].hostHash;
+  cpu_set_t cpus;
+  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  spinRounds = localRanks <= cores ? 1u << 16 : 64;
+  BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks, cores,
+             localRanks <= cores ? "spinning" : "yielding early");
   BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
   BRAID_INFO(kInit, "comm %p rank %d nranks %d: ready (%s)", static_cast<void*>(this), rank, nranks,
@@ -115,24 +123,30 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
   return Status::Ok();
 }
 
-std::shared_ptr<const braid::algos::Schedule> ncclComm::schedule(
-    const braid::algos::Algorithm& algo, const braid::algos::CollArgs& a) {
-  // Everything a builder reads from the arguments; rank and nranks are the communicator's.
+Status ncclComm::schedule(const braid::algos::CollArgs& a,
+                          std::shared_ptr<const braid::algos::Schedule>* out) {
+  // Everything selection and building read from the arguments; rank, nranks and the size
+  // thresholds are the communicator's.
   auto same = [&](const braid::algos::CollArgs& b) {
-    return a.coll == b.coll && a.count == b.count && a.average == b.average && a.root == b.root &&
-           a.inPlace == b.inPlace && a.chunkCount == b.chunkCount;
+    return a.coll == b.coll && a.count == b.count && a.typeSize == b.typeSize &&
+           a.average == b.average && a.root == b.root && a.inPlace == b.inPlace &&
+           a.chunkCount == b.chunkCount;
   };
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (it->algorithm == &algo && same(it->args)) {
-      cache_.splice(cache_.begin(), cache_, it);
-      return cache_.front().schedule;
+    if (same(it->args)) {
+      if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
+      *out = cache_.front().schedule;
+      return Status::Ok();
     }
   }
-  auto built = std::make_shared<const braid::algos::Schedule>(algo.build(a));
-  cache_.push_front({&algo, a, built});
+  const auto* algo = braid::algos::selectAlgorithm(a, forcedAlgorithm);
+  if (!algo) return braid::internalError("no algorithm implements %s", braid::algos::collectiveName(a.coll));
+  auto built = std::make_shared<const braid::algos::Schedule>(algo->build(a));
+  cache_.push_front({a, built});
   constexpr size_t kCacheEntries = 64;
   if (cache_.size() > kCacheEntries) cache_.pop_back();
-  return built;
+  *out = std::move(built);
+  return Status::Ok();
 }
 
 ncclComm::CallScope::CallScope(ncclComm* comm) : comm_(comm) {

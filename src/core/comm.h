@@ -59,6 +59,10 @@ struct ncclComm {
   size_t chunkBytes = 0;
   size_t directMaxBytes = 0;
   bool checkMismatch = true;
+  // Idle rounds the executor spins before it yields the core: many when every local rank can
+  // have a core of its own (yielding then only hands the core to unrelated work and adds
+  // microseconds), few when ranks outnumber cores (a spinning rank then starves its peer).
+  uint32_t spinRounds = 64;
   braid::RedOpTable redOps;
   std::string forcedAlgorithm;
 
@@ -70,9 +74,10 @@ struct ncclComm {
   // Non-blocking communicators run init here; destroy joins it.
   std::thread initThread;
 
-  // The schedule for `args`, built once and reused for identical calls.
-  std::shared_ptr<const braid::algos::Schedule> schedule(const braid::algos::Algorithm& algo,
-                                                         const braid::algos::CollArgs& args);
+  // The schedule for `args`: the algorithm is selected and the schedule built once, then
+  // reused for identical calls (a training loop repeats the same ones).
+  braid::Status schedule(const braid::algos::CollArgs& args,
+                         std::shared_ptr<const braid::algos::Schedule>* out);
 
   // Calls that use the communicator hold a CallScope, so that ncclCommAbort from another
   // thread can wait for them to leave before it frees anything.
@@ -108,7 +113,6 @@ struct ncclComm {
   std::string lastError_;
 
   struct CacheEntry {
-    const braid::algos::Algorithm* algorithm;
     braid::algos::CollArgs args;
     std::shared_ptr<const braid::algos::Schedule> schedule;
   };

@@ -10,6 +10,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/signature.h"
+#include "core/thread_local.h"
 #include "kernels/reduce.h"
 
 namespace braid {
@@ -136,6 +137,7 @@ class Run {
   size_t nQueues_ = 0;
   std::vector<StepRef> localReady_;
   std::vector<Waiter> waiters_;
+  uint32_t spinRounds_ = 64;
   size_t pending_ = 0;
 };
 
@@ -361,7 +363,11 @@ Status Run::setUp() {
     queues_[i].recvSeq.resize(queues_[i].recvs.size());
   }
   waiters_.clear();
-  for (const Plan& plan : plans_) waiters_.emplace_back(plan.comm->timeoutMs, &plan.comm->abortFlag);
+  spinRounds_ = ~0u;
+  for (const Plan& plan : plans_) {
+    waiters_.emplace_back(plan.comm->timeoutMs, &plan.comm->abortFlag);
+    spinRounds_ = std::min(spinRounds_, plan.comm->spinRounds);
+  }
   return Status::Ok();
 }
 
@@ -397,7 +403,7 @@ Status Run::loop() {
     }
     if (idle++ == 0)  // a wait starts now: timeouts measure time without progress
       for (Waiter& w : waiters_) w.restart();
-    if (idle > 64) sched_yield();
+    if (idle > spinRounds_) sched_yield();
     if ((idle & 255) == 0) {
       for (size_t p = 0; p < plans_.size(); ++p) {
         Status st = waiters_[p].check("waiting for peers");
@@ -419,8 +425,7 @@ Status Run::loop() {
 std::string describe(const Plan& plan) { return describeSignature(signatureOf(plan)); }
 
 Status execute(std::span<Plan> plans) {
-  thread_local Run run;
-  return run.go(plans);
+  return perThread<Run>().go(plans);
 }
 
 }  // namespace braid

@@ -7,6 +7,7 @@
 #include "kernels/reduce.h"
 
 #include "core/comm.h"
+#include "core/thread_local.h"
 
 namespace braid::group {
 namespace {
@@ -16,19 +17,21 @@ struct State {
   std::vector<Plan> plans;
   Status error;
 };
-thread_local State tls;
+State& state() { return perThread<State>(); }
 
 }  // namespace
 
-void start() { tls.depth++; }
+void start() { state().depth++; }
 
-bool active() { return tls.depth > 0; }
+bool active() { return state().depth > 0; }
 
 void recordError(const Status& status) {
+  State& tls = state();
   if (tls.depth > 0 && tls.error.ok()) tls.error = status;
 }
 
 Status end() {
+  State& tls = state();
   if (tls.depth == 0) return invalidUsage("ncclGroupEnd called without a matching ncclGroupStart");
   if (--tls.depth > 0) return Status::Ok();
   std::vector<Plan> plans = std::move(tls.plans);
@@ -40,6 +43,7 @@ Status end() {
 }
 
 Status simulateEnd(float* estimatedUs) {
+  State& tls = state();
   if (tls.depth == 0)
     return invalidUsage("ncclGroupSimulateEnd called without a matching ncclGroupStart");
   if (--tls.depth > 0) return Status::Ok();
@@ -64,6 +68,7 @@ Status simulateEnd(float* estimatedUs) {
 }
 
 Status submit(Plan plan) {
+  State& tls = state();
   if (tls.depth > 0) {
     tls.plans.push_back(std::move(plan));
     return Status::Ok();
