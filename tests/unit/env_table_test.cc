@@ -25,7 +25,7 @@ TEST(EnvTable, ReadmeListsEveryVariableWithItsDefault) {
   }
   for (const auto& v : braid::env::table()) {
     auto it = readme.find(v.name);
-    ASSERT_NE(it, readme.end()) << v.name << " is missing from the README's table";
+    ASSERT_NE(it, readme.end()) << v.name << " is missing from the README's table (run tools/readme_env.py)";
     std::string def = v.defaultValue ? v.defaultValue : "(unset)";
     EXPECT_EQ(it->second, def) << v.name;
     readme.erase(it);
