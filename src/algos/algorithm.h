@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "algos/schedule.h"
+#include "algos/topology.h"
 
 namespace braid::algos {
 
@@ -42,6 +43,10 @@ struct CollArgs {
   size_t chunkCount = 0;  // pipeline chunk, in elements (>= 1)
   size_t typeSize = 1;    // bytes per element (selection only: schedules are in elements)
   size_t directMaxBytes = 0;  // the direct algorithm serves calls up to this size
+  // The communicator's topology (never null once the API plans a call; builders that need
+  // no topology ignore it). It is fixed for a communicator's life, so schedules cached per
+  // communicator stay valid.
+  const Topology* topology = nullptr;
 };
 
 class Algorithm {

@@ -62,6 +62,7 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   args.typeSize = braid::kernels::typeSize(call.type);
   args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
   args.directMaxBytes = comm->directMaxBytes;
+  args.topology = &comm->topology;
   braid::Plan plan;
   plan.comm = comm;
   BRAID_TRY(comm->schedule(args, &plan.schedule));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -64,6 +65,16 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
   }
+  // Level 0 of the topology: ranks grouped by host, numbered in order of first appearance.
+  std::vector<uint64_t> hosts;
+  std::vector<int> hostOfRank(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    auto it = std::find(hosts.begin(), hosts.end(), peers[r].hostHash);
+    hostOfRank[r] = static_cast<int>(it - hosts.begin());
+    if (it == hosts.end()) hosts.push_back(peers[r].hostHash);
+  }
+  topology = braid::algos::Topology::hostsAndRacks(hostOfRank, {}, braid::algos::sharedMemoryCost().link,
+                                                   braid::algos::tcpCost().link, {});
   int localRanks = 0;
   for (const auto& p : peers) localRanks += p.hostHash == peers[rank].hostHash;
   cpu_set_t cpus;

@@ -55,6 +55,9 @@ struct ncclComm {
   std::vector<std::unique_ptr<braid::transport::Transport>> transports;
   std::vector<braid::PeerChannel> channels;  // indexed by peer rank; own rank has none
 
+  // Hosts from the peers' host hashes; racks and link costs come from the topology layer.
+  braid::algos::Topology topology;
+
   int64_t timeoutMs = 0;
   size_t chunkBytes = 0;
   size_t directMaxBytes = 0;
