@@ -32,10 +32,14 @@ TEST_P(AllReduceProcesses, MatchesReference) {
   for (int r = 0; r < nranks; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
 }
 
+std::string caseName(const ::testing::TestParamInfo<AllReduceProcesses::ParamType>& info) {
+  return std::to_string(std::get<1>(info.param)) + "ranks";
+}
+
 INSTANTIATE_TEST_SUITE_P(Shm, AllReduceProcesses,
-                         ::testing::Combine(::testing::Values("0"), ::testing::Values(2, 3, 4, 8)));
+                         ::testing::Combine(::testing::Values("0"), ::testing::Values(2, 3, 4, 8)), caseName);
 INSTANTIATE_TEST_SUITE_P(Tcp, AllReduceProcesses,
-                         ::testing::Combine(::testing::Values("1"), ::testing::Values(2, 3, 4, 8)));
+                         ::testing::Combine(::testing::Values("1"), ::testing::Values(2, 3, 4, 8)), caseName);
 
 }  // namespace
 }  // namespace braid
