@@ -375,6 +375,7 @@ Status Run::setUp() {
 // and checks for timeouts and aborts now and then.
 Status Run::loop() {
   uint32_t idle = 0;
+  Waiter::Clock::time_point lastListen = Waiter::Clock::now();
   while (pending_ > 0) {
     bool moved = false;
     while (!localReady_.empty()) {
@@ -409,12 +410,17 @@ Status Run::loop() {
         Status st = waiters_[p].check("waiting for peers");
         if (!st.ok()) return failed(plans_[p], st);
       }
-    }
-    if ((idle & 4095) == 0) {
-      std::string text;
-      for (size_t p = 0; p < plans_.size(); ++p)
-        if (plans_[p].comm->checkMismatch && plans_[p].comm->heardFailure(&text))
-          return failed(plans_[p], invalidUsage("%s", text.c_str()));
+      // Listening for another rank's failure costs system calls: every few milliseconds of
+      // waiting, measured by the clock (idle rounds last anything from nanoseconds to a
+      // scheduler slice, depending on how many ranks share the cores).
+      auto now = Waiter::Clock::now();
+      if (now - lastListen >= std::chrono::milliseconds(2)) {
+        lastListen = now;
+        std::string text;
+        for (size_t p = 0; p < plans_.size(); ++p)
+          if (plans_[p].comm->checkMismatch && plans_[p].comm->heardFailure(&text))
+            return failed(plans_[p], invalidUsage("%s", text.c_str()));
+      }
     }
   }
   return Status::Ok();
