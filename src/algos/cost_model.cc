@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "algos/topology.h"
+
 namespace braid::algos {
 
 CostParams sharedMemoryCost() {
@@ -21,29 +23,54 @@ CostParams tcpCost() {
   return p;
 }
 
-double estimateMicroseconds(const Schedule& s, size_t typeSize, const CostParams& c) {
+namespace {
+
+// The pricing walk shared by both entry points; `linkOf(peer)` names the link level and cost.
+template <typename LinkOf>
+double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int levels, LinkOf linkOf) {
   std::vector<double> finish(s.steps.size(), 0.0);
+  std::vector<double> sendPort(static_cast<size_t>(levels) + 1, 0.0), recvPort(sendPort);
   double end = 0.0;
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
     double start = 0.0;
     for (uint32_t k = 0; k < st.depCount; ++k) start = std::max(start, finish[s.deps[st.depBegin + k]]);
     const double bytes = static_cast<double>(std::max(st.src.count, st.dst.count) * typeSize);
-    double cost = 0.0;
+    double done = start;
     switch (st.kind) {
       case StepKind::Send:
-      case StepKind::Recv: cost = c.link.alphaUs + bytes * c.link.betaUsPerByte; break;
-      case StepKind::RecvReduce:
-        cost = c.link.alphaUs + bytes * (c.link.betaUsPerByte + c.gammaUsPerByte);
+      case StepKind::Recv:
+      case StepKind::RecvReduce: {
+        auto [level, link] = linkOf(st.peer);
+        double& port = (st.kind == StepKind::Send ? sendPort : recvPort)[static_cast<size_t>(level)];
+        start = std::max(start, port);
+        done = start + link.alphaUs + bytes * link.betaUsPerByte;
+        port = start + bytes * link.betaUsPerByte;  // the next message may overlap our latency
+        if (st.kind == StepKind::RecvReduce) done += bytes * gamma;
         break;
+      }
       case StepKind::Reduce:
-      case StepKind::FinishAvg: cost = bytes * c.gammaUsPerByte; break;
-      case StepKind::Copy: cost = bytes * c.copyUsPerByte; break;
+      case StepKind::FinishAvg: done = start + bytes * gamma; break;
+      case StepKind::Copy: done = start + bytes * copy; break;
     }
-    finish[i] = start + cost;
-    end = std::max(end, finish[i]);
+    finish[i] = done;
+    end = std::max(end, done);
   }
   return end;
+}
+
+}  // namespace
+
+double estimateMicroseconds(const Schedule& s, size_t typeSize, const CostParams& c) {
+  return walk(s, typeSize, c.gammaUsPerByte, c.copyUsPerByte, 0,
+              [&](int) { return std::make_pair(0, c.link); });
+}
+
+double estimateMicroseconds(const Schedule& s, size_t typeSize, const Topology& t, int rank) {
+  return walk(s, typeSize, t.gammaUsPerByte, t.gammaUsPerByte, t.levels(), [&](int peer) {
+    const int level = t.commonLevel(rank, peer);
+    return std::make_pair(level, t.link[static_cast<size_t>(level)]);
+  });
 }
 
 }  // namespace braid::algos

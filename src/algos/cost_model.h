@@ -1,8 +1,9 @@
-// The cost model: prices a schedule before it runs. Each step costs alpha (per message) plus
-// bytes x beta on the link it crosses, plus bytes x gamma where it reduces; a schedule costs
-// the longest chain of dependent steps (steps on different chains overlap, as the executor
-// runs them). This is one rank's view: the peers' schedules are symmetric for every algorithm
-// here, so it is the operation's time.
+// The cost model: prices a schedule before it runs. Each message costs alpha plus bytes x beta
+// of the link level it crosses (the topology's level of the lowest group both ranks share),
+// each reduction bytes x gamma. Steps wait for their dependencies, and messages in one
+// direction at one level queue behind each other (a rank's port at that level is busy while
+// it sends), so a chunked pipeline costs its bandwidth term once, not once per chunk. The
+// schedule costs its last step's finish time.
 #pragma once
 
 #include <cstddef>
@@ -12,20 +13,26 @@
 namespace braid::algos {
 
 struct LinkCost {
-  double alphaUs = 1.0;           // per message
-  double betaUsPerByte = 2e-4;    // 1 / bandwidth (5 GB/s)
+  double alphaUs = 1.0;         // per message
+  double betaUsPerByte = 2e-4;  // 1 / bandwidth (5 GB/s)
 };
 
 struct CostParams {
   LinkCost link;
-  double gammaUsPerByte = 1e-4;   // reduction (10 GB/s)
-  double copyUsPerByte = 1e-4;    // local copies
+  double gammaUsPerByte = 1e-4;  // reduction (10 GB/s)
+  double copyUsPerByte = 1e-4;   // local copies
 };
 
 // Measured-order defaults for the transports Braid has (see docs/architecture.md).
 CostParams sharedMemoryCost();
 CostParams tcpCost();
 
+struct Topology;
+
+// One rank's schedule on a uniform network.
 double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const CostParams& params);
+// One rank's schedule on `topology` (links priced by level).
+double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const Topology& topology,
+                            int rank);
 
 }  // namespace braid::algos

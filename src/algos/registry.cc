@@ -40,7 +40,8 @@ std::span<const Algorithm* const> algorithms() {
   static const DirectScatter directScatter;
   static const PointToPointSend send;
   static const PointToPointRecv recv;
-  // AllReduce: direct first, for the small calls it accepts; ring for the rest.
+  // selectAlgorithm's order: AllReduce direct first, for the small calls it accepts; ring for
+// the rest. The communicator chooses by cost instead (selector.h).
   static const std::array<const Algorithm*, 11> all = {
       &directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
       &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv};
@@ -48,13 +49,13 @@ std::span<const Algorithm* const> algorithms() {
 }
 
 const Algorithm* selectAlgorithm(const CollArgs& args, std::string_view forced) {
-  const Algorithm* fallback = nullptr;
+  const Algorithm* first = nullptr;
   for (const Algorithm* algo : algorithms()) {
     if (!algo->supports(args)) continue;
     if (!forced.empty() && algo->name() == forced) return algo;
-    if (!fallback) fallback = algo;
+    if (!first) first = algo;
   }
-  return fallback;
+  return first;
 }
 
 }  // namespace braid::algos

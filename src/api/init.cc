@@ -63,6 +63,8 @@ Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   comm->checkMismatch = braid::env::getInt("BRAID_CHECK_MISMATCH") != 0;
   comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(0, braid::env::getInt("BRAID_DIRECT_MAX_BYTES")));
   if (const char* algo = braid::env::get("BRAID_ALGO")) comm->forcedAlgorithm = algo;
+  if (const char* spec = braid::env::get("NCCL_ALGO"))
+    BRAID_TRY(braid::algos::AlgoFilter::parse(spec, &comm->algoFilter));
   // Under NCCL_COMM_ID, rank 0 hosts the root listener itself.
   const bool hostRoot = rank == 0 && braid::env::isSet("NCCL_COMM_ID");
 

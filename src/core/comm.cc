@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 
+#include "algos/selector.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "transport/registry.h"
@@ -150,9 +151,12 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
       return Status::Ok();
     }
   }
-  const auto* algo = braid::algos::selectAlgorithm(a, forcedAlgorithm);
-  if (!algo) return braid::internalError("no algorithm implements %s", braid::algos::collectiveName(a.coll));
-  auto built = std::make_shared<const braid::algos::Schedule>(algo->build(a));
+  braid::algos::Choice choice;
+  BRAID_TRY(braid::algos::chooseAlgorithm(a, algoFilter, forcedAlgorithm, &choice));
+  BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %.*s (%s)", braid::algos::collectiveName(a.coll),
+             a.count, a.typeSize, a.nranks, static_cast<int>(choice.algorithm->name().size()),
+             choice.algorithm->name().data(), choice.reason.c_str());
+  auto built = std::make_shared<const braid::algos::Schedule>(choice.algorithm->build(a));
   cache_.push_front({a, built});
   constexpr size_t kCacheEntries = 64;
   if (cache_.size() > kCacheEntries) cache_.pop_back();

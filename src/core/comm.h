@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algos/algorithm.h"
+#include "algos/selector.h"
 #include "core/bootstrap.h"
 #include "core/redop.h"
 #include "core/status.h"
@@ -67,7 +68,8 @@ struct ncclComm {
   // microseconds), few when ranks outnumber cores (a spinning rank then starves its peer).
   uint32_t spinRounds = 64;
   braid::RedOpTable redOps;
-  std::string forcedAlgorithm;
+  std::string forcedAlgorithm;             // BRAID_ALGO
+  braid::algos::AlgoFilter algoFilter;     // NCCL_ALGO
 
   std::atomic<bool> abortFlag{false};
   std::atomic<ncclResult_t> asyncError{ncclSuccess};

@@ -13,6 +13,10 @@ namespace {
 
 // Keep sorted: NCCL_* (names NCCL users already set), then BRAID_* (Braid's own knobs).
 constexpr Var kTable[] = {
+    {"NCCL_ALGO", nullptr,
+     "algorithms allowed: \"ring,tree\", \"^ring\" (all but), per collective "
+     "\"allreduce:tree;allgather:ring\"; names are Braid's (ring, direct, rhd, tree, hier, "
+     "rackring, chain, pairwise, p2p); the cost model picks among those allowed"},
     {"NCCL_COMM_ID", nullptr,
      "host:port of the bootstrap root; makes the unique id deterministic and rank 0 hosts the root"},
     {"NCCL_CONF_FILE", nullptr, "file of NAME=VALUE lines read for variables not set in the environment"},
@@ -38,8 +42,9 @@ constexpr Var kTable[] = {
      "1: ranks exchange a signature of each call and fail mismatched calls (different collective, "
      "type, op, root or count) with ncclInvalidUsage naming both; 0: off"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
-    {"BRAID_DIRECT_MAX_BYTES", "4096",
-     "AllReduce calls up to this many bytes per rank use the one-hop direct algorithm"},
+    {"BRAID_DIRECT_MAX_BYTES", "65536",
+     "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
+     "decides below it"},
     {"BRAID_ISA", nullptr,
      "generic, avx2 or avx512: use this instruction set for host reductions instead of the best "
      "one the CPU has (only a lower one takes effect)"},

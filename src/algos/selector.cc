@@ -1,0 +1,127 @@
+#include "algos/selector.h"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "algos/cost_model.h"
+#include "core/strfmt.h"
+
+namespace braid::algos {
+namespace {
+
+int collectiveFromName(std::string_view name) {
+  static constexpr const char* kNames[] = {"allreduce", "broadcast", "reduce", "allgather",
+                                           "reducescatter", "alltoall", "gather", "scatter",
+                                           "send", "recv"};
+  for (int i = 0; i < static_cast<int>(std::size(kNames)); ++i)
+    if (name.size() == std::strlen(kNames[i]) && strncasecmp(name.data(), kNames[i], name.size()) == 0)
+      return i;
+  return -2;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t end = s.find(sep, pos);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view part = s.substr(pos, end - pos);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (!part.empty()) out.push_back(part);
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status AlgoFilter::parse(std::string_view spec, AlgoFilter* out) {
+  *out = AlgoFilter{};
+  for (std::string_view segment : split(spec, ';')) {
+    Rule rule;
+    if (size_t colon = segment.find(':'); colon != std::string_view::npos) {
+      rule.coll = collectiveFromName(segment.substr(0, colon));
+      if (rule.coll < -1)
+        return invalidArgument("NCCL_ALGO: unknown collective \"%.*s\"", static_cast<int>(colon), segment.data());
+      segment.remove_prefix(colon + 1);
+    }
+    if (!segment.empty() && segment.front() == '^') {
+      rule.exclude = true;
+      segment.remove_prefix(1);
+    }
+    for (std::string_view name : split(segment, ',')) {
+      std::string lower(name);
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      rule.names.push_back(std::move(lower));
+    }
+    if (rule.names.empty()) return invalidArgument("NCCL_ALGO: empty list in \"%.*s\"",
+                                                   static_cast<int>(spec.size()), spec.data());
+    out->rules_.push_back(std::move(rule));
+  }
+  return Status::Ok();
+}
+
+bool AlgoFilter::allows(Collective coll, std::string_view algorithm) const {
+  const Rule* rule = nullptr;
+  for (const Rule& r : rules_) {
+    if (r.coll == static_cast<int>(coll)) rule = &r;  // a collective's own rule wins
+    else if (r.coll == -1 && (!rule || rule->coll == -1)) rule = &r;
+  }
+  if (!rule) return true;
+  bool listed = std::find(rule->names.begin(), rule->names.end(), algorithm) != rule->names.end();
+  return rule->exclude ? !listed : listed;
+}
+
+Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::string_view forced,
+                       Choice* out) {
+  *out = Choice{};
+  std::vector<const Algorithm*> candidates;
+  for (const Algorithm* algo : algorithms()) {
+    if (!algo->supports(args)) continue;
+    if (!forced.empty() && algo->name() == forced) {
+      out->algorithm = algo;
+      out->reason = "forced by BRAID_ALGO";
+      return Status::Ok();
+    }
+    candidates.push_back(algo);
+  }
+  if (candidates.empty())
+    return internalError("no algorithm implements %s", collectiveName(args.coll));
+  std::vector<const Algorithm*> allowed;
+  for (const Algorithm* algo : candidates)
+    if (filter.allows(args.coll, algo->name())) allowed.push_back(algo);
+  if (allowed.empty()) {
+    out->reason = "NCCL_ALGO allows none of them; ";
+    allowed = candidates;
+  }
+  if (!args.topology) {
+    out->algorithm = allowed.front();
+    out->reason += "no topology to price with";
+    return Status::Ok();
+  }
+  // The same representative ranks on every rank, so that every rank picks the same algorithm.
+  const int n = args.nranks;
+  const int reps[] = {0, n / 2, n - 1, args.root};
+  for (const Algorithm* algo : allowed) {
+    double worst = 0.0;
+    for (int r : reps) {
+      if (r < 0 || r >= n) continue;
+      CollArgs view = args;
+      view.rank = r;
+      worst = std::max(worst, estimateMicroseconds(algo->build(view), args.typeSize, *args.topology, r));
+    }
+    out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
+                          static_cast<int>(algo->name().size()), algo->name().data(), worst);
+    if (!out->algorithm || worst < out->estimateUs) {
+      out->algorithm = algo;
+      out->estimateUs = worst;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace braid::algos
