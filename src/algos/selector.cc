@@ -112,6 +112,7 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
       if (r < 0 || r >= n) continue;
       CollArgs view = args;
       view.rank = r;
+      view.inPlace = false;  // ranks decide in-place each for itself: price what they share
       worst = std::max(worst, estimateMicroseconds(algo->build(view), args.typeSize, *args.topology, r));
     }
     out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
