@@ -53,6 +53,14 @@ World discoverWorld(const Options& o) {
 }
 
 bool obtainUniqueId(const World& w, ncclUniqueId* id) {
+  // torchrun-style launches across hosts name the rendezvous in MASTER_ADDR/MASTER_PORT; with
+  // no torch store in this program, that address can serve as NCCL_COMM_ID (rank 0 hosts it).
+  const char* addr = std::getenv("MASTER_ADDR");
+  const char* port = std::getenv("MASTER_PORT");
+  if (!std::getenv("NCCL_COMM_ID") && addr && port && w.nProcs > 1) {
+    std::string commId = std::string(addr) + ":" + port;
+    setenv("NCCL_COMM_ID", commId.c_str(), 1);
+  }
   if (w.nProcs == 1 || std::getenv("NCCL_COMM_ID")) {
     ncclResult_t r = ncclGetUniqueId(id);
     if (r != ncclSuccess)
