@@ -103,5 +103,22 @@ rc=$?
 [[ $rc == 130 ]] || fail "interrupted netcluster exited $rc, want 130"
 left=$(leftovers); [[ -z $left ]] || fail "left after SIGINT: $left"
 
+# 4. --mpi: mpirun's daemons enter the hosts' namespaces; the hostfile order is the placement.
+if command -v mpirun >/dev/null; then
+  "$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --ranks-per-host 2 --placement alternate --quiet \
+      --mpi --timeout 120 -- sh -c 'echo "mpi rank=$OMPI_COMM_WORLD_RANK host=$(hostname) id=$NCCL_HOSTID"' \
+      >"$WORK/out4" 2>&1
+  rc=$?
+  [[ $rc == 0 ]] || { fail "--mpi exited $rc"; cat "$WORK/out4"; }
+  # alternate with 2 ranks per host: 0,1 on h0; 2,3 on h2; 4,5 on h1; 6,7 on h3.
+  for r in 0 1 2 3 4 5 6 7; do
+    h=$(( (r / 2 == 1) ? 2 : (r / 2 == 2) ? 1 : r / 2 ))
+    grep -qF "mpi rank=$r host=${P}h$h id=${P}h$h" "$WORK/out4" || fail "--mpi: rank $r not on ${P}h$h"
+  done
+  left=$(leftovers); [[ -z $left ]] || fail "left after --mpi: $left"
+else
+  echo "mpirun not found: --mpi not checked"
+fi
+
 if (( failures )); then echo "netcluster_test: $failures failure(s)"; exit 1; fi
 echo "netcluster_test: OK"
