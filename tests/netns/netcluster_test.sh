@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The commands run across the cluster expand their variables in each rank, not here:
+# shellcheck disable=SC2016
 # netns_netcluster: tools/netcluster builds a 4-host, 2-rack emulated cluster whose shaping
 # holds (in-rack vs cross-rack bandwidth ratio near the configured one, and one uplink shared by
 # a rack's hosts), runs a command on every host with the right per-rank environment, stops the
@@ -20,7 +22,10 @@ fi
 # A prefix of our own, so a developer's cluster (bnc-) and a parallel test never collide.
 P="bnct$(( $$ % 100000 ))-"
 WORK=$(mktemp -d /tmp/netcluster-test.XXXXXX)
+bg=""
 cleanup() {
+  # A netcluster still running in the background holds its prefix's lock: let it tear down first.
+  if [[ -n $bg ]]; then kill -TERM "$bg" 2>/dev/null; wait "$bg" 2>/dev/null; fi
   "$NETCLUSTER" --cleanup --prefix "$P" >/dev/null 2>&1
   rm -rf "$WORK"
 }
@@ -96,10 +101,12 @@ left=$(leftovers); [[ -z $left ]] || fail "left after a failed run: $left"
 # 3. SIGINT while ranks run: torn down all the same.
 "$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --quiet -- sleep 60 >"$WORK/out3" 2>&1 &
 pid=$!
+bg=$pid
 for _ in $(seq 100); do grep -q . <(ip netns pids "${P}h3" 2>/dev/null) && break; sleep 0.2; done
 kill -INT $pid
 wait $pid
 rc=$?
+bg=""
 [[ $rc == 130 ]] || fail "interrupted netcluster exited $rc, want 130"
 left=$(leftovers); [[ -z $left ]] || fail "left after SIGINT: $left"
 
