@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The commands run across the cluster expand their variables in each rank, not here:
+# shellcheck disable=SC2016
+# netns_netcluster: tools/netcluster builds a 4-host, 2-rack emulated cluster whose shaping
+# holds (in-rack vs cross-rack bandwidth ratio near the configured one, and one uplink shared by
+# a rack's hosts), runs a command on every host with the right per-rank environment, stops the
+# job when a rank fails, and leaves no namespace or link with its prefix behind.
+#
+#   netcluster_test.sh [path/to/tools/netcluster]
+#
+# Needs root and `ip netns`; otherwise it skips (exit 77, ctest's SKIP_RETURN_CODE).
+set -u
+NETCLUSTER=${1:-$(dirname "$0")/../../tools/netcluster}
+SKIP=77
+
+if [[ $(id -u) != 0 ]]; then echo "SKIPPED: needs root (network namespaces)"; exit $SKIP; fi
+if ! ip netns list >/dev/null 2>&1; then echo "SKIPPED: 'ip netns' is not available"; exit $SKIP; fi
+if ! command -v tc >/dev/null || ! command -v unshare >/dev/null; then
+  echo "SKIPPED: needs tc (iproute2) and unshare (util-linux)"; exit $SKIP
+fi
+
+# A prefix of our own, so a developer's cluster (bnc-) and a parallel test never collide.
+P="bnct$(( $$ % 100000 ))-"
+WORK=$(mktemp -d /tmp/netcluster-test.XXXXXX)
+bg=""
+cleanup() {
+  # A netcluster still running in the background holds its prefix's lock: let it tear down first.
+  if [[ -n $bg ]]; then kill -TERM "$bg" 2>/dev/null; wait "$bg" 2>/dev/null; fi
+  "$NETCLUSTER" --cleanup --prefix "$P" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Every object with our prefix; empty after a clean teardown.
+leftovers() {
+  { ip netns list | awk '{print "netns " $1}'; ip -o link show | awk -F': ' '{print "link " $2}'; } |
+    grep -F " $P" || true
+}
+
+# 1. Shaping and a command across the cluster, in one build. Rates low enough that two shared
+#    cores move them easily, so the ratio reflects the shaping and not the CPU: 1 Gbit/s host
+#    links, 0.25 Gbit/s uplinks (ratio 4).
+"$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --rack-gbit 1 --uplink-gbit 0.25 \
+    --measure --measure-seconds 2 --measure-json "$WORK/measure.json" \
+    --write-cluster-map "$WORK/cluster.xml" --placement alternate \
+    -- sh -c 'echo "rank=$RANK size=$WORLD_SIZE host=$NCCL_HOSTID uts=$(hostname) if=$NCCL_SOCKET_IFNAME comm=$NCCL_COMM_ID map=${BRAID_CLUSTER_FILE:+yes}"' \
+    >"$WORK/out" 2>"$WORK/err"
+rc=$?
+cat "$WORK/out"
+[[ $rc == 0 ]] || { fail "netcluster exited $rc"; cat "$WORK/err"; }
+
+if [[ -s $WORK/measure.json ]]; then
+  python3 - "$WORK/measure.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+m = json.load(open(sys.argv[1]))
+bad = []
+# Roughly as configured: a loaded machine may slow the in-rack stream, and TCP never quite
+# reaches a tbf rate, hence the wide band. Unshaped veths would give ratio ~1.
+if not 0.6 * m["configured_ratio"] <= m["ratio"] <= 1.5 * m["configured_ratio"]:
+    bad.append(f"in-rack/cross-rack ratio {m['ratio']:.2f}, configured {m['configured_ratio']:.2f}")
+if not 0.15 <= m["cross_rack"] <= 0.25 * 1.15:
+    bad.append(f"cross-rack {m['cross_rack']:.3f} Gbit/s, uplink 0.25")
+# Two hosts of rack 0 sending to rack 1 at once share one uplink: together no more than it.
+if not m["cross_rack_shared"] <= 0.25 * 1.15:
+    bad.append(f"two cross-rack streams together {m['cross_rack_shared']:.3f} Gbit/s, uplink 0.25")
+for b in bad:
+    print("FAIL:", b)
+print("measured:", {k: round(v, 3) for k, v in m.items()})
+sys.exit(1 if bad else 0)
+PY
+else
+  fail "no --measure results"
+fi
+
+# alternate placement: ranks 0,1,2,3 on h0 (rack 0), h2 (rack 1), h1, h3.
+for want in "rank=0 size=4 host=${P}h0 uts=${P}h0 if=${P}h0 comm=10.77.0.1:29400 map=yes" \
+            "rank=1 size=4 host=${P}h2 uts=${P}h2 if=${P}h2 comm=10.77.0.1:29400 map=yes" \
+            "rank=2 size=4 host=${P}h1 uts=${P}h1 if=${P}h1 comm=10.77.0.1:29400 map=yes" \
+            "rank=3 size=4 host=${P}h3 uts=${P}h3 if=${P}h3 comm=10.77.0.1:29400 map=yes"; do
+  r=${want#rank=}; r=${r%% *}
+  grep -qxF "[$r] $want" "$WORK/out" || fail "missing line: [$r] $want"
+done
+grep -q "<host name=\"${P}h2\" addr=\"10.77.1.1\" ifname=\"${P}h2\" ranks=\"1\"/>" "$WORK/cluster.xml" ||
+  fail "cluster map lacks host h2 in rack 1 with rank 1"
+left=$(leftovers); [[ -z $left ]] || fail "left after a clean run: $left"
+
+# 2. A failing rank brings the others down at once and its status becomes the job's.
+start=$(date +%s)
+"$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --quiet \
+    -- sh -c '[ "$RANK" = 1 ] && exit 7; sleep 60' >"$WORK/out2" 2>&1
+rc=$?
+took=$(( $(date +%s) - start ))
+[[ $rc == 7 ]] || { fail "a rank exiting 7 gave netcluster status $rc"; cat "$WORK/out2"; }
+(( took < 40 )) || fail "the other ranks were not stopped (took ${took}s)"
+left=$(leftovers); [[ -z $left ]] || fail "left after a failed run: $left"
+
+# 3. SIGINT while ranks run: torn down all the same.
+"$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --quiet -- sleep 60 >"$WORK/out3" 2>&1 &
+pid=$!
+bg=$pid
+for _ in $(seq 100); do grep -q . <(ip netns pids "${P}h3" 2>/dev/null) && break; sleep 0.2; done
+kill -INT $pid
+wait $pid
+rc=$?
+bg=""
+[[ $rc == 130 ]] || fail "interrupted netcluster exited $rc, want 130"
+left=$(leftovers); [[ -z $left ]] || fail "left after SIGINT: $left"
+
+# 4. --mpi: mpirun's daemons enter the hosts' namespaces; the hostfile order is the placement.
+if command -v mpirun >/dev/null; then
+  "$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --ranks-per-host 2 --placement alternate --quiet \
+      --mpi --timeout 120 -- sh -c 'echo "mpi rank=$OMPI_COMM_WORLD_RANK host=$(hostname) id=$NCCL_HOSTID"' \
+      >"$WORK/out4" 2>&1
+  rc=$?
+  [[ $rc == 0 ]] || { fail "--mpi exited $rc"; cat "$WORK/out4"; }
+  # alternate with 2 ranks per host: 0,1 on h0; 2,3 on h2; 4,5 on h1; 6,7 on h3.
+  for r in 0 1 2 3 4 5 6 7; do
+    h=$(( (r / 2 == 1) ? 2 : (r / 2 == 2) ? 1 : r / 2 ))
+    grep -qF "mpi rank=$r host=${P}h$h id=${P}h$h" "$WORK/out4" || fail "--mpi: rank $r not on ${P}h$h"
+  done
+  left=$(leftovers); [[ -z $left ]] || fail "left after --mpi: $left"
+else
+  echo "mpirun not found: --mpi not checked"
+fi
+
+if (( failures )); then echo "netcluster_test: $failures failure(s)"; exit 1; fi
+echo "netcluster_test: OK"
