@@ -35,6 +35,13 @@ uint64_t hostHash() {
   return fnv1a(std::string(host) + "/" + bootId);
 }
 
+// Same kernel instance: the CPUs ranks compete for, even across network namespaces.
+uint64_t machineHash() {
+  std::string bootId;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> bootId;
+  return fnv1a(bootId);
+}
+
 // Differs between processes even when a pid is reused.
 uint64_t processHash() {
   static const uint64_t nonce = std::random_device{}() * 0x9e3779b97f4a7c15ull ^ std::random_device{}();
@@ -49,6 +56,7 @@ transport::PeerInfo localPeerInfo(int rank) {
   info.pid = getpid();
   info.hostHash = hostHash();
   info.processHash = processHash();
+  info.machineHash = machineHash();
   return info;
 }
 
@@ -77,7 +85,7 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   topology = braid::algos::Topology::hostsAndRacks(hostOfRank, {}, braid::algos::sharedMemoryCost().link,
                                                    braid::algos::tcpCost().link, {});
   int localRanks = 0;
-  for (const auto& p : peers) localRanks += p.hostHash == peers[rank].hostHash;
+  for (const auto& p : peers) localRanks += p.machineHash == peers[rank].machineHash;
   cpu_set_t cpus;
   const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   spinRounds = localRanks <= cores ? 1u << 16 : 64;

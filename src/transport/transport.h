@@ -22,6 +22,8 @@ struct PeerInfo {
   int32_t pid = 0;
   uint64_t hostHash = 0;     // hostname + boot id, or NCCL_HOSTID: equal means same host
   uint64_t processHash = 0;  // equal means same process (threads as ranks)
+  uint64_t machineHash = 0;  // the kernel's boot id: equal means the same CPUs, whatever
+                             // NCCL_HOSTID says (emulated hosts in namespaces share them)
 };
 
 // Receives the bytes of a posted receive as they arrive, in place of a memcpy into the buffer
