@@ -130,6 +130,7 @@ class Run {
   void runLocal(StepRef ref);
   Status pump(ChannelQueue& q, bool* moved);
   Status failed(const Plan& plan, const Status& status);
+  void abandon(ncclResult_t code);
 
   std::span<Plan> plans_;
   std::vector<PlanState> state_;    // [0, plans_.size()) in use
@@ -321,8 +322,22 @@ Status Run::go(std::span<Plan> plans) {
   localReady_.clear();
   Status st = setUp();
   if (st.ok()) st = loop();
+  if (!st.ok()) abandon(st.code());
   plans_ = {};
   return st;
+}
+
+// A failed run leaves operations posted on endpoints, naming the caller's buffers, which the
+// caller may free as soon as we return; a peer thread must not go on reading them (loopback
+// copies straight out of a sender's buffer). So the endpoints that still hold operations are
+// closed, and their communicators are failed: nothing can be matched on them any more.
+void Run::abandon(ncclResult_t code) {
+  for (size_t i = 0; i < nQueues_; ++i) {
+    ChannelQueue& q = queues_[i];
+    q.comm->markFailed(code);
+    if (q.sendsDone < q.sendsPosted || q.recvsDone < q.recvsPosted)
+      q.comm->channels[q.peer].endpoint.reset();
+  }
 }
 
 Status Run::setUp() {
@@ -395,6 +410,11 @@ Status Run::loop() {
           plan.comm->broadcastFailure(st.message());
           return failed(plan, st);
         }
+        // A peer that found mismatched calls closes its connections after telling everyone:
+        // what it said is the real error, not the closed connection.
+        std::string text;
+        if (plan.comm->checkMismatch && plan.comm->heardFailure(&text))
+          return failed(plan, invalidUsage("%s", text.c_str()));
         return failed(plan, st.withContext(strfmt("with rank %d", q.peer)));
       }
     }
