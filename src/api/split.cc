@@ -1,5 +1,7 @@
 // Communicators made from others (ncclCommSplit, ncclCommShrink) and ncclCommRevoke, which
 // stops a communicator's traffic so that it can be shrunk.
+#include "core/split.h"
+
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -7,7 +9,6 @@
 #include "api/guard.h"
 #include "core/comm.h"
 #include "core/config.h"
-#include "core/split.h"
 
 using braid::Status;
 using braid::api::guard;
@@ -44,7 +45,8 @@ Status checkExcluded(const ncclComm* comm, const int* list, int count) {
     if (r == comm->rank)
       return braid::invalidArgument(
           "excludeRanksList[%d] = %d is the calling rank: excluded ranks do not call "
-          "ncclCommShrink", i, r);
+          "ncclCommShrink",
+          i, r);
     seen[r] = true;
   }
   return Status::Ok();

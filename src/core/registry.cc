@@ -45,7 +45,8 @@ Status memFree(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(a.mu);
     if (!a.sizes.erase(ptr))
-      return invalidArgument("ptr %p was not allocated by ncclMemAlloc (or was freed already)", ptr);
+      return invalidArgument("ptr %p was not allocated by ncclMemAlloc (or was freed already)",
+                             ptr);
   }
   std::free(ptr);
   return Status::Ok();

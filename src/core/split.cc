@@ -33,7 +33,8 @@ Status shareId(ncclComm* parent, int leader, const std::vector<int>& members, ui
 Status joinChild(ncclComm* parent, const std::vector<int>& members, int leader, uint64_t tag,
                  InitRequest request, ncclComm** out) {
   auto self = std::find(members.begin(), members.end(), parent->rank);
-  if (self == members.end()) return internalError("rank %d is not a member of its own group", parent->rank);
+  if (self == members.end())
+    return internalError("rank %d is not a member of its own group", parent->rank);
   BRAID_TRY(shareId(parent, leader, members, tag, &request.id));
   request.nranks = static_cast<int>(members.size());
   request.rank = static_cast<int>(self - members.begin());

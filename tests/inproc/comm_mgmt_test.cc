@@ -29,7 +29,8 @@ std::string expectAll(const std::vector<std::string>& errors) {
 // AllReduce(sum) of `value` over comm; "" or what went wrong.
 std::string sumIs(ncclComm_t comm, int value, int expected) {
   std::vector<int> buf(1000, value);
-  if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+  if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclInt32, ncclSum, comm, nullptr) !=
+      ncclSuccess)
     return "AllReduce: " + last(comm);
   for (int x : buf)
     if (x != expected) return "sum " + std::to_string(x) + ", expected " + std::to_string(expected);
@@ -61,7 +62,8 @@ TEST(Split, TwoColorsAndNoColor) {
   auto errors = runThreads(5, [](int rank, ncclComm_t comm) -> std::string {
     const int color = rank == 4 ? NCCL_SPLIT_NOCOLOR : rank % 2;
     ncclComm_t child = reinterpret_cast<ncclComm_t>(0x1);
-    if (ncclCommSplit(comm, color, rank, &child, nullptr) != ncclSuccess) return "split: " + last(comm);
+    if (ncclCommSplit(comm, color, rank, &child, nullptr) != ncclSuccess)
+      return "split: " + last(comm);
     if (rank == 4) return child ? "NOCOLOR gave a communicator" : sumIs(comm, 1, 5);
     if (!child) return "no communicator";
     std::string err = rankAndSize(child, rank / 2, 2);
@@ -79,14 +81,17 @@ TEST(Split, TwoColorsAndNoColor) {
 TEST(Split, KeysOrderTheNewRanks) {
   auto errors = runThreads(4, [](int rank, ncclComm_t comm) -> std::string {
     ncclComm_t child = nullptr;
-    if (ncclCommSplit(comm, 7, 100 - rank, &child, nullptr) != ncclSuccess) return "split: " + last(comm);
+    if (ncclCommSplit(comm, 7, 100 - rank, &child, nullptr) != ncclSuccess)
+      return "split: " + last(comm);
     std::string err = rankAndSize(child, 3 - rank, 4);
     // New rank i holds old rank 3 - i.
     std::vector<int> all(4, -1);
-    if (err.empty() && ncclAllGather(&rank, all.data(), 1, ncclInt32, child, nullptr) != ncclSuccess)
+    if (err.empty() &&
+        ncclAllGather(&rank, all.data(), 1, ncclInt32, child, nullptr) != ncclSuccess)
       err = "AllGather: " + last(child);
     for (int i = 0; err.empty() && i < 4; ++i)
-      if (all[i] != 3 - i) err = "new rank " + std::to_string(i) + " is old rank " + std::to_string(all[i]);
+      if (all[i] != 3 - i)
+        err = "new rank " + std::to_string(i) + " is old rank " + std::to_string(all[i]);
     ncclCommDestroy(child);
     return err;
   });
@@ -124,13 +129,16 @@ TEST(Split, ConfigIsInheritedOrOverridden) {
       }
       ncclComm_t inherited = nullptr, blocking = nullptr;
       res = ncclCommSplit(parent, 0, r, &inherited, nullptr);
-      if (res != ncclSuccess && res != ncclInProgress) errors[r] = "split: " + last(parent);
-      else if (waitReady(inherited) != ncclSuccess) errors[r] = "child init: " + last(inherited);
+      if (res != ncclSuccess && res != ncclInProgress)
+        errors[r] = "split: " + last(parent);
+      else if (waitReady(inherited) != ncclSuccess)
+        errors[r] = "child init: " + last(inherited);
       else if (inherited->config.blocking || inherited->config.name != "parent")
         errors[r] = "the child did not inherit the non-blocking named config";
       ncclConfig_t explicitConfig = NCCL_CONFIG_INITIALIZER;
       explicitConfig.blocking = 1;
-      if (errors[r].empty() && ncclCommSplit(parent, 0, r, &blocking, &explicitConfig) != ncclSuccess)
+      if (errors[r].empty() &&
+          ncclCommSplit(parent, 0, r, &blocking, &explicitConfig) != ncclSuccess)
         errors[r] = "blocking split: " + last(parent);
       else if (errors[r].empty() && (!blocking->config.blocking || !blocking->config.name.empty()))
         errors[r] = "the explicit config was not used";
@@ -185,7 +193,8 @@ TEST(Shrink, ArgumentErrors) {
   ncclComm_t child = nullptr;
   int self[] = {0}, twice[] = {1, 1}, outOfRange[] = {3}, everyone[] = {0, 1, 2};
   EXPECT_EQ(ncclCommShrink(comms[0], self, 1, &child, nullptr, 0), ncclInvalidArgument);
-  EXPECT_NE(last().find("excludeRanksList[0] = 0 is the calling rank"), std::string::npos) << last();
+  EXPECT_NE(last().find("excludeRanksList[0] = 0 is the calling rank"), std::string::npos)
+      << last();
   EXPECT_EQ(ncclCommShrink(comms[0], twice, 2, &child, nullptr, 0), ncclInvalidArgument);
   EXPECT_NE(last().find("listed twice"), std::string::npos) << last();
   EXPECT_EQ(ncclCommShrink(comms[0], outOfRange, 1, &child, nullptr, 0), ncclInvalidArgument);
@@ -257,7 +266,9 @@ TEST(Shrink, AbortFlagStopsCallsInFlight) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::vector<ncclComm_t> child(2, nullptr);
   std::vector<ncclResult_t> res(2, ncclInternalError);
-  std::thread other([&] { res[1] = ncclCommShrink(comms[1], nullptr, 0, &child[1], nullptr, NCCL_SHRINK_ABORT); });
+  std::thread other([&] {
+    res[1] = ncclCommShrink(comms[1], nullptr, 0, &child[1], nullptr, NCCL_SHRINK_ABORT);
+  });
   res[0] = ncclCommShrink(comms[0], nullptr, 0, &child[0], nullptr, NCCL_SHRINK_ABORT);
   other.join();
   stuck.join();

@@ -28,7 +28,8 @@ TEST(MemAlloc, PageAlignedAndTracked) {
   EXPECT_NE(last().find("was not allocated by ncclMemAlloc"), std::string::npos) << last();
   int onStack = 0;
   EXPECT_EQ(ncclMemFree(&onStack), ncclInvalidArgument);
-  EXPECT_EQ(ncclMemFree(static_cast<char*>(b) + 8), ncclInvalidArgument) << "interior pointer accepted";
+  EXPECT_EQ(ncclMemFree(static_cast<char*>(b) + 8), ncclInvalidArgument)
+      << "interior pointer accepted";
   EXPECT_EQ(ncclMemFree(b), ncclSuccess) << last();
   EXPECT_EQ(ncclMemFree(nullptr), ncclSuccess);
 }
@@ -63,7 +64,8 @@ TEST_F(Registration, RegisterAndDeregister) {
   EXPECT_EQ(ncclCommDeregister(comm_, h1), ncclSuccess) << last();
   EXPECT_EQ(ncclCommDeregister(comm_, h1), ncclInvalidArgument) << "deregistered twice";
   EXPECT_NE(last().find("is not a registration"), std::string::npos) << last();
-  EXPECT_EQ(ncclCommDeregister(comm_, buf.data()), ncclInvalidArgument) << "a buffer is not a handle";
+  EXPECT_EQ(ncclCommDeregister(comm_, buf.data()), ncclInvalidArgument)
+      << "a buffer is not a handle";
   EXPECT_EQ(ncclCommDeregister(comm_, nullptr), ncclInvalidArgument);
   EXPECT_EQ(ncclCommDeregister(comm_, h2), ncclSuccess) << last();
 }
@@ -98,8 +100,10 @@ TEST_F(Registration, Windows) {
   void* mem = nullptr;
   ASSERT_EQ(ncclMemAlloc(&mem, 1 << 16), ncclSuccess);
   ncclWindow_t win = nullptr, sym = nullptr, leaked = nullptr;
-  ASSERT_EQ(ncclCommWindowRegister(comm_, mem, 1 << 16, &win, NCCL_WIN_DEFAULT), ncclSuccess) << last();
-  ASSERT_EQ(ncclCommWindowRegister(comm_, mem, 4096, &sym, NCCL_WIN_COLL_SYMMETRIC), ncclSuccess) << last();
+  ASSERT_EQ(ncclCommWindowRegister(comm_, mem, 1 << 16, &win, NCCL_WIN_DEFAULT), ncclSuccess)
+      << last();
+  ASSERT_EQ(ncclCommWindowRegister(comm_, mem, 4096, &sym, NCCL_WIN_COLL_SYMMETRIC), ncclSuccess)
+      << last();
   ASSERT_NE(win, nullptr);
   EXPECT_NE(win->winHost, nullptr);
   EXPECT_NE(win, sym);
