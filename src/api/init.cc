@@ -103,8 +103,9 @@ BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniq
 
 BRAID_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
           int rank, ncclConfig_t* config) {
-  return guard(nullptr, "ncclCommInitRankConfig",
-               [&] { return initRank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig"); });
+  return guard(nullptr, "ncclCommInitRankConfig", [&] {
+    return initRank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
+  });
 }
 
 // One rendezvous through commIds[0] for every rank. NCCL spreads ranks over the roots to speed
@@ -117,7 +118,8 @@ BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nrank
     if (nId < 1) return braid::invalidArgument("nId %d is less than 1", nId);
     if (!commIds) return braid::invalidArgument("commIds is NULL with nId %d", nId);
     if (nId > nranks && nranks >= 1)
-      return braid::invalidArgument("nId %d exceeds nranks %d (at most one id per rank)", nId, nranks);
+      return braid::invalidArgument("nId %d exceeds nranks %d (at most one id per rank)", nId,
+                                    nranks);
     for (int i = 1; i < nId; ++i)
       BRAID_TRY(braid::validateUniqueId(commIds[i]).withContext(braid::strfmt("commIds[%d]", i)));
     return initRank(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
