@@ -72,6 +72,11 @@ BRAID_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, nccl
 
 BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
           int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  // NCCL_SHRINK_ABORT waits for the parent's calls to leave, so it may hold the parent only
+  // after that; otherwise hold it at once, as every call does.
+  std::optional<ncclComm::CallScope> scope;
+  if (comm && comm->magic == ncclComm::kMagic && shrinkFlags != NCCL_SHRINK_ABORT)
+    scope.emplace(comm);
   return guard(comm, "ncclCommShrink", [&]() -> Status {
     BRAID_TRY(braid::api::checkCommHandle(comm));
     if (!newcomm) return braid::invalidArgument("newcomm is NULL");
@@ -83,9 +88,10 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     BRAID_TRY(checkExcluded(comm, excludeRanksList, excludeRanksCount));
     braid::InitRequest request;
     BRAID_TRY(childRequest(comm, config, "ncclCommShrink", &request));
-    // Before this call holds the parent itself, or it would wait for itself.
-    if (shrinkFlags == NCCL_SHRINK_ABORT) braid::stopCallsInFlight(comm);
-    ncclComm::CallScope scope(comm);
+    if (shrinkFlags == NCCL_SHRINK_ABORT) {
+      braid::stopCallsInFlight(comm);
+      scope.emplace(comm);
+    }
     return braid::shrinkComm(comm, {excludeRanksList, static_cast<size_t>(excludeRanksCount)},
                              std::move(request), newcomm);
   });
