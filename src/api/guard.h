@@ -47,4 +47,7 @@ std::string globalLastError();
 // A communicator handle the caller passed: null and garbage handles are argument errors, a
 // communicator that failed or was aborted is a usage error naming why.
 Status checkComm(ncclComm* comm, const char* name = "comm");
+// Only that the handle is a live, initialised communicator: what the calls that remain legal
+// on a failed or revoked communicator (shrink, split) require.
+Status checkCommHandle(ncclComm* comm, const char* name = "comm");
 }  // namespace braid::api

@@ -8,6 +8,7 @@
 #include "api/guard.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
+#include "core/comm_init.h"
 #include "core/config.h"
 #include "core/env.h"
 #include "core/log.h"
@@ -17,14 +18,23 @@ using braid::api::guard;
 
 namespace braid::api {
 
-Status checkComm(ncclComm* comm, const char* name) {
+Status checkCommHandle(ncclComm* comm, const char* name) {
   if (!comm) return invalidArgument("%s is NULL", name);
   if (comm->magic != ncclComm::kMagic)
     return invalidArgument("%s %p is not a communicator (destroyed, or never initialised)", name,
                            static_cast<void*>(comm));
   if (comm->abortFlag.load()) return invalidUsage("%s was aborted", name);
+  if (comm->asyncError.load() == ncclInProgress)
+    return {ncclInvalidUsage, strfmt("%s is still initialising", name)};
+  return Status::Ok();
+}
+
+Status checkComm(ncclComm* comm, const char* name) {
+  BRAID_TRY(checkCommHandle(comm, name));
+  if (comm->revoked.load())
+    return invalidUsage("%s was revoked (ncclCommRevoke); only shrink, split, destroy and abort "
+                        "may use it", name);
   ncclResult_t err = comm->asyncError.load();
-  if (err == ncclInProgress) return {ncclInvalidUsage, strfmt("%s is still initialising", name)};
   if (err != ncclSuccess)
     return {err, strfmt("%s failed earlier and cannot be used: %s", name, comm->lastError().c_str())};
   return Status::Ok();
@@ -34,55 +44,25 @@ Status checkComm(ncclComm* comm, const char* name) {
 
 namespace {
 
-void logVersionOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    BRAID_INFO(kInit, "Braid %s (NCCL %d.%d.%d ABI)", BRAID_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR,
-               NCCL_PATCH);
-  });
-}
-
 Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
-                const ncclConfig_t* config) {
+                const ncclConfig_t* config, const char* function) {
   if (!out) return braid::invalidArgument("comm is NULL");
   *out = nullptr;
   if (nranks < 1) return braid::invalidArgument("nranks %d is less than 1", nranks);
   if (rank < 0 || rank >= nranks)
     return braid::invalidArgument("rank %d is out of range [0, %d)", rank, nranks);
   BRAID_TRY(braid::validateUniqueId(id).withContext("commId"));
-  braid::CommConfig cfg;
-  BRAID_TRY(braid::readConfig(config, &cfg));
-  logVersionOnce();
-
-  auto comm = std::make_unique<ncclComm>();
-  comm->rank = rank;
-  comm->nranks = nranks;
-  comm->config = cfg;
-  comm->timeoutMs = braid::env::getInt("BRAID_TIMEOUT_MS");
-  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(1, braid::env::getInt("BRAID_CHUNK_BYTES")));
-  comm->checkMismatch = braid::env::getInt("BRAID_CHECK_MISMATCH") != 0;
-  comm->directMaxBytes = static_cast<size_t>(std::max<int64_t>(0, braid::env::getInt("BRAID_DIRECT_MAX_BYTES")));
-  if (const char* algo = braid::env::get("BRAID_ALGO")) comm->forcedAlgorithm = algo;
-  if (const char* spec = braid::env::get("NCCL_ALGO"))
-    BRAID_TRY(braid::algos::AlgoFilter::parse(spec, &comm->algoFilter));
+  braid::InitRequest request;
+  BRAID_TRY(braid::readConfig(config, &request.config));
+  request.id = id;
+  request.nranks = nranks;
+  request.rank = rank;
   // Under NCCL_COMM_ID, rank 0 hosts the root listener itself.
-  const bool hostRoot = rank == 0 && braid::env::isSet("NCCL_COMM_ID");
-
-  if (cfg.blocking) {
-    BRAID_TRY(comm->init(id, hostRoot));
-    *out = comm.release();
-    return Status::Ok();
-  }
-  // Non-blocking: the rendezvous runs on a thread; callers poll ncclCommGetAsyncError.
-  ncclComm* c = comm.release();
-  c->asyncError.store(ncclInProgress);
-  c->initThread = std::thread([c, id, hostRoot] {
-    Status st = c->init(id, hostRoot);
-    if (!st.ok()) braid::api::fail(c, "ncclCommInitRankConfig", st);
-    c->asyncError.store(st.code());
-  });
-  *out = c;
-  return {ncclInProgress, ""};
+  request.hostRoot = rank == 0 && braid::env::isSet("NCCL_COMM_ID");
+  request.onAsyncFailure = [function](ncclComm* c, const Status& st) {
+    braid::api::fail(c, function, st);
+  };
+  return braid::createComm(request, out);
 }
 
 // Frees a communicator no call is using any more.
@@ -109,7 +89,7 @@ BRAID_API(ncclResult_t, ncclGetVersion, int* version) {
 BRAID_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   return guard(nullptr, "ncclGetUniqueId", [&] {
     if (!uniqueId) return braid::invalidArgument("uniqueId is NULL");
-    logVersionOnce();
+    braid::logVersionOnce();
     if (const char* commId = braid::env::get("NCCL_COMM_ID"))
       return braid::uniqueIdFromCommId(commId, uniqueId);
     return braid::createUniqueId(uniqueId);
@@ -118,13 +98,32 @@ BRAID_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 
 BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   return guard(nullptr, "ncclCommInitRank",
-               [&] { return initRank(comm, nranks, commId, rank, nullptr); });
+               [&] { return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank"); });
 }
 
 BRAID_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
           int rank, ncclConfig_t* config) {
-  return guard(nullptr, "ncclCommInitRankConfig",
-               [&] { return initRank(comm, nranks, commId, rank, config); });
+  return guard(nullptr, "ncclCommInitRankConfig", [&] {
+    return initRank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
+  });
+}
+
+// One rendezvous through commIds[0] for every rank. NCCL spreads ranks over the roots to speed
+// up very large inits; here each root already serves any number of ranks, so the other ids are
+// only validated, and their root threads (if this process made them) expire unused after
+// BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS.
+BRAID_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
+          int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
+  return guard(nullptr, "ncclCommInitRankScalable", [&]() -> Status {
+    if (nId < 1) return braid::invalidArgument("nId %d is less than 1", nId);
+    if (!commIds) return braid::invalidArgument("commIds is NULL with nId %d", nId);
+    if (nId > nranks && nranks >= 1)
+      return braid::invalidArgument("nId %d exceeds nranks %d (at most one id per rank)", nId,
+                                    nranks);
+    for (int i = 1; i < nId; ++i)
+      BRAID_TRY(braid::validateUniqueId(commIds[i]).withContext(braid::strfmt("commIds[%d]", i)));
+    return initRank(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
+  });
 }
 
 BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
@@ -139,7 +138,7 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; ++r)
       threads.emplace_back([&, r] {
-        results[r] = initRank(&comms[r], ndev, id, r, nullptr);
+        results[r] = initRank(&comms[r], ndev, id, r, nullptr, "ncclCommInitAll");
       });
     for (auto& t : threads) t.join();
     for (int r = 0; r < ndev; ++r) {

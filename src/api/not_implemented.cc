@@ -19,16 +19,6 @@ ncclResult_t notImplemented(const char* function) {
 #define BRAID_NOT_IMPLEMENTED(name, ...) \
   BRAID_API(ncclResult_t, name, __VA_ARGS__) { return notImplemented(#name); }
 
-BRAID_NOT_IMPLEMENTED(ncclMemAlloc, void**, size_t)
-BRAID_NOT_IMPLEMENTED(ncclMemFree, void*)
-BRAID_NOT_IMPLEMENTED(ncclCommRevoke, ncclComm_t, int)
-BRAID_NOT_IMPLEMENTED(ncclCommSplit, ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*)
-BRAID_NOT_IMPLEMENTED(ncclCommShrink, ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int)
-BRAID_NOT_IMPLEMENTED(ncclCommInitRankScalable, ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*)
-BRAID_NOT_IMPLEMENTED(ncclCommRegister, const ncclComm_t, void*, size_t, void**)
-BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t, void*)
-BRAID_NOT_IMPLEMENTED(ncclCommWindowRegister, ncclComm_t, void*, size_t, ncclWindow_t*, int)
-BRAID_NOT_IMPLEMENTED(ncclCommWindowDeregister, ncclComm_t, ncclWindow_t)
 
 // The device API (NCCL 2.28's GPU-initiated communication) needs device memory; the host
 // functions that set it up are exported and refuse clearly.

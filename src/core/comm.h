@@ -17,6 +17,7 @@
 #include "algos/selector.h"
 #include "core/bootstrap.h"
 #include "core/redop.h"
+#include "core/registry.h"
 #include "core/status.h"
 #include "nccl.h"
 #include "transport/transport.h"
@@ -72,6 +73,10 @@ struct ncclComm {
   braid::algos::AlgoFilter algoFilter;     // NCCL_ALGO
 
   std::atomic<bool> abortFlag{false};
+  // ncclCommRevoke: collectives in flight fail and new ones are refused; shrink, split,
+  // destroy and abort still work. Unlike abortFlag it leaves the bootstrap usable.
+  std::atomic<bool> revoked{false};
+  braid::Registry registry;  // ncclCommRegister / ncclCommWindowRegister
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
 
   // Runs a blocking init body (rendezvous, connections) on this communicator.

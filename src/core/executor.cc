@@ -429,6 +429,10 @@ Status Run::loop() {
       for (size_t p = 0; p < plans_.size(); ++p) {
         Status st = waiters_[p].check("waiting for peers");
         if (!st.ok()) return failed(plans_[p], st);
+        // Revoked is not failed: the communicator stays usable for shrink and split.
+        if (plans_[p].comm->revoked.load(std::memory_order_relaxed))
+          return invalidUsage("rank %d: %s: the communicator was revoked (ncclCommRevoke)",
+                              plans_[p].comm->rank, describe(plans_[p]).c_str());
       }
       // Listening for another rank's failure costs system calls: every few milliseconds of
       // waiting, measured by the clock (idle rounds last anything from nanoseconds to a

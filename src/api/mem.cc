@@ -1,0 +1,70 @@
+// Memory: ncclMemAlloc / ncclMemFree, buffer registration and windows. On host memory these
+// record what they are given; collectives do not use the records yet (see core/registry.h).
+#include "api/guard.h"
+#include "core/comm.h"
+#include "core/registry.h"
+
+using braid::Status;
+using braid::api::guard;
+
+BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  return guard(nullptr, "ncclMemAlloc", [&]() -> Status {
+    if (!ptr) return braid::invalidArgument("ptr is NULL");
+    *ptr = nullptr;
+    if (size == 0) return braid::invalidArgument("size is 0");
+    return braid::memAlloc(size, ptr);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclMemFree, void* ptr) {
+  return guard(nullptr, "ncclMemFree", [&]() -> Status {
+    if (!ptr) return Status::Ok();  // like free(NULL) and cudaFree(NULL)
+    return braid::memFree(ptr);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
+          void** handle) {
+  return guard(comm, "ncclCommRegister", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    if (!handle) return braid::invalidArgument("handle is NULL");
+    *handle = nullptr;
+    if (!buff) return braid::invalidArgument("buff is NULL (size %zu)", size);
+    if (size == 0) return braid::invalidArgument("size is 0 (buff %p)", buff);
+    return comm->registry.add(buff, size, handle);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  return guard(comm, "ncclCommDeregister", [&]() -> Status {
+    // Allowed on a failed or revoked communicator: cleaning up must always be possible.
+    BRAID_TRY(braid::api::checkCommHandle(comm));
+    if (!handle) return braid::invalidArgument("handle is NULL");
+    return comm->registry.remove(handle);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
+          ncclWindow_t* win, int winFlags) {
+  return guard(comm, "ncclCommWindowRegister", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    if (!win) return braid::invalidArgument("win is NULL");
+    *win = nullptr;
+    if (!buff) return braid::invalidArgument("buff is NULL (size %zu)", size);
+    if (size == 0) return braid::invalidArgument("size is 0 (buff %p)", buff);
+    if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC)
+      return braid::invalidArgument(
+          "winFlags 0x%x is neither NCCL_WIN_DEFAULT nor NCCL_WIN_COLL_SYMMETRIC", winFlags);
+    // NCCL makes window registration collective so peers can map each other's windows; host
+    // windows are not mapped by peers yet, so each rank only records its own.
+    return comm->registry.addWindow(buff, size, winFlags, comm->rank, win);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  return guard(comm, "ncclCommWindowDeregister", [&]() -> Status {
+    BRAID_TRY(braid::api::checkCommHandle(comm));
+    if (!win) return braid::invalidArgument("win is NULL");
+    return comm->registry.removeWindow(win);
+  });
+}
