@@ -46,19 +46,29 @@ void ncclOk(ncclResult_t r, ncclComm_t comm, int rank, const char* what) {
 }
 
 struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+  bool fromNccl = false;  // ncclMemAlloc'ed (-R 1)
+  void operator()(void* p) const {
+    if (fromNccl) ncclMemFree(p);
+    else std::free(p);
+  }
 };
 
-// Page-aligned host memory with room for the guard bytes after the largest use.
-std::unique_ptr<char, FreeDeleter> allocHost(size_t bytes) {
+// Page-aligned host memory with room for the guard bytes after the largest use; from
+// ncclMemAlloc when `fromNccl` (the library may then move it without copies).
+std::unique_ptr<char, FreeDeleter> allocHost(size_t bytes, bool fromNccl = false) {
   size_t rounded = (bytes + kGuardBytes + kPage - 1) / kPage * kPage;
-  void* p = std::aligned_alloc(kPage, rounded);
+  void* p = nullptr;
+  if (fromNccl) {
+    if (ncclMemAlloc(&p, rounded) != ncclSuccess) p = nullptr;
+  } else {
+    p = std::aligned_alloc(kPage, rounded);
+  }
   if (!p) {
     std::fprintf(stderr, "cannot allocate %zu bytes of host memory\n", rounded);
     std::exit(1);
   }
   std::memset(p, 0, rounded);  // touch every page now rather than inside the first timed op
-  return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(p));
+  return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(p), FreeDeleter{fromNccl});
 }
 
 // Elements of the one buffer an in-place call uses.
@@ -100,6 +110,7 @@ class RankRunner {
         for (int root : roots) sweep(type, op, root);
     double totalWrong = wrongTotal_;
     if (printer_) printFooter(program_, totalWrong, rows_ ? busbwSum_ / rows_ : 0);
+    deregister();
     ncclOk(ncclCommDestroy(comm_), nullptr, rank_, "ncclCommDestroy");
     return totalWrong > 0 ? 1 : 0;
   }
@@ -127,10 +138,23 @@ class RankRunner {
       recv = std::max(recv, s.recvCount * ts);
       inPlace = std::max(inPlace, inPlaceElements(s) * ts);
     }
-    send_ = allocHost(send);
-    recv_ = allocHost(recv);
-    inPlace_ = allocHost(inPlace);
+    const bool fromNccl = opts_.registerBuffers != 0;
+    send_ = allocHost(send, fromNccl);
+    recv_ = allocHost(recv, fromNccl);
+    inPlace_ = allocHost(inPlace, fromNccl);
     barrier_ = allocHost(sizeof(double) * 4);
+    if (!fromNccl) return;
+    // -R 1, as in nccl-tests: the buffers are registered with the communicator.
+    for (auto [p, bytes] : {std::pair{send_.get(), send}, {recv_.get(), recv}, {inPlace_.get(), inPlace}}) {
+      void* handle = nullptr;
+      call(ncclCommRegister(comm_, p, bytes, &handle), "ncclCommRegister");
+      registrations_.push_back(handle);
+    }
+  }
+
+  void deregister() {
+    for (void* h : registrations_) call(ncclCommDeregister(comm_, h), "ncclCommDeregister");
+    registrations_.clear();
   }
 
   void call(ncclResult_t r, const char* what) { ncclOk(r, comm_, rank_, what); }
@@ -275,6 +299,7 @@ class RankRunner {
   const bool printer_;
   ncclComm_t comm_ = nullptr;
   std::unique_ptr<char, FreeDeleter> send_, recv_, inPlace_, barrier_, small_;
+  std::vector<void*> registrations_;
   double wrongTotal_ = 0, busbwSum_ = 0;
   int rows_ = 0;
 };

@@ -28,6 +28,7 @@ void usage(const char* program) {
                "                        bfloat16 f8e4m3 f8e5m2, or all; default float\n"
                "  -r,--root R           root rank, or all; default 0\n"
                "  -z,--blocking 0|1     wait for each collective; default 0\n"
+               "  -R,--local_register 0|1  buffers from ncclMemAlloc, registered; default 0\n"
                "  -t,--nthreads N       ranks (threads) per process; default 1\n"
                "  -g,--ngpus N          devices per thread (only 1)\n"
                "  -a,--average 0-3      report rank 0's time, or the mean/min/max across ranks; default 1\n"
@@ -83,6 +84,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
       {"agg_iters", required_argument, nullptr, 'm'},  {"check", required_argument, nullptr, 'c'},
       {"op", required_argument, nullptr, 'o'},         {"datatype", required_argument, nullptr, 'd'},
       {"root", required_argument, nullptr, 'r'},       {"blocking", required_argument, nullptr, 'z'},
+      {"local_register", required_argument, nullptr, 'R'},
       {"nthreads", required_argument, nullptr, 't'},   {"ngpus", required_argument, nullptr, 'g'},
       {"average", required_argument, nullptr, 'a'},    {"mode", required_argument, nullptr, 'p'},
       {"help", no_argument, nullptr, 'h'},             {nullptr, 0, nullptr, 0}};
@@ -93,7 +95,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
   };
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:t:g:a:p:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:R:t:g:a:p:h", kLong, nullptr)) != -1) {
     const char* v = optarg;
     int n = 0;
     switch (c) {
@@ -111,6 +113,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
       case 'm': if (!parseInt(v, 1, 1 << 20, &o->aggIters)) return bad("-m", v); break;
       case 'c': if (!parseInt(v, 0, 1 << 20, &o->check)) return bad("-c", v); break;
       case 'z': if (!parseInt(v, 0, 1, &o->blocking)) return bad("-z", v); break;
+      case 'R': if (!parseInt(v, 0, 1, &o->registerBuffers)) return bad("-R", v); break;
       case 't': if (!parseInt(v, 1, 1024, &o->nThreads)) return bad("-t", v); break;
       case 'g':
         if (!parseInt(v, 1, 1, &n)) {

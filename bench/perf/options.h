@@ -23,6 +23,7 @@ struct Options {
   int iters = 20, warmup = 5, aggIters = 1;
   int check = 1;  // check iterations per row; 0 disables checking
   int blocking = 0;
+  int registerBuffers = 0;  // -R: ncclMemAlloc'ed, ncclCommRegister'ed buffers
   int nThreads = 1;
   Average average = Average::Mean;
   Mode mode = Mode::Process;

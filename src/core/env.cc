@@ -56,6 +56,10 @@ constexpr Var kTable[] = {
      "between processes, messages from this size are read once with process_vm_readv where the "
      "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
      "faster at every size where measured (bench/micro/shm_pingpong)"},
+    {"BRAID_SHM_ZEROCOPY_MIN_BYTES", "65536",
+     "between processes, messages from this size whose buffer lies in ncclMemAlloc memory go by "
+     "reference: the receiver maps the sender's pages and copies or reduces straight out of them "
+     "(0: never)"},
     {"BRAID_TCP_SLICE_BYTES", "524288",
      "TCP transport: messages larger than this are striped in slices of this size over the streams"},
     {"BRAID_TRANSPORTS", nullptr,

@@ -5,50 +5,20 @@
 #include <cstdlib>
 
 #include "core/log.h"
+#include "transport/shared_memory.h"
 
 namespace braid {
-namespace {
-
-struct Allocations {
-  std::mutex mu;
-  std::unordered_map<void*, size_t> sizes;
-};
-
-// Never destroyed: ncclMemFree may run from static destructors after this file's would have.
-Allocations& allocations() {
-  static auto* a = new Allocations;
-  return *a;
-}
-
-}  // namespace
-
 Status memAlloc(size_t size, void** out) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  // Whole pages, as NCCL rounds to its allocation granularity: a later zero-copy path can then
-  // map or pin the allocation without touching a neighbour's memory.
-  const size_t rounded = (size + page - 1) / page * page;
-  void* p = nullptr;
-  if (int err = posix_memalign(&p, page, rounded); err != 0)
-    return systemError("ncclMemAlloc: cannot allocate %zu bytes (errno %d)", size, err);
-  {
-    Allocations& a = allocations();
-    std::lock_guard<std::mutex> lock(a.mu);
-    a.sizes.emplace(p, rounded);
-  }
-  BRAID_INFO(kAlloc, "ncclMemAlloc %p, %zu bytes (%zu requested)", p, rounded, size);
-  *out = p;
+  // Shared memory (a memfd), whole pages: the shm transport sends buffers that lie in it by
+  // reference, so peers on this host copy or reduce straight out of them.
+  BRAID_TRY(transport::sharedAlloc(size, out));
+  BRAID_INFO(kAlloc, "ncclMemAlloc %p, %zu bytes of shared memory", *out, size);
   return Status::Ok();
 }
 
 Status memFree(void* ptr) {
-  Allocations& a = allocations();
-  {
-    std::lock_guard<std::mutex> lock(a.mu);
-    if (!a.sizes.erase(ptr))
-      return invalidArgument("ptr %p was not allocated by ncclMemAlloc (or was freed already)",
-                             ptr);
-  }
-  std::free(ptr);
+  if (!transport::sharedFree(ptr))
+    return invalidArgument("ptr %p was not allocated by ncclMemAlloc (or was freed already)", ptr);
   return Status::Ok();
 }
 

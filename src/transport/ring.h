@@ -35,6 +35,9 @@ struct RingControl {
   std::atomic<uint32_t> producerClosed;
   std::atomic<uint32_t> consumerClosed;
   int32_t consumerPid;
+  // consumer: 1 when it can map the producer's shared allocations (ncclMemAlloc memory), so
+  // buffers that lie in them may be sent by reference.
+  std::atomic<uint32_t> mapOk;
 };
 
 class Ring {

@@ -26,10 +26,14 @@ uint64_t headerWord(uint64_t kind, bool whole, uint64_t bytes) {
 struct DirectDescriptor {
   uint64_t addr;  // in the sender's address space
   uint64_t seq;   // 1, 2, ...: the consumer acknowledges by publishing it in directDone
+  // The shared allocation the buffer lies in (id 0: none): the consumer maps it instead of
+  // reading through the kernel.
+  uint64_t regionId, regionBase, regionSize;
+  int64_t regionFd;
 };
 constexpr size_t kHeaderBytes = 16;
 constexpr char kZeros[Ring::kAlign] = {};
-static_assert(sizeof(DirectDescriptor) == Ring::kAlign);
+static_assert(sizeof(DirectDescriptor) % Ring::kAlign == 0);
 
 // Bytes copied before publishing them, so that a large message streams through the ring in
 // pieces the consumer can start on while the producer copies the next one.
@@ -185,8 +189,13 @@ bool RingEndpoint::pumpSends() {
     if (!op.headerDone) {
       const uint64_t start = alignUp(tx_.position());
       const size_t pad = start - tx_.position();
-      const bool direct = config_.directMinBytes && op.bytes >= config_.directMinBytes &&
-                          ctl->directOk.load(std::memory_order_relaxed) == Ring::kDirectYes;
+      SharedRegion region;
+      const bool byReference = config_.zeroCopyMinBytes && op.bytes >= config_.zeroCopyMinBytes &&
+                               ctl->mapOk.load(std::memory_order_relaxed) == 1 &&
+                               findShared(op.data, op.bytes, &region);
+      const bool direct = byReference ||
+                          (config_.directMinBytes && op.bytes >= config_.directMinBytes &&
+                           ctl->directOk.load(std::memory_order_relaxed) == Ring::kDirectYes);
       // A message up to one slice goes in whole before its stamp; a larger one streams after it.
       // (At most half the ring, so that it never waits for the whole ring to drain.)
       const bool whole = !direct && op.bytes <= std::min<uint64_t>(kPublishSlice, tx_.ring().capacity() / 2);
@@ -195,7 +204,8 @@ bool RingEndpoint::pumpSends() {
       tx_.write(kZeros, pad);
       const Ring& ring = tx_.ring();
       if (direct) {
-        DirectDescriptor d{reinterpret_cast<uint64_t>(op.data), ++directPosted_};
+        DirectDescriptor d{reinterpret_cast<uint64_t>(op.data), ++directPosted_, region.id,
+                           region.base, region.size, region.fd};
         ring.copyIn(start + kHeaderBytes, &d, sizeof d);
         op.directSeq = d.seq;
       } else if (body) {
@@ -260,6 +270,7 @@ Status RingEndpoint::pumpRecvs(bool* moved) {
                                   static_cast<unsigned long long>(directAcked_ + 1)));
         op.direct = true;
         op.directAddr = d.addr;
+        op.region = {d.regionId, d.regionBase, d.regionSize, d.regionFd};
         recordBytes += sizeof d;
       }
       op.whole = (word & kWhole) != 0;
@@ -320,7 +331,12 @@ Status RingEndpoint::directRecv(RecvOp& op, bool* moved) {
   while (op.received < op.bytes && budget) {
     size_t n = std::min(op.bytes - op.received, budget);
     const uint64_t addr = op.directAddr + op.received;
-    if (!op.sink) {
+    const void* shared = op.region.id ? config_.peer->mapped(op.region, addr) : nullptr;
+    if (shared) {
+      if (op.sink) op.sink->consume(op.received, shared, n);
+      else if (op.bytes >= kStreamMinBytes) streamCopy(op.data + op.received, shared, n);
+      else std::memcpy(op.data + op.received, shared, n);
+    } else if (!op.sink) {
       Status st = config_.peer->read(addr, op.data + op.received, n);
       if (!st.ok()) return fail(st);
     } else if (const void* p = config_.peer->local(addr)) {

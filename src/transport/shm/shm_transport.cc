@@ -1,5 +1,6 @@
 #include "transport/shm/shm_transport.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -45,6 +46,32 @@ class ShmPeer final : public PeerAccess {
   }
   ~ShmPeer() override {
     if (pidfd_ >= 0) close(pidfd_);
+    for (auto& [id, m] : maps_) munmap(m.ptr, m.size);
+  }
+
+  // The peer's shared allocation, mapped through its memfd (/proc/<pid>/fd/<fd>) on first use
+  // and kept: allocation ids are never reused, so a cached mapping is never stale.
+  const void* mapped(const SharedRegion& region, uint64_t addr) override {
+    if (addr < region.base || addr >= region.base + region.size) return nullptr;
+    auto it = maps_.find(region.id);
+    if (it == maps_.end()) {
+      if (maps_.size() >= kMaxMaps) {  // forget the oldest allocation's mapping
+        munmap(maps_.begin()->second.ptr, maps_.begin()->second.size);
+        maps_.erase(maps_.begin());
+      }
+      const std::string path = strfmt("/proc/%d/fd/%lld", static_cast<int>(pid_),
+                                      static_cast<long long>(region.fd));
+      int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return nullptr;
+      void* p = mmap(nullptr, region.size, PROT_READ, MAP_SHARED, fd, 0);
+      close(fd);
+      if (p == MAP_FAILED) return nullptr;
+      BRAID_INFO(kShm, "SHM: mapped pid %d's shared allocation %llu (%llu bytes) for single-copy receives",
+                 static_cast<int>(pid_), static_cast<unsigned long long>(region.id),
+                 static_cast<unsigned long long>(region.size));
+      it = maps_.emplace(region.id, Mapping{static_cast<char*>(p), region.size}).first;
+    }
+    return it->second.ptr + (addr - region.base);
   }
 
   Status read(uint64_t addr, void* dst, size_t n) override {
@@ -76,9 +103,15 @@ class ShmPeer final : public PeerAccess {
   std::string describe() const override { return strfmt("pid %d", static_cast<int>(pid_)); }
 
  private:
+  struct Mapping {
+    char* ptr;
+    size_t size;
+  };
+  static constexpr size_t kMaxMaps = 64;
   pid_t pid_;
   bool watch_;
   int pidfd_ = -1;
+  std::map<uint64_t, Mapping> maps_;  // by allocation id, oldest first
 };
 
 enum class Probe { kVerified, kNotVisible, kUnverified };
@@ -178,6 +211,9 @@ class ShmTransport final : public Transport {
     const Probe probe = probePeer(blob.pid, blob.probeAddr, blob.probeValue);
     const bool direct = directMin > 0 && probe == Probe::kVerified;
     rxRing.ctl()->directOk.store(direct ? Ring::kDirectYes : Ring::kDirectNo, std::memory_order_release);
+    // Mapping the peer's memfds needs the same permission as reading its memory.
+    const int64_t zeroCopyMin = env::getInt("BRAID_SHM_ZEROCOPY_MIN_BYTES");
+    rxRing.ctl()->mapOk.store(zeroCopyMin > 0 && probe == Probe::kVerified ? 1 : 0, std::memory_order_release);
     if (probe == Probe::kNotVisible)
       BRAID_INFO(kShm, "SHM: pid %d is not visible here; a dead peer is noticed only if it closed",
                  static_cast<int>(blob.pid));
@@ -187,6 +223,7 @@ class ShmTransport final : public Transport {
     config.rxMemory = rx;
     config.peer = std::make_unique<ShmPeer>(blob.pid, probe != Probe::kNotVisible);
     config.directMinBytes = directMin > 0 ? static_cast<size_t>(directMin) : 0;
+    config.zeroCopyMinBytes = zeroCopyMin > 0 ? static_cast<size_t>(zeroCopyMin) : 0;
     config.name = "SHM";
     BRAID_TRY(RingEndpoint::create(std::move(config), endpoint).withContext("SHM connect"));
     listens_.erase(it);
