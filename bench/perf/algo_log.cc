@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,9 @@ bool parseChoice(const std::string& line, AlgoLog::Key* key, std::string* algo) 
   return true;
 }
 
+// The one live log, for releaseBeforeExit; taken by exchange so it is released once.
+std::atomic<AlgoLog*> live{nullptr};
+
 }  // namespace
 
 AlgoLog::AlgoLog(const Options& o) {
@@ -40,9 +44,19 @@ AlgoLog::AlgoLog(const Options& o) {
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "TUNING", 1);
   setenv("NCCL_DEBUG_FILE", path_.c_str(), 1);
+  live.store(this);
 }
 
 AlgoLog::~AlgoLog() {
+  AlgoLog* self = this;
+  if (live.compare_exchange_strong(self, nullptr)) release();
+}
+
+void AlgoLog::releaseBeforeExit() {
+  if (AlgoLog* log = live.exchange(nullptr)) log->release();
+}
+
+void AlgoLog::release() {
   if (!active()) return;
   // Warnings went to the file instead of stderr: they must not vanish with it.
   std::ifstream in(path_);

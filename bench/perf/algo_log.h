@@ -29,6 +29,9 @@ class AlgoLog {
   AlgoLog& operator=(const AlgoLog&) = delete;
 
   bool active() const { return !path_.empty(); }
+  // For a process about to _Exit (a failed NCCL call): relays the live log's warnings, which
+  // say why, and removes its file. Safe from any thread; the first caller does the work.
+  static void releaseBeforeExit();
   // Where the log ends now; choices() reads what was logged after it.
   size_t mark() const;
   Choices choices(size_t from) const;
@@ -37,6 +40,8 @@ class AlgoLog {
   static std::string lookup(const Choices&, const char* function, size_t count, size_t typeSize);
 
  private:
+  void release();
+
   std::string path_;
 };
 

@@ -41,6 +41,7 @@ void ncclOk(ncclResult_t r, ncclComm_t comm, int rank, const char* what) {
   const char* text = ncclGetErrorString(r);
   std::fprintf(stderr, "rank %d: %s failed: %s%s%s\n", rank, what, text ? text : "unknown error",
                last && *last ? ": " : "", last ? last : "");
+  AlgoLog::releaseBeforeExit();
   std::fflush(stdout);
   std::fflush(stderr);
   std::_Exit(1);
