@@ -14,6 +14,13 @@ gather, scatter, sendrecv): Braid's <name>_perf, mpi/mpi_coll_perf -C NAME and
 gloo/gloo_coll_perf.py --coll NAME, each with its own busbw formula. --coll all runs every
 collective in turn into one results file, one table per collective.
 
+--algos auto,ring,direct runs Braid once per algorithm (all_reduce_perf -A NAME -P 1: a
+communicator with BRAID_ALGO=NAME; auto leaves the choice to Braid), each as its own column group
+(Braid/auto, Braid/ring, ...), and adds a table of the cost model's predicted time
+(ncclGroupSimulateEnd) against the measured one. A forced name that does not apply at a size
+(direct above BRAID_DIRECT_MAX_BYTES, a name Braid does not know) runs Braid's own choice there:
+such cells name the algorithm that ran, e.g. "2.31 [ring]".
+
 It builds nothing: build first (cmake --build build --target braidrun perf mpi_allreduce_perf
 mpi_coll_perf memcpy-rate). A baseline that is not built or not installed, or a collective a
 baseline lacks (Gloo's reduce_scatter on older torch), is reported as "not available"; one that
@@ -35,6 +42,12 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 OTHERS = ("mpi", "gloo")
 LABEL = {"braid": "Braid", "mpi": "OpenMPI", "gloo": "Gloo", "memcpy": "memcpy"}
+
+
+def label(key):
+    """"braid/ring" (one of --algos) reads "Braid/ring"."""
+    base, _, algo = key.partition("/")
+    return LABEL[base] + (f"/{algo}" if algo else "")
 
 
 class Coll:
@@ -96,6 +109,8 @@ def parse_perf_table(text, place, sizes):
     rows, first = [], 5 if place == "out" else 9
     for raw in text.splitlines():
         line = strip_prefix(raw).strip()
+        if line.startswith("# Predicted time"):
+            break  # the perf binary's -P table follows its measurements
         if not line or line.startswith("#"):
             continue
         f = line.split()
@@ -110,6 +125,25 @@ def parse_perf_table(text, place, sizes):
             "wrong_all": sum(int(x) for x in (f[8], f[12]) if x.isdigit()),
         })
     return dict(zip(sizes, rows))
+
+
+def parse_predict_table(text, sizes, rows):
+    """Adds "used" and "pred_us" to `rows` from a perf binary's -P table (one -A name: key
+    columns, then used, predicted, measured, ratio)."""
+    found, seen = [], False
+    for raw in text.splitlines():
+        line = strip_prefix(raw).strip()
+        if line.startswith("# Predicted time"):
+            seen = True
+        if not seen or not line or line.startswith("#"):
+            continue
+        f = line.split()
+        if len(f) >= 9 and f[0].isdigit():
+            pred = None if f[6] == "N/A" else float(f[6])
+            found.append({"used": f[5], "pred_us": pred, "meas_us": float(f[7])})
+    for size, extra in zip(sizes, found):
+        if size in rows:
+            rows[size].update(extra)
 
 
 def parse_memcpy_table(text):
@@ -133,7 +167,7 @@ def execute(run, args, limit=None):
     """Runs run.cmd in its own session (so a hung run's ranks can all be killed); returns its
     stdout, or None after marking the run failed."""
     limit = limit or args.timeout
-    print(f"== {LABEL[run.key]}: {shlex.join(run.cmd)}", file=sys.stderr, flush=True)
+    print(f"== {label(run.key)}: {shlex.join(run.cmd)}", file=sys.stderr, flush=True)
     try:
         p = subprocess.Popen(run.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                              start_new_session=True)
@@ -170,11 +204,15 @@ def perf_args(args, coll="allreduce"):
             "-w", str(args.warmup), "-c", str(args.check)] + extra
 
 
-def run_braid(args, coll):
+def run_braid(args, coll, algo=None):
+    """Braid's perf binary; with `algo` (one of --algos) forced to that algorithm, -P 1 adding the
+    prediction and the algorithm that ran."""
     build = Path(args.build)
     launcher, perf = build / "tools" / "braidrun", build / "bench" / "perf" / COLLS[coll].perf
-    run = Run("braid", [str(launcher), "-np", str(args.np), "--timeout", str(args.timeout), "--", str(perf)]
-              + perf_args(args, coll))
+    pick = ["-A", algo, "-P", "1"] if algo else []
+    run = Run(f"braid/{algo}" if algo else "braid",
+              [str(launcher), "-np", str(args.np), "--timeout", str(args.timeout), "--", str(perf)]
+              + perf_args(args, coll) + pick)
     missing = [str(p) for p in (launcher, perf) if not p.exists()]
     if missing:
         run.why = "not built: " + ", ".join(missing)
@@ -183,6 +221,8 @@ def run_braid(args, coll):
     if out is not None:
         run.rows = parse_perf_table(out, args.place, args.sizes)
         run.version = header_version(out, r"# nccl version (.*)")
+        if algo:
+            parse_predict_table(out, args.sizes, run.rows)
     return run
 
 
@@ -270,10 +310,34 @@ def cell(run, size, field, fmt):
     return fmt.format(row[field]) if row else "-"
 
 
+def braid_keys(runs):
+    """Braid's runs in column order: "braid", or one per --algos name."""
+    return [k for k in runs if k.split("/")[0] == "braid"]
+
+
+def headline(runs):
+    """The Braid run the ratio columns use: Braid's own choice (auto) where it ran, else the first."""
+    keys = braid_keys(runs)
+    return "braid/auto" if "braid/auto" in keys else keys[0]
+
+
+def busbw_cell(run, size):
+    """busbw; a forced algorithm that did not run at this size names the one that did."""
+    text = cell(run, size, "busbw", "{:.2f}")
+    row = run.rows.get(size)
+    algo = run.key.partition("/")[2]
+    if row and algo not in ("", "auto") and row.get("used", algo) not in (algo, "?"):
+        text += f" [{row['used']}]"
+    return text
+
+
 def combine(runs, sizes):
-    braid, memcpy = runs["braid"], runs["memcpy"]
-    header = ["size", "Braid busbw", "Braid us", "OpenMPI busbw", "OpenMPI us", "Gloo busbw", "Gloo us",
-              "memcpy GB/s", "Braid/best other", "Braid/memcpy"]
+    braid, memcpy = runs[headline(runs)], runs["memcpy"]
+    header = ["size"]
+    for k in braid_keys(runs):
+        header += [f"{label(k)} busbw", f"{label(k)} us"]
+    header += ["OpenMPI busbw", "OpenMPI us", "Gloo busbw", "Gloo us", "memcpy GB/s", "Braid/best other",
+               "Braid/memcpy"]
     table = []
     for s in sizes:
         b = braid.rows.get(s)
@@ -282,11 +346,39 @@ def combine(runs, sizes):
         ratio = f"{b['busbw'] / best:.2f}x" if b and best else "-"
         mc = memcpy.rows.get(s)
         pct = f"{100 * b['busbw'] / mc['rate']:.0f}%" if b and mc and mc["rate"] > 0 else "-"
-        table.append([human(s),
-                      cell(braid, s, "busbw", "{:.2f}"), cell(braid, s, "time_us", "{:.1f}"),
-                      cell(runs["mpi"], s, "busbw", "{:.2f}"), cell(runs["mpi"], s, "time_us", "{:.1f}"),
-                      cell(runs["gloo"], s, "busbw", "{:.2f}"), cell(runs["gloo"], s, "time_us", "{:.1f}"),
-                      cell(memcpy, s, "rate", "{:.2f}"), ratio, pct])
+        row = [human(s)]
+        for k in braid_keys(runs):
+            row += [busbw_cell(runs[k], s), cell(runs[k], s, "time_us", "{:.1f}")]
+        row += [cell(runs["mpi"], s, "busbw", "{:.2f}"), cell(runs["mpi"], s, "time_us", "{:.1f}"),
+                cell(runs["gloo"], s, "busbw", "{:.2f}"), cell(runs["gloo"], s, "time_us", "{:.1f}"),
+                cell(memcpy, s, "rate", "{:.2f}"), ratio, pct]
+        table.append(row)
+    return header, table
+
+
+def predictions(runs, sizes):
+    """Per --algos run: the algorithm that ran, the cost model's time, the measured time and their
+    ratio; None without --algos."""
+    keys = [k for k in braid_keys(runs) if "/" in k]
+    if not keys:
+        return None
+    header = ["size"]
+    for k in keys:
+        header += [f"{label(k)} used", "predicted us", "measured us", "measured/predicted"]
+    table = []
+    for s in sizes:
+        row = [human(s)]
+        for k in keys:
+            r = runs[k].rows.get(s)
+            if not r:
+                row += ["-"] * 4
+                continue
+            pred = r.get("pred_us")
+            # The -P table's own measured column: out-of-place, like the prediction, whatever --place says.
+            meas = r.get("meas_us", r["time_us"])
+            ratio = f"{meas / pred:.2f}" if pred else "-"
+            row += [r.get("used", "?"), f"{pred:.1f}" if pred is not None else "-", f"{meas:.1f}", ratio]
+        table.append(row)
     return header, table
 
 
@@ -304,7 +396,7 @@ def doc_header(args, when, command):
             f"- source: {git_revision()}"]
 
 
-def section(args, coll, runs, header, table):
+def section(args, coll, runs, header, table, pred=None):
     """The settings line, the baselines and the combined table of one collective."""
     c = COLLS[coll]
     place = "out-of-place" if args.place == "out" else "in-place"
@@ -316,16 +408,26 @@ def section(args, coll, runs, header, table):
            f"{'on' if args.check else 'off'}; the {place} columns",
            f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
            "Braid/best other compares busbw with the faster of OpenMPI and Gloo; Braid/memcpy is Braid's "
-           "busbw as a share of memcpy's rate",
-           "", "| baseline | status | version | command |", "|---|---|---|---|"]
+           "busbw as a share of memcpy's rate"]
+    if pred:
+        out += [f"- Braid runs once per algorithm (`-A NAME`: BRAID_ALGO=NAME; auto: Braid chooses); the ratio "
+                f"columns use {label(headline(runs))}; a cell marked [x] ran algorithm x because the forced one "
+                "does not apply at that size"]
+    out += ["", "| baseline | status | version | command |", "|---|---|---|---|"]
     for key, run in runs.items():
         status = run.status + (f" ({run.why})" if run.why else "")
         if run.wrong:
             status += f"; {run.wrong} WRONG values"
         cmd = f"`{shlex.join(run.cmd)}`" if run.cmd else ""
-        out.append(f"| {LABEL[key]} | {status.replace('|', '/')} | {run.version} | {cmd} |")
+        out.append(f"| {label(key)} | {status.replace('|', '/')} | {run.version} | {cmd} |")
     out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in table]
+    if pred:
+        ph, pt = pred
+        out += ["", "Braid's cost model: the time `ncclGroupSimulateEnd` predicts for one out-of-place call "
+                "against the measured out-of-place time; `used` is the algorithm that ran (from Braid's TUNING "
+                "log).", "", "| " + " | ".join(ph) + " |", "|" + "---|" * len(ph)]
+        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in pt]
     return out
 
 
@@ -342,22 +444,25 @@ def markdown(args, sections, when, command):
 
 
 def compare(args, coll, memcpy):
-    """Runs the chosen baselines for one collective; returns (runs, header, table)."""
+    """Runs the chosen baselines for one collective (Braid once per --algos name); returns
+    (runs, header, table, predictions)."""
     chosen = {k.strip() for k in args.only.split(",") if k.strip()}
-    runners = {"braid": run_braid, "mpi": run_mpi, "gloo": run_gloo}
+    jobs = [(f"braid/{a}", lambda a=a: run_braid(args, coll, a)) for a in args.algos] or \
+        [("braid", lambda: run_braid(args, coll))]
+    jobs += [("mpi", lambda: run_mpi(args, coll)), ("gloo", lambda: run_gloo(args, coll))]
     runs = {}
-    for key, fn in runners.items():
-        if key in chosen:
-            runs[key] = fn(args, coll)
+    for key, fn in jobs:
+        if key.split("/")[0] in chosen:
+            runs[key] = fn()
         else:
             runs[key] = Run(key)
             runs[key].why = "not selected (--only)"
         run = runs[key]
         run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
-        print(f"== {LABEL[key]}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr, flush=True)
+        print(f"== {label(key)}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr, flush=True)
     runs["memcpy"] = memcpy
     header, table = combine(runs, args.sizes)
-    return runs, header, table
+    return runs, header, table, predictions(runs, args.sizes)
 
 
 def main():
@@ -375,6 +480,9 @@ def main():
     ap.add_argument("-r", "--root", type=int, default=0, help="root rank of broadcast, reduce, gather, scatter")
     ap.add_argument("--place", choices=("out", "in"), default="out", help="which columns to compare")
     ap.add_argument("--only", default="braid,mpi,gloo,memcpy", help="comma list of braid,mpi,gloo,memcpy")
+    ap.add_argument("--algos", default="",
+                    help="comma list of Braid algorithms (auto, ring, direct, ...): one Braid column group each, "
+                         "plus the cost model's predictions; default: one Braid run, Braid's choice")
     ap.add_argument("--build", default=str(REPO / "build"), help="build folder (default <repo>/build)")
     ap.add_argument("--python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
                     help="python with torch, for Gloo")
@@ -386,6 +494,7 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
     command = shlex.join([sys.executable] + sys.argv)
+    args.algos = list(dict.fromkeys(a.strip() for a in args.algos.split(",") if a.strip()))
     args.sizes = []
     s = args.min
     while s <= args.max:
@@ -403,12 +512,15 @@ def main():
     colls = list(COLLS) if args.coll == "all" else [args.coll]
     sections, bad = {}, []
     for coll in colls:
-        runs, header, table = compare(args, coll, memcpy)
+        runs, header, table, pred = compare(args, coll, memcpy)
         if len(colls) > 1:
             print(f"\n{COLLS[coll].title}")
         print(text_table(header, table))
-        sections[coll] = section(args, coll, runs, header, table)
-        bad += [f"{LABEL[k]} ({COLLS[coll].title})" for k, r in runs.items() if r.wrong]
+        if pred:
+            print("\nBraid: predicted (ncclGroupSimulateEnd) vs measured, out-of-place")
+            print(text_table(*pred))
+        sections[coll] = section(args, coll, runs, header, table, pred)
+        bad += [f"{label(k)} ({COLLS[coll].title})" for k, r in runs.items() if r.wrong]
 
     name = args.name or f"{args.coll}_np{args.np}_{now.strftime('%Y%m%d-%H%M')}"
     results = Path(args.results)

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "algo_log.h"
 #include "dtype.h"
 #include "options.h"
 #include "table.h"
@@ -40,6 +41,7 @@ void ncclOk(ncclResult_t r, ncclComm_t comm, int rank, const char* what) {
   const char* text = ncclGetErrorString(r);
   std::fprintf(stderr, "rank %d: %s failed: %s%s%s\n", rank, what, text ? text : "unknown error",
                last && *last ? ": " : "", last ? last : "");
+  AlgoLog::releaseBeforeExit();
   std::fflush(stdout);
   std::fflush(stderr);
   std::_Exit(1);
@@ -79,13 +81,24 @@ size_t inPlaceElements(const Shape& s) {
 struct RowResult {
   double seconds[2] = {0, 0};  // out-of-place, in-place
   double wrong[2] = {0, 0};
+  double predictedUs = -1;     // out-of-place, the slowest rank's; < 0: not predicted
+};
+
+// What one round (one communicator, one -A name) hands back to perfMain, from the printing
+// rank: its rows for the used summary and the prediction table, and the footer's totals.
+struct RoundOut {
+  std::vector<Row> rows;
+  std::vector<double> predictedUs;
+  double wrongTotal = 0, busbwSum = 0;
+  int nrows = 0;
 };
 
 class RankRunner {
  public:
-  RankRunner(const Collective& coll, const Options& opts, const World& world, int rank, const char* program)
+  RankRunner(const Collective& coll, const Options& opts, const World& world, int rank, const char* program,
+             int round, RoundOut* out)
       : coll_(coll), opts_(opts), world_(world), rank_(rank), nranks_(world.nRanks()),
-        program_(program), printer_(rank == 0) {}
+        program_(program), printer_(rank == 0), round_(round), out_(out) {}
 
   int run(const ncclUniqueId& id) {
     ncclOk(ncclCommInitRank(&comm_, nranks_, id, rank_), nullptr, rank_, "ncclCommInitRank");
@@ -103,16 +116,22 @@ class RankRunner {
         return 2;
       }
     }
-    if (printer_) printColumnHeader(coll_);
+    if (printer_) {
+      if (!opts_.algos.empty()) printRoundTitle(opts_.algos[round_]);
+      printColumnHeader(coll_);
+    }
     std::vector<ncclRedOp_t> ops = coll_.hasOp ? opts_.ops : std::vector<ncclRedOp_t>{ncclSum};
     for (ncclDataType_t type : opts_.types)
       for (ncclRedOp_t op : ops)
         for (int root : roots) sweep(type, op, root);
-    double totalWrong = wrongTotal_;
-    if (printer_) printFooter(program_, totalWrong, rows_ ? busbwSum_ / rows_ : 0);
+    if (out_) {
+      out_->wrongTotal = wrongTotal_;
+      out_->busbwSum = busbwSum_;
+      out_->nrows = rows_;
+    }
     deregister();
     ncclOk(ncclCommDestroy(comm_), nullptr, rank_, "ncclCommDestroy");
-    return totalWrong > 0 ? 1 : 0;
+    return wrongTotal_ > 0 ? 1 : 0;
   }
 
  private:
@@ -125,7 +144,7 @@ class RankRunner {
     // Every other slot is zero, so a byte-wise sum is an all-gather.
     call(ncclAllReduce(infos, infos, nranks_ * sizeof(RankInfo), ncclUint8, ncclSum, comm_, nullptr),
          "ncclAllReduce (rank list)");
-    if (printer_) printPreamble(program_, opts_, world_, infos, nranks_);
+    if (printer_ && round_ == 0) printPreamble(program_, opts_, world_, infos, nranks_);
   }
 
   // One buffer set sized for the largest row of any requested type.
@@ -186,6 +205,17 @@ class RankRunner {
     return iters ? sec / (static_cast<double>(iters) * opts_.aggIters) : 0;
   }
 
+  // The cost model's price of one out-of-place call: a group holding only that call, closed by
+  // ncclGroupSimulateEnd, runs nothing. -1 where the library cannot say.
+  double simulate(const Args& a) {
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    if (ncclGroupStart() != ncclSuccess) return -1;
+    ncclResult_t r = coll_.run(a, send_.get(), recv_.get(), comm_, nullptr);
+    ncclResult_t e = ncclGroupSimulateEnd(&info);  // closes the group even after a failed call
+    if (r != ncclSuccess || e != ncclSuccess || !(info.estimatedTime >= 0)) return -1;
+    return info.estimatedTime;
+  }
+
   struct ValueCtx {
     const Collective* coll;
     const Args* args;
@@ -240,6 +270,7 @@ class RankRunner {
   RowResult measure(const Args& a) {
     RowResult r;
     size_t ts = typeSize(a.type);
+    if (opts_.predict) r.predictedUs = simulate(a);
     fillInput(a, send_.get());
     r.seconds[0] = timeOps(a, send_.get(), recv_.get(), opts_.iters);
     if (opts_.check) r.wrong[0] = static_cast<double>(verify(a, false));
@@ -258,6 +289,12 @@ class RankRunner {
     std::copy(r->wrong, r->wrong + 2, buf);
     call(ncclAllReduce(buf, buf, 2, ncclFloat64, ncclSum, comm_, nullptr), "ncclAllReduce (wrong counts)");
     std::copy(buf, buf + 2, r->wrong);
+    if (opts_.predict) {
+      // The call ends when its slowest rank does; a rank that cannot predict gives -1.
+      buf[0] = r->predictedUs;
+      call(ncclAllReduce(buf, buf, 1, ncclFloat64, ncclMax, comm_, nullptr), "ncclAllReduce (predictions)");
+      r->predictedUs = buf[0];
+    }
     if (opts_.average == Average::Rank0 || nranks_ == 1) return;
     ncclRedOp_t op = opts_.average == Average::Min ? ncclMin : opts_.average == Average::Max ? ncclMax : ncclSum;
     std::copy(r->seconds, r->seconds + 2, buf);
@@ -288,6 +325,10 @@ class RankRunner {
         ++rows_;
       }
       printRow(row);
+      if (out_) {
+        out_->rows.push_back(row);
+        out_->predictedUs.push_back(r.predictedUs);
+      }
     }
   }
 
@@ -297,6 +338,8 @@ class RankRunner {
   const int rank_, nranks_;
   const char* program_;
   const bool printer_;
+  const int round_;
+  RoundOut* const out_;  // the printing rank's; nullptr elsewhere
   ncclComm_t comm_ = nullptr;
   std::unique_ptr<char, FreeDeleter> send_, recv_, inPlace_, barrier_, small_;
   std::vector<void*> registrations_;
@@ -358,19 +401,69 @@ int perfMain(int argc, char** argv, const Collective& coll) {
   const char* program = slash ? slash + 1 : argv[0];
   Options opts;
   if (!parseOptions(argc, argv, program, &opts)) return 2;
+  AlgoLog log(opts);  // sets NCCL_DEBUG before the library first reads it
   World world = discoverWorld(opts);
-  ncclUniqueId id{};
-  if (!obtainUniqueId(world, &id)) return 1;
-  std::vector<int> codes(world.nThreads, 0);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < world.nThreads; ++t)
-    threads.emplace_back([&, t] {
-      RankRunner runner(coll, opts, world, world.firstRank() + t, program);
-      codes[t] = runner.run(id);
-    });
-  for (auto& th : threads) th.join();
-  releaseUniqueId(world);
-  return *std::max_element(codes.begin(), codes.end());
+  const bool printer = world.procRank == 0;
+  const std::vector<std::string> labels = opts.algoLabels();
+  std::vector<RoundOut> rounds(labels.size());
+  std::vector<std::vector<std::string>> used(labels.size());
+  int code = 0;
+  // One communicator per round, one round after another: BRAID_ALGO is read when a
+  // communicator is created, and setenv is safe here because no rank thread is running.
+  for (size_t k = 0; k < labels.size(); ++k) {
+    if (!opts.algos.empty()) {
+      if (labels[k] == "auto") unsetenv("BRAID_ALGO");
+      else setenv("BRAID_ALGO", labels[k].c_str(), 1);
+    }
+    const size_t logFrom = log.mark();
+    ncclUniqueId id{};
+    if (!obtainUniqueId(world, static_cast<int>(k), &id)) return 1;
+    std::vector<int> codes(world.nThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < world.nThreads; ++t)
+      threads.emplace_back([&, t] {
+        const int rank = world.firstRank() + t;
+        RankRunner runner(coll, opts, world, rank, program, static_cast<int>(k), rank == 0 ? &rounds[k] : nullptr);
+        codes[t] = runner.run(id);
+      });
+    for (auto& th : threads) th.join();
+    releaseUniqueId(world, static_cast<int>(k));
+    int roundCode = *std::max_element(codes.begin(), codes.end());
+    code = std::max(code, roundCode);
+    if (roundCode == 2) return code;  // a bad root: every round would say the same
+    if (!printer || !log.active()) continue;
+    AlgoLog::Choices choices = log.choices(logFrom);
+    std::vector<size_t> bytes;
+    for (const Row& row : rounds[k].rows) {
+      // The count column is the call's count argument in every descriptor.
+      used[k].push_back(AlgoLog::lookup(choices, coll.name, row.count, typeSize(findType(row.type)->type)));
+      bytes.push_back(row.bytes);
+    }
+    printUsedSummary(labels[k], used[k], bytes);
+  }
+  if (!printer) return code;
+  if (opts.predict) {
+    printPredictHeader(labels);
+    for (size_t i = 0; i < rounds[0].rows.size(); ++i) {
+      std::vector<Prediction> cells;
+      for (size_t k = 0; k < labels.size(); ++k) {
+        // Every round sweeps the same rows in the same order.
+        const RoundOut& r = rounds[k];
+        if (i >= r.rows.size()) break;
+        cells.push_back({log.active() ? used[k][i] : "?", r.predictedUs[i], r.rows[i].place[0].us});
+      }
+      printPredictRow(rounds[0].rows[i], cells);
+    }
+  }
+  double wrong = 0, busbw = 0;
+  int nrows = 0;
+  for (const RoundOut& r : rounds) {
+    wrong += r.wrongTotal;
+    busbw += r.busbwSum;
+    nrows += r.nrows;
+  }
+  printFooter(program, wrong, nrows ? busbw / nrows : 0);
+  return code;
 }
 
 }  // namespace braid::perf

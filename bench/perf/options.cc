@@ -2,6 +2,8 @@
 
 #include <getopt.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -33,7 +35,11 @@ void usage(const char* program) {
                "  -g,--ngpus N          devices per thread (only 1)\n"
                "  -a,--average 0-3      report rank 0's time, or the mean/min/max across ranks; default 1\n"
                "  -p,--mode MODE        process (default; RANK/WORLD_SIZE or OMPI_COMM_WORLD_* env)\n"
-               "                        or thread (one process, -t ranks)\n",
+               "                        or thread (one process, -t ranks)\n"
+               "  -A,--algo NAME[,NAME] force Braid's algorithm (BRAID_ALGO) per communicator; a list runs\n"
+               "                        one round per name; auto (default): Braid chooses\n"
+               "  -P,--predict 0|1      1: also print ncclGroupSimulateEnd's predicted time next to the\n"
+               "                        measured one, per algorithm; default 0\n",
                program);
 }
 
@@ -63,6 +69,25 @@ bool parseInt(const char* s, int lo, int hi, int* out) {
   return true;
 }
 
+// "ring,direct": non-empty names of letters, digits, '_' and '-' (they go into BRAID_ALGO and
+// into table headers), each once.
+bool parseNames(const char* s, std::vector<std::string>* out) {
+  out->clear();
+  std::string cur;
+  for (const char* p = s;; ++p) {
+    if (*p == ',' || !*p) {
+      if (cur.empty() || std::find(out->begin(), out->end(), cur) != out->end()) return false;
+      out->push_back(cur);
+      cur.clear();
+      if (!*p) return true;
+    } else if (std::isalnum(static_cast<unsigned char>(*p)) || *p == '_' || *p == '-') {
+      cur += *p;
+    } else {
+      return false;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<size_t> Options::sizes() const {
@@ -87,6 +112,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
       {"local_register", required_argument, nullptr, 'R'},
       {"nthreads", required_argument, nullptr, 't'},   {"ngpus", required_argument, nullptr, 'g'},
       {"average", required_argument, nullptr, 'a'},    {"mode", required_argument, nullptr, 'p'},
+      {"algo", required_argument, nullptr, 'A'},      {"predict", required_argument, nullptr, 'P'},
       {"help", no_argument, nullptr, 'h'},             {nullptr, 0, nullptr, 0}};
   auto bad = [&](const char* flag, const char* value) {
     std::fprintf(stderr, "%s: bad value '%s' for %s\n", program, value ? value : "", flag);
@@ -95,7 +121,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
   };
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:R:t:g:a:p:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:R:t:g:a:p:A:P:h", kLong, nullptr)) != -1) {
     const char* v = optarg;
     int n = 0;
     switch (c) {
@@ -155,6 +181,13 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
         if (!std::strcmp(v, "process") || !std::strcmp(v, "0") || !std::strcmp(v, "1")) o->mode = Mode::Process;
         else if (!std::strcmp(v, "thread")) o->mode = Mode::Thread;
         else return bad("-p", v);
+        break;
+      case 'A':
+        if (!parseNames(v, &o->algos)) return bad("-A", v);
+        break;
+      case 'P':
+        if (!parseInt(v, 0, 1, &n)) return bad("-P", v);
+        o->predict = n == 1;
         break;
       case 'h': usage(program); std::exit(0);
       default: usage(program); return false;

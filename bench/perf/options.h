@@ -1,4 +1,4 @@
-// nccl-tests' command line, plus -p for how ranks are laid out.
+// nccl-tests' command line, plus -p for how ranks are laid out and -A/-P for Braid's algorithms.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,12 @@ struct Options {
   std::vector<ncclRedOp_t> ops{ncclSum};
   int root = 0;
   bool allRoots = false;
+  // -A: one round per name, each on a communicator created with BRAID_ALGO set to it ("auto":
+  // unset, Braid chooses). Empty: BRAID_ALGO is left as the environment has it.
+  std::vector<std::string> algos;
+  bool predict = false;  // -P 1: also price every call with ncclGroupSimulateEnd
+
+  std::vector<std::string> algoLabels() const { return algos.empty() ? std::vector<std::string>{"auto"} : algos; }
 
   std::vector<size_t> sizes() const;
 };

@@ -13,6 +13,18 @@ std::string formatTime(double us) {
   return buf;
 }
 
+// "64 KiB" for whole binary units, else bytes: summary lines stay short.
+std::string formatBytes(size_t b) {
+  static const char* const kUnits[] = {"GiB", "MiB", "KiB"};
+  for (int i = 0; i < 3; ++i) {
+    size_t unit = size_t{1} << (30 - 10 * i);
+    if (b >= unit && b % unit == 0) return std::to_string(b / unit) + " " + kUnits[i];
+  }
+  return std::to_string(b) + " B";
+}
+
+constexpr int kPredictGroup = 8 + 2 + 9 + 2 + 9 + 2 + 6;  // used, predicted, measured, ratio
+
 }  // namespace
 
 void printPreamble(const char* program, const Options& o, const World& w, const RankInfo* ranks, int nranks) {
@@ -52,6 +64,52 @@ void printRow(const Row& row) {
   }
   std::printf("\n");
   std::fflush(stdout);  // rows appear as they are measured, also through a pipe
+}
+
+void printRoundTitle(const std::string& label) {
+  if (label == "auto") std::printf("#\n# Algorithm auto (BRAID_ALGO unset: the library chooses)\n");
+  else std::printf("#\n# Algorithm %s (BRAID_ALGO=%s)\n", label.c_str(), label.c_str());
+  std::fflush(stdout);
+}
+
+void printUsedSummary(const std::string& label, const std::vector<std::string>& used, const std::vector<size_t>& bytes) {
+  std::string text;
+  for (size_t i = 0; i < used.size();) {
+    size_t j = i;
+    while (j + 1 < used.size() && used[j + 1] == used[i]) ++j;
+    if (!text.empty()) text += ", ";
+    text += used[i] + " " + formatBytes(bytes[i]);
+    if (j > i) text += ".." + formatBytes(bytes[j]);
+    i = j + 1;
+  }
+  std::printf("# Algorithm %s used: %s\n", label.c_str(), text.empty() ? "(no rows)" : text.c_str());
+  std::fflush(stdout);
+}
+
+void printPredictHeader(const std::vector<std::string>& labels) {
+  std::printf("#\n# Predicted time (ncclGroupSimulateEnd on a group holding the one call) against measured "
+              "time, out-of-place; ratio = measured / predicted; used = the algorithm that ran\n");
+  std::printf("# %10s  %12s  %8s  %6s  %6s", "", "", "", "", "");
+  for (const auto& l : labels) std::printf("  %*s", kPredictGroup, l.c_str());
+  std::printf("\n# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
+  for (size_t k = 0; k < labels.size(); ++k) std::printf("  %8s  %9s  %9s  %6s", "used", "predicted", "measured", "ratio");
+  std::printf("\n# %10s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
+  for (size_t k = 0; k < labels.size(); ++k) std::printf("  %8s  %9s  %9s  %6s", "", "(us)", "(us)", "");
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void printPredictRow(const Row& key, const std::vector<Prediction>& perAlgo) {
+  std::printf("%12zu  %12zu  %8s  %6s  %6d", key.bytes, key.count, key.type, key.redop, key.root);
+  for (const auto& p : perAlgo) {
+    bool known = p.predictedUs >= 0;
+    std::string predicted = known ? formatTime(p.predictedUs) : "N/A";
+    char ratio[32] = "N/A";
+    if (known && p.predictedUs > 0) std::snprintf(ratio, sizeof ratio, "%.2f", p.measuredUs / p.predictedUs);
+    std::printf("  %8s  %9s  %9s  %6s", p.used.c_str(), predicted.c_str(), formatTime(p.measuredUs).c_str(), ratio);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
 }
 
 void printFooter(const char* program, double wrongTotal, double avgBusbw) {

@@ -23,14 +23,16 @@ bool envInt(const char* name, int* out) {
   return true;
 }
 
-std::string idFilePath() {
-  if (const char* p = std::getenv("BRAID_PERF_ID_FILE")) return p;
+std::string idFilePath(int round) {
+  // Round 0 keeps the plain name; later rounds must not find the id an earlier one left.
+  std::string suffix = round ? "." + std::to_string(round) : "";
+  if (const char* p = std::getenv("BRAID_PERF_ID_FILE")) return p + suffix;
   // Every rank of one job must arrive at the same name: the MPI job id when there is one, else
   // the launcher's pid (all ranks are its children).
   std::string key;
   if (const char* job = std::getenv("OMPI_MCA_ess_base_jobid")) key = job;
   else key = std::to_string(getppid());
-  return "/tmp/braid_perf_id." + key;
+  return "/tmp/braid_perf_id." + key + suffix;
 }
 
 }  // namespace
@@ -52,7 +54,7 @@ World discoverWorld(const Options& o) {
   return w;
 }
 
-bool obtainUniqueId(const World& w, ncclUniqueId* id) {
+bool obtainUniqueId(const World& w, int round, ncclUniqueId* id) {
   // torchrun-style launches across hosts name the rendezvous in MASTER_ADDR/MASTER_PORT; with
   // no torch store in this program, that address can serve as NCCL_COMM_ID (rank 0 hosts it).
   const char* addr = std::getenv("MASTER_ADDR");
@@ -68,7 +70,7 @@ bool obtainUniqueId(const World& w, ncclUniqueId* id) {
                    ncclGetLastError(nullptr));
     return r == ncclSuccess;
   }
-  std::string path = idFilePath();
+  std::string path = idFilePath(round);
   if (w.procRank == 0) {
     ncclResult_t r = ncclGetUniqueId(id);
     if (r != ncclSuccess) {
@@ -103,8 +105,8 @@ bool obtainUniqueId(const World& w, ncclUniqueId* id) {
   return false;
 }
 
-void releaseUniqueId(const World& w) {
-  if (w.procRank == 0 && w.nProcs > 1 && !std::getenv("NCCL_COMM_ID")) std::remove(idFilePath().c_str());
+void releaseUniqueId(const World& w, int round) {
+  if (w.procRank == 0 && w.nProcs > 1 && !std::getenv("NCCL_COMM_ID")) std::remove(idFilePath(round).c_str());
 }
 
 }  // namespace braid::perf

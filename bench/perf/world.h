@@ -20,9 +20,11 @@ World discoverWorld(const Options&);
 
 // NCCL_COMM_ID (or a single process): each process asks ncclGetUniqueId itself. Otherwise
 // process 0 creates the id and publishes it in a file the others poll (BRAID_PERF_ID_FILE, or
-// a name derived from the MPI job id or the launcher's pid). Returns false after printing why.
-bool obtainUniqueId(const World&, ncclUniqueId* id);
-// Removes the id file once every rank has joined (process 0; harmless elsewhere).
-void releaseUniqueId(const World&);
+// a name derived from the MPI job id or the launcher's pid). Each round (one communicator per
+// -A name, one after another) has an id of its own, in a file of its own. Returns false after
+// printing why.
+bool obtainUniqueId(const World&, int round, ncclUniqueId* id);
+// Removes the round's id file once every rank has joined (process 0; harmless elsewhere).
+void releaseUniqueId(const World&, int round);
 
 }  // namespace braid::perf
