@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
-#include <sstream>
 #include <string_view>
 
 #include "core/log.h"
@@ -128,10 +127,36 @@ Status convert(const XmlSource& src, const pugi::xml_node& xml, TopoNode* out) {
   return Status::Ok();
 }
 
-void toXml(const TopoNode& node, pugi::xml_node parent) {
-  pugi::xml_node x = parent.append_child(node.tag.c_str());
-  for (const XmlAttr& a : node.attrs) x.append_attribute(a.name.c_str()) = a.value.c_str();
-  for (const TopoNode& c : node.children) toXml(c, x);
+// Written by hand rather than with pugixml's writer for NCCL's own layout ("<gpu dev="0"/>", no
+// space before "/>"), so Braid's dumps diff cleanly against NCCL's.
+void escape(std::string_view text, std::string* out) {
+  for (char c : text) {
+    switch (c) {
+      case '&': *out += "&amp;"; break;
+      case '<': *out += "&lt;"; break;
+      case '>': *out += "&gt;"; break;
+      case '"': *out += "&quot;"; break;
+      case '\n': *out += "&#10;"; break;
+      case '\t': *out += "&#9;"; break;
+      default: *out += c;
+    }
+  }
+}
+
+void write(const TopoNode& node, int depth, std::string* out) {
+  out->append(static_cast<size_t>(2 * depth), ' ').append(1, '<').append(node.tag);
+  for (const XmlAttr& a : node.attrs) {
+    out->append(1, ' ').append(a.name).append("=\"");
+    escape(a.value, out);
+    out->append(1, '"');
+  }
+  if (node.children.empty()) {
+    out->append("/>\n");
+    return;
+  }
+  out->append(">\n");
+  for (const TopoNode& c : node.children) write(c, depth + 1, out);
+  out->append(static_cast<size_t>(2 * depth), ' ').append("</").append(node.tag).append(">\n");
 }
 
 }  // namespace
@@ -157,11 +182,9 @@ Status loadTopoFile(const std::string& path, HostTopology* out, bool* advisory) 
 }
 
 std::string topoXml(const HostTopology& topo) {
-  pugi::xml_document doc;
-  toXml(topo.system, doc);
-  std::ostringstream out;
-  doc.save(out, "  ", pugi::format_indent | pugi::format_no_declaration, pugi::encoding_utf8);
-  return out.str();
+  std::string out;
+  write(topo.system, 0, &out);
+  return out;
 }
 
 Status dumpTopoFile(const HostTopology& topo, const std::string& path) {
