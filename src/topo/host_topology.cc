@@ -78,6 +78,26 @@ HostSummary summarize(const HostTopology& topo) {
   return out;
 }
 
+namespace {
+
+void describeNode(const TopoNode& node, int depth, std::string* out) {
+  out->append(static_cast<size_t>(2 * depth), ' ').append(node.tag);
+  for (const XmlAttr& a : node.attrs) out->append(1, ' ').append(a.name).append(1, '=').append(a.value);
+  out->append(1, '\n');
+  for (const TopoNode& c : node.children) describeNode(c, depth + 1, out);
+}
+
+}  // namespace
+
+std::string describeHost(const HostTopology& topo) {
+  HostSummary sum = summarize(topo);
+  std::string out = strfmt("host topology from %s: %zu NUMA nodes, %d CPUs, %d PCI devices, %zu NICs, %zu GPUs\n",
+                           topo.source.c_str(), sum.numa.size(), sum.cpuCount(), sum.pciDevices, sum.nics.size(),
+                           sum.gpus.size());
+  for (const TopoNode& c : topo.system.children) describeNode(c, 1, &out);
+  return out;
+}
+
 std::string cpuMask(const std::vector<int>& cpus) {
   int top = 0;
   for (int c : cpus) top = std::max(top, c);
@@ -130,9 +150,10 @@ Status hostTopology(HostTopology* out) {
     }
   }
   if (!loaded) BRAID_TRY(discoverHost(out));
-  HostSummary sum = summarize(*out);
-  BRAID_INFO(kGraph, "host topology from %s: %zu NUMA nodes, %d CPUs, %d PCI devices, %zu NICs, %zu GPUs",
-             out->source.c_str(), sum.numa.size(), sum.cpuCount(), sum.pciDevices, sum.nics.size(), sum.gpus.size());
+  if (log::enabled(log::Level::Info, log::kGraph)) {
+    std::string text = describeHost(*out);
+    BRAID_INFO(kGraph, "%s", text.substr(0, text.find('\n')).c_str());
+  }
   if (const char* dump = env::get("NCCL_TOPO_DUMP_FILE"); dump && *dump) {
     BRAID_TRY(dumpTopoFile(*out, dump));
     BRAID_INFO(kGraph, "host topology written to %s", dump);

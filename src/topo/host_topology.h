@@ -62,6 +62,10 @@ struct HostSummary {
 };
 HostSummary summarize(const HostTopology& topo);
 
+// A summary line, then the tree one element per line ("cpu numaid=0 affinity=..."), for
+// braid-topo and the GRAPH log.
+std::string describeHost(const HostTopology& topo);
+
 // NCCL's affinity mask: 32-bit hex words, most significant first, comma separated
 // ("ffffffff,0000ffff"). Returns false on anything else.
 std::string cpuMask(const std::vector<int>& cpus);
