@@ -45,7 +45,8 @@ class Parser {
       if (ok) continue;
       std::string list;
       for (std::string_view name : allowed) list.append(list.empty() ? "" : ", ").append(name);
-      return src_.error(n, strfmt("<%s> has an attribute %s; expected only %s", n.name(), a.name(), list.c_str()));
+      return src_.error(n, strfmt("<%s> has an attribute %s; expected only %s", n.name(), a.name(), list.c_str()),
+                        a.name());
     }
     return Status::Ok();
   }
@@ -61,8 +62,10 @@ class Parser {
     if (!a)
       return src_.error(n, strfmt("<%s> has no %s attribute; expected %s=\"<number>\"", n.name(), attr, attr));
     if (!parseFloat(a.value(), out) || (positive ? *out <= 0 : *out < 0))
-      return src_.error(n, strfmt("<%s %s=\"%s\">: expected a %s number", n.name(), attr, a.value(),
-                                  positive ? "positive" : "non-negative"));
+      return src_.error(n,
+                        strfmt("<%s %s=\"%s\">: expected a %s number", n.name(), attr, a.value(),
+                               positive ? "positive" : "non-negative"),
+                        attr);
     return Status::Ok();
   }
 

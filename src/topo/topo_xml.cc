@@ -108,8 +108,10 @@ Status convert(const XmlSource& src, const pugi::xml_node& xml, TopoNode* out) {
       if (!attr && a.required)
         return src.error(xml, strfmt("<%s> has no %s attribute; expected one", out->tag.c_str(), a.name.data()));
       if (attr && !valueFits(a.kind, attr.value()))
-        return src.error(xml, strfmt("<%s %s=\"%s\">: expected %s", out->tag.c_str(), a.name.data(), attr.value(),
-                                     describeKind(a.kind)));
+        return src.error(xml,
+                         strfmt("<%s %s=\"%s\">: expected %s", out->tag.c_str(), attr.name(), attr.value(),
+                                describeKind(a.kind)),
+                         attr.name());
     }
   } else if (!xml.parent().parent()) {
     return src.error(xml, strfmt("root element <%s>; expected <system>", out->tag.c_str()));

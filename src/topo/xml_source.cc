@@ -37,6 +37,22 @@ int XmlSource::lineOf(const pugi::xml_node& node) const {
   return offset < 0 ? 0 : lineOf(offset);
 }
 
+int XmlSource::lineOf(const pugi::xml_node& node, const char* attribute) const {
+  ptrdiff_t start = node.offset_debug();
+  if (start < 0) return 0;
+  size_t end = text_.find('>', static_cast<size_t>(start));
+  std::string_view tag(text_.data() + start, (end == std::string::npos ? text_.size() : end) - static_cast<size_t>(start));
+  const std::string_view name(attribute);
+  // The attribute's name preceded by whitespace and followed by optional spaces and '='.
+  for (size_t at = tag.find(name); at != std::string_view::npos; at = tag.find(name, at + 1)) {
+    size_t after = at + name.size();
+    while (after < tag.size() && std::isspace(static_cast<unsigned char>(tag[after]))) ++after;
+    if (at > 0 && std::isspace(static_cast<unsigned char>(tag[at - 1])) && after < tag.size() && tag[after] == '=')
+      return lineOf(start + static_cast<ptrdiff_t>(at));
+  }
+  return lineOf(start);
+}
+
 Status XmlSource::parse(pugi::xml_document* doc) const {
   // parse_default keeps no comments or declarations, which neither format gives meaning to.
   pugi::xml_parse_result result = doc->load_buffer(text_.data(), text_.size(), pugi::parse_default);
@@ -53,8 +69,9 @@ std::string XmlSource::where(const pugi::xml_node& node) const {
   return strfmt("%s:%d", path_.c_str(), lineOf(node));
 }
 
-Status XmlSource::error(const pugi::xml_node& node, const std::string& message) const {
-  return invalidUsage("%s: %s", where(node).c_str(), message.c_str());
+Status XmlSource::error(const pugi::xml_node& node, const std::string& message, const char* attribute) const {
+  int line = attribute ? lineOf(node, attribute) : lineOf(node);
+  return invalidUsage("%s:%d: %s", path_.c_str(), line, message.c_str());
 }
 
 bool parseInt(std::string_view text, long long* out) {

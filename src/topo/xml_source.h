@@ -31,8 +31,13 @@ class XmlSource {
   // Parses into `doc`. Malformed XML is an invalidUsage naming the line and what pugixml wanted.
   Status parse(pugi::xml_document* doc) const;
 
-  // "path:line: message", as an invalidUsage Status.
-  Status error(const pugi::xml_node& node, const std::string& message) const;
+  // Line of one of a node's attributes (an element may span lines); the node's line when the
+  // attribute cannot be found in its start tag.
+  int lineOf(const pugi::xml_node& node, const char* attribute) const;
+
+  // "path:line: message", as an invalidUsage Status; with `attribute`, the line is that
+  // attribute's.
+  Status error(const pugi::xml_node& node, const std::string& message, const char* attribute = nullptr) const;
   std::string where(const pugi::xml_node& node) const;
 
  private:

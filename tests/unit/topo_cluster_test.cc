@@ -128,6 +128,8 @@ TEST(ClusterMap, InlineErrorsNameLineAndExpectation) {
        "map.xml:2: <level bw_gbps=\"fast\">: expected a positive number"},
       {"<cluster>\n<level name=\"host\" bw_gbps=\"0\" latency_us=\"2\"/>\n</cluster>",
        "map.xml:2: <level bw_gbps=\"0\">: expected a positive number"},
+      {"<cluster>\n<level name=\"host\"\n       latency_us=\"2\"\n       bw_gbps=\"x\"/>\n</cluster>",
+       "map.xml:4: <level bw_gbps=\"x\">: expected a positive number"},  // the attribute's own line
       {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"-1\"/>\n</cluster>",
        "map.xml:2: <level latency_us=\"-1\">: expected a non-negative number"},
       {"<cluster>\n<level name=\"host\" bw_gbps=\"1\"/>\n</cluster>",

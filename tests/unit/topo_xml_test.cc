@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadCase{"bad_malformed.xml", true, "bad_malformed.xml:4:", "expected a well-formed XML document"},
                       BadCase{"bad_gpu_outside_pci.xml", false, "bad_gpu_outside_pci.xml:5:",
                               "<gpu> inside <cpu>; expected it inside <pci>"},
-                      BadCase{"bad_speed.xml", false, "bad_speed.xml:4:",
+                      BadCase{"bad_speed.xml", false, "bad_speed.xml:6:",
                               "<net speed=\"fast\">: expected an integer"},
                       BadCase{"bad_root.xml", false, "bad_root.xml:1:", "root element <topology>; expected <system>"},
                       BadCase{"no_such_file.xml", true, "no_such_file.xml", "cannot open"}));
