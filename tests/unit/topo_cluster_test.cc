@@ -2,7 +2,12 @@
 // it for a communicator's per-rank host names.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/log.h"
 
 #include "topo/cluster_map.h"
 #include "topo/comm_topology.h"
@@ -178,6 +183,32 @@ TEST_F(ClusterEnv, BuildUsesTheMapFromTheEnvironment) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(t.source, "cluster map " + fixture("cluster_two_racks.xml"));
   EXPECT_EQ(t.topology.groupOf[1], (std::vector<int>{0, 1, 0, 1}));
+}
+
+TEST_F(ClusterEnv, TheMapIsLoggedUnderGraph) {
+  std::string logPath = ::testing::TempDir() + "braid_topo_graph.log";
+  setenv("BRAID_CLUSTER_FILE", fixture("cluster_two_racks.xml").c_str(), 1);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "GRAPH", 1);
+  setenv("NCCL_DEBUG_FILE", logPath.c_str(), 1);
+  log::reset();
+  CommTopologyInputs in;
+  in.rankHosts = {"node01", "node05", "node02", "node06"};
+  CommTopology t;
+  Status s = buildCommTopology(in, &t);
+  unsetenv("NCCL_DEBUG");
+  unsetenv("NCCL_DEBUG_SUBSYS");
+  unsetenv("NCCL_DEBUG_FILE");
+  log::reset();
+  log::enabled(log::Level::Info, log::kGraph);  // re-reads the settings, closing the file
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::ifstream in2(logPath);
+  std::stringstream text;
+  text << in2.rdbuf();
+  std::remove(logPath.c_str());
+  EXPECT_NE(text.str().find("NCCL INFO topology from cluster map"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("NCCL INFO   rack r1: ranks 1,3\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("NCCL INFO     host node05.example.org: ranks 1\n"), std::string::npos) << text.str();
 }
 
 TEST_F(ClusterEnv, ABrokenMapFailsTheBuild) {
