@@ -52,6 +52,9 @@ class Discovery {
   void addCpus() {
     hwloc_obj_t pkg = hwloc_get_obj_by_type(t_, HWLOC_OBJ_PACKAGE, 0);
     hwloc_obj_t root = hwloc_get_root_obj(t_);
+    TopoNode fallback;  // /proc for whatever hwloc does not say
+    sysfs::addCpuIdentity(&fallback);
+    const std::string arch = info(root, "Architecture");
     int n = hwloc_get_nbobjs_by_type(t_, HWLOC_OBJ_NUMANODE);
     for (int i = 0; i < n; ++i) {
       hwloc_obj_t node = hwloc_get_obj_by_type(t_, HWLOC_OBJ_NUMANODE, i);
@@ -59,9 +62,6 @@ class Discovery {
       TopoNode& cpu = topo_->system.add("cpu");
       cpu.set("numaid", std::to_string(node->os_index));
       cpu.set("affinity", cpuMask(cpusOf(node->cpuset)));
-      TopoNode fallback;  // /proc for whatever hwloc did not say
-      sysfs::addCpuIdentity(&fallback);
-      std::string arch = info(root, "Architecture");
       cpu.set("arch", arch.empty() ? fallback.get("arch") : arch);
       for (auto [attr, key] : {std::pair{"vendor", "CPUVendor"}, {"familyid", "CPUFamilyNumber"},
                                {"modelid", "CPUModelNumber"}}) {
