@@ -50,7 +50,7 @@ class Discovery {
 
  private:
   void addCpus() {
-    hwloc_obj_t pkg = hwloc_get_obj_by_type(t_, HWLOC_OBJ_PACKAGE, 0);
+    hwloc_obj_t firstPackage = hwloc_get_obj_by_type(t_, HWLOC_OBJ_PACKAGE, 0);
     hwloc_obj_t root = hwloc_get_root_obj(t_);
     TopoNode fallback;  // /proc for whatever hwloc does not say
     sysfs::addCpuIdentity(&fallback);
@@ -63,6 +63,9 @@ class Discovery {
       cpu.set("numaid", std::to_string(node->os_index));
       cpu.set("affinity", cpuMask(cpusOf(node->cpuset)));
       cpu.set("arch", arch.empty() ? fallback.get("arch") : arch);
+      // The package the node belongs to (sockets of one machine may in principle differ).
+      hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(t_, HWLOC_OBJ_PACKAGE, node);
+      if (!pkg) pkg = firstPackage;
       for (auto [attr, key] : {std::pair{"vendor", "CPUVendor"}, {"familyid", "CPUFamilyNumber"},
                                {"modelid", "CPUModelNumber"}}) {
         std::string v = info(pkg, key);
