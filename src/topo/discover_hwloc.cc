@@ -120,6 +120,12 @@ Status discoverHost(HostTopology* out) {
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) != 0) return systemError("hwloc_topology_init failed");
   hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // hwloc's GPU plugins would initialise CUDA, NVML, OpenCL or ROCm inside the application (a
+  // context on every GPU, seconds of start-up, leaks in ICD loaders); Braid finds GPUs by PCI
+  // class. The libpciaccess plugin leaks on every load; hwloc's Linux backend reads the same PCI
+  // devices from /sys.
+  for (const char* plugin : {"cuda", "nvml", "opencl", "rsmi", "levelzero", "gl", "pci"})
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
   if (hwloc_topology_load(t) != 0) {
     hwloc_topology_destroy(t);
     BRAID_INFO(kGraph, "hwloc could not load the topology; reading /sys instead");
