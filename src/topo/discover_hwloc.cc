@@ -120,6 +120,9 @@ Status discoverHost(HostTopology* out) {
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) != 0) return systemError("hwloc_topology_init failed");
   hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // The machine as it is, not as this process's cgroup sees it (like the /sys path, and like a
+  // topology file); pinning intersects with the allowed CPUs itself.
+  hwloc_topology_set_flags(t, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   // hwloc's GPU plugins would initialise CUDA, NVML, OpenCL or ROCm inside the application (a
   // context on every GPU, seconds of start-up, leaks in ICD loaders); Braid finds GPUs by PCI
   // class. The libpciaccess plugin leaks on every load; hwloc's Linux backend reads the same PCI
