@@ -34,6 +34,12 @@ constexpr Var kTable[] = {
     {"NCCL_SOCKET_IFNAME", nullptr,
      "interfaces to use: prefix list, ^ excludes, = exact match (e.g. eth,ib or ^docker or =eth0)"},
     {"NCCL_SOCKET_NTHREADS", "1", "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"},
+    {"NCCL_TOPO_DUMP_FILE", nullptr,
+     "write the host topology Braid uses (detected or from NCCL_TOPO_FILE) to this file, in "
+     "NCCL's topology XML schema"},
+    {"NCCL_TOPO_FILE", nullptr,
+     "host topology XML in NCCL's schema, used instead of detection; a file that is not XML is "
+     "ignored with a warning, one that breaks the schema fails init (docs/topology.md)"},
     {"BRAID_ALGO", nullptr,
      "force an algorithm by name (e.g. ring) for every collective that it supports"},
     {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
@@ -45,6 +51,9 @@ constexpr Var kTable[] = {
     {"BRAID_DIRECT_MAX_BYTES", "65536",
      "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
      "decides below it"},
+    {"BRAID_CLUSTER_FILE", nullptr,
+     "cluster map XML (levels, racks, hosts, link bandwidth and latency per level) that groups "
+     "hosts for hierarchical algorithms; see docs/topology.md"},
     {"BRAID_ISA", nullptr,
      "generic, avx2 or avx512: use this instruction set for host reductions instead of the best "
      "one the CPU has (only a lower one takes effect)"},
@@ -67,6 +76,9 @@ constexpr Var kTable[] = {
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},
+    {"BRAID_TOPO_PROBE", "1000",
+     "without a cluster map, spend at most this many milliseconds measuring a few host pairs to "
+     "group hosts into racks by bandwidth; 0: no probe (hosts only)"},
 };
 
 std::once_flag confOnce;

@@ -1,0 +1,143 @@
+#include "topo/racks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "core/log.h"
+
+namespace braid::topo {
+namespace {
+
+struct UnionFind {
+  explicit UnionFind(int n) : parent(static_cast<size_t>(n)) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) {
+    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    return x;
+  }
+  void join(int a, int b) {
+    a = find(a), b = find(b);
+    if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+  }
+  std::vector<int> parent;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+algos::LinkCost medianLink(std::span<const PairSample> samples) {
+  std::vector<double> lat, bw;
+  for (const PairSample& s : samples) {
+    lat.push_back(s.link.latencyUs);
+    bw.push_back(s.link.bandwidthGbps);
+  }
+  double b = median(bw);
+  return {median(lat), b > 0 ? 8e-3 / b : algos::LinkCost{}.betaUsPerByte};
+}
+
+bool usable(const PairSample& s, int nhosts) {
+  return s.a >= 0 && s.b >= 0 && s.a < nhosts && s.b < nhosts && s.a != s.b && s.link.bandwidthGbps > 0 &&
+         std::isfinite(s.link.bandwidthGbps);
+}
+
+}  // namespace
+
+RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples, const RackOptions& options) {
+  RackClustering out;
+  out.rackOfHost.assign(static_cast<size_t>(std::max(nhosts, 0)), 0);
+  out.racks = nhosts > 0 ? 1 : 0;
+  std::vector<PairSample> valid;
+  for (const PairSample& s : samples)
+    if (usable(s, nhosts)) valid.push_back(s);
+  out.intraRack = out.interRack = medianLink(valid);
+
+  // The widest gap between neighbouring bandwidths (on a log scale, so it is a ratio).
+  std::vector<double> bw;
+  for (const PairSample& s : valid) bw.push_back(s.link.bandwidthGbps);
+  std::sort(bw.begin(), bw.end());
+  double gap = 1, threshold = 0;
+  for (size_t i = 1; i < bw.size(); ++i)
+    if (bw[i] / bw[i - 1] > gap) {
+      gap = bw[i] / bw[i - 1];
+      threshold = std::sqrt(bw[i] * bw[i - 1]);
+    }
+  if (gap < options.minGapRatio) return out;  // uniform: one rack
+
+  // Hosts joined by a fast pair share a rack; a rack is what fast pairs connect.
+  UnionFind uf(nhosts);
+  for (const PairSample& s : valid)
+    if (s.link.bandwidthGbps >= threshold) uf.join(s.a, s.b);
+  std::vector<int> rackOfRoot(static_cast<size_t>(nhosts), -1);
+  int racks = 0;
+  for (int h = 0; h < nhosts; ++h) {
+    int& r = rackOfRoot[static_cast<size_t>(uf.find(h))];
+    if (r < 0) r = racks++;
+    out.rackOfHost[static_cast<size_t>(h)] = r;
+  }
+  if (racks == 1) return out;  // slow pairs inside one connected rack: outliers, not uplinks
+  out.racks = racks;
+  out.thresholdGbps = threshold;
+  std::vector<PairSample> inside, across;
+  for (const PairSample& s : valid)
+    (out.rackOfHost[static_cast<size_t>(s.a)] == out.rackOfHost[static_cast<size_t>(s.b)] ? inside : across).push_back(s);
+  out.intraRack = inside.empty() ? medianLink(across) : medianLink(inside);
+  out.interRack = across.empty() ? out.intraRack : medianLink(across);
+  return out;
+}
+
+Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options, RackClustering* out,
+                  std::vector<PairSample>* samplesOut) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + options.budget;
+  const size_t maxPairs = static_cast<size_t>(options.maxPairs > 0 ? options.maxPairs : 4 * nhosts);
+  std::vector<PairSample> samples;
+  std::set<std::pair<int, int>> measured;
+  bool stopped = false;
+
+  // Measures a pair once; once the budget or the pair limit is spent it sets `stopped` and the
+  // probe clusters what it has.
+  auto take = [&](int a, int b) -> Status {
+    if (a == b || stopped || !measured.insert({std::min(a, b), std::max(a, b)}).second) return Status::Ok();
+    if (samples.size() >= maxPairs || Clock::now() >= deadline) {
+      stopped = true;
+      return Status::Ok();
+    }
+    PairSample s{a, b, {}};
+    BRAID_TRY(measure(a, b, &s.link).withContext(strfmt("probe between hosts %d and %d", a, b)));
+    samples.push_back(s);
+    return Status::Ok();
+  };
+
+  // Ring and star: in a uniform cluster this is all it takes, and the ring gives the star a
+  // baseline (a host 0 alone in its rack sees only slow pairs, which alone look uniform).
+  for (int h = 0; h + 1 < nhosts; ++h) BRAID_TRY(take(h, h + 1));
+  if (nhosts > 2) BRAID_TRY(take(nhosts - 1, 0));
+  for (int h = 2; h < nhosts; ++h) BRAID_TRY(take(0, h));
+
+  std::set<int> leaders{0};
+  RackClustering racks = clusterRacks(nhosts, samples, options.racks);
+  while (!stopped) {
+    // Racks that hold a leader are complete (their leader measured everything unplaced then).
+    std::set<int> placedRacks;
+    for (int l : leaders) placedRacks.insert(racks.rackOfHost[static_cast<size_t>(l)]);
+    std::vector<int> unplaced;
+    for (int h = 0; h < nhosts; ++h)
+      if (!placedRacks.count(racks.rackOfHost[static_cast<size_t>(h)])) unplaced.push_back(h);
+    if (unplaced.empty()) break;
+    leaders.insert(unplaced.front());
+    for (size_t i = 1; i < unplaced.size(); ++i) BRAID_TRY(take(unplaced.front(), unplaced[i]));
+    racks = clusterRacks(nhosts, samples, options.racks);
+  }
+  BRAID_INFO(kGraph, "probe: %zu measurements between %d hosts%s: %d racks (split at %.3g Gbit/s)", samples.size(),
+             nhosts, stopped ? " (stopped by budget or pair limit)" : "", racks.racks, racks.thresholdGbps);
+  *out = std::move(racks);
+  if (samplesOut) *samplesOut = std::move(samples);
+  return Status::Ok();
+}
+
+}  // namespace braid::topo

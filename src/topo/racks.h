@@ -1,0 +1,62 @@
+// Grouping hosts into racks from measurements, for clusters without a map. Hosts in one rack
+// talk through one switch; between racks traffic crosses an oversubscribed uplink, so a pair's
+// bandwidth says which side of that line it is on. Two parts, kept apart so each is testable:
+//   clusterRacks: measurements in, racks out (pure).
+//   probeRacks:   decides which few pairs to measure (about 2 per host plus one row per rack,
+//                 never all n^2), calls a measure callback for each, within a time budget.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "algos/cost_model.h"
+#include "core/status.h"
+
+namespace braid::topo {
+
+struct LinkSample {
+  double latencyUs = 0;
+  double bandwidthGbps = 0;
+};
+
+struct PairSample {
+  int a = 0, b = 0;  // host indices
+  LinkSample link;
+};
+
+struct RackOptions {
+  // Bandwidths split into "same rack" and "other rack" only across a gap at least this wide
+  // (the ratio of the two sides). Below it the differences are noise and all hosts share a rack.
+  double minGapRatio = 1.5;
+};
+
+struct RackClustering {
+  std::vector<int> rackOfHost;  // racks numbered in order of their lowest host
+  int racks = 0;
+  double thresholdGbps = 0;     // pairs at or above it are in one rack (0: no split found)
+  algos::LinkCost intraRack;    // median of measured pairs inside a rack
+  algos::LinkCost interRack;    // median of measured pairs across racks (= intraRack if none)
+};
+
+RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples, const RackOptions& options = {});
+
+// Measures the link between two hosts (a short ping-pong and one timed transfer, say). The
+// probe calls it from one thread, one pair at a time.
+using MeasureFn = std::function<Status(int hostA, int hostB, LinkSample* out)>;
+
+struct ProbeOptions {
+  std::chrono::milliseconds budget{1000};  // no new measurement starts after this
+  int maxPairs = 0;                        // 0: 4 x hosts
+  RackOptions racks;
+};
+
+// Measures a ring (h, h+1) and a star from host 0, clusters, then lets the lowest host outside
+// every known rack measure the hosts still unplaced, until every host is placed or the budget or
+// maxPairs runs out (the racks are then those the measurements made so far support).
+// `samples` (optional) receives every measurement.
+Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options, RackClustering* out,
+                  std::vector<PairSample>* samples = nullptr);
+
+}  // namespace braid::topo

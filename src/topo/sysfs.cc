@@ -1,0 +1,92 @@
+#include "topo/sysfs.h"
+
+#include <sys/utsname.h>
+
+#include <cctype>
+#include <fstream>
+
+#include "topo/xml_source.h"
+
+namespace braid::topo::sysfs {
+
+std::string firstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  return line;
+}
+
+bool parseCpuList(const std::string& list, std::vector<int>* cpus) {
+  cpus->clear();
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t dash = item.find('-');
+    long long lo, hi;
+    if (!parseInt(item.substr(0, dash), &lo)) return false;
+    hi = lo;
+    if (dash != std::string::npos && !parseInt(item.substr(dash + 1), &hi)) return false;
+    for (long long c = lo; c <= hi; ++c) cpus->push_back(static_cast<int>(c));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return true;
+}
+
+void addCpuIdentity(TopoNode* cpu) {
+  utsname u{};
+  if (uname(&u) == 0) cpu->set("arch", u.machine);
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, vendor, family, model;
+  // The first processor block describes them all on the machines Braid targets.
+  while (std::getline(in, line) && !line.empty()) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "vendor_id") vendor = value;
+    else if (key == "cpu family") family = value;
+    else if (key == "model") model = value;
+  }
+  long long n;
+  if (!vendor.empty()) cpu->set("vendor", vendor);
+  if (parseInt(family, &n)) cpu->set("familyid", family);
+  if (parseInt(model, &n)) cpu->set("modelid", model);
+}
+
+void addPciLink(const std::string& busId, TopoNode* pci) {
+  std::string dir = "/sys/bus/pci/devices/" + busId + "/";
+  std::string speed = firstLine(dir + "current_link_speed");
+  std::string width = firstLine(dir + "current_link_width");
+  long long n;
+  if (!speed.empty() && speed != "Unknown") pci->set("link_speed", speed);
+  if (parseInt(width, &n) && n > 0) pci->set("link_width", width);
+}
+
+void fillNet(const std::string& name, bool infiniband, int dev, TopoNode* net) {
+  net->set("name", name);
+  net->set("dev", std::to_string(dev));
+  long long mbps = 0;
+  if (infiniband) {
+    // ports/1/rate reads "100 Gb/sec (4X EDR)".
+    std::string rate = firstLine("/sys/class/infiniband/" + name + "/ports/1/rate");
+    long long gbps;
+    if (parseInt(rate.substr(0, rate.find(' ')), &gbps)) mbps = gbps * 1000;
+  } else {
+    parseInt(firstLine("/sys/class/net/" + name + "/speed"), &mbps);  // -1 on virtual NICs
+  }
+  if (mbps > 0) net->set("speed", std::to_string(mbps));
+  net->set("port", "1");
+}
+
+bool isPciBusId(const std::string& t) {
+  // dddd:bb:dd.f
+  if (t.size() != 12 || t[4] != ':' || t[7] != ':' || t[10] != '.') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11})
+    if (!std::isxdigit(static_cast<unsigned char>(t[i]))) return false;
+  return true;
+}
+
+}  // namespace braid::topo::sysfs

@@ -1,0 +1,232 @@
+// Grouping hosts into racks from measurements (pure), and the probe that picks which pairs to
+// measure through an injected callback: synthetic clusters with noise, no network.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "topo/comm_topology.h"
+#include "topo/racks.h"
+
+namespace braid::topo {
+namespace {
+
+// A synthetic cluster: rack[h] per host; pairs in one rack get `inside` Gbit/s, others
+// `across`, each times a uniform factor in [1 - noise, 1 + noise].
+struct Synthetic {
+  std::vector<int> rack;
+  double inside = 100, across = 12.5;
+  double noise = 0.2;
+  std::mt19937 rng{7};
+  int calls = 0;
+
+  LinkSample measure(int a, int b) {
+    ++calls;
+    std::uniform_real_distribution<double> jitter(1 - noise, 1 + noise);
+    bool same = rack[static_cast<size_t>(a)] == rack[static_cast<size_t>(b)];
+    return {(same ? 3.0 : 12.0) * jitter(rng), (same ? inside : across) * jitter(rng)};
+  }
+  MeasureFn fn() {
+    return [this](int a, int b, LinkSample* out) {
+      *out = measure(a, b);
+      return Status::Ok();
+    };
+  }
+  std::vector<PairSample> allPairs() {
+    std::vector<PairSample> out;
+    for (int a = 0; a < static_cast<int>(rack.size()); ++a)
+      for (int b = a + 1; b < static_cast<int>(rack.size()); ++b) out.push_back({a, b, measure(a, b)});
+    return out;
+  }
+};
+
+// Racks are numbered by their lowest host, so the expectation is the synthetic assignment
+// renumbered the same way.
+std::vector<int> canonical(const std::vector<int>& rack) {
+  std::vector<int> seen, out;
+  for (int r : rack) {
+    auto it = std::find(seen.begin(), seen.end(), r);
+    out.push_back(static_cast<int>(it - seen.begin()));
+    if (it == seen.end()) seen.push_back(r);
+  }
+  return out;
+}
+
+TEST(Racks, EightHostsTwoRacksFromAllPairsWithNoise) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    Synthetic s{{0, 0, 0, 0, 1, 1, 1, 1}};
+    s.rng.seed(seed);
+    RackClustering c = clusterRacks(8, s.allPairs());
+    EXPECT_EQ(c.racks, 2) << "seed " << seed;
+    EXPECT_EQ(c.rackOfHost, canonical(s.rack)) << "seed " << seed;
+    EXPECT_GT(c.thresholdGbps, 12.5 * 1.2);
+    EXPECT_LT(c.thresholdGbps, 100 * 0.8);
+    EXPECT_NEAR(8e-3 / c.intraRack.betaUsPerByte, 100, 20);
+    EXPECT_NEAR(8e-3 / c.interRack.betaUsPerByte, 12.5, 2.5);
+    EXPECT_NEAR(c.intraRack.alphaUs, 3, 0.6);
+    EXPECT_NEAR(c.interRack.alphaUs, 12, 2.4);
+  }
+}
+
+TEST(Racks, UniformBandwidthIsOneRack) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    Synthetic s{{0, 0, 0, 0, 0, 0, 0, 0}};
+    s.rng.seed(seed);
+    RackClustering c = clusterRacks(8, s.allPairs());
+    EXPECT_EQ(c.racks, 1) << "seed " << seed;
+    EXPECT_EQ(c.rackOfHost, std::vector<int>(8, 0));
+    EXPECT_EQ(c.thresholdGbps, 0);
+  }
+}
+
+TEST(Racks, NoMeasurementsIsOneRack) {
+  RackClustering c = clusterRacks(5, {});
+  EXPECT_EQ(c.racks, 1);
+  EXPECT_EQ(c.rackOfHost, std::vector<int>(5, 0));
+}
+
+TEST(Racks, BadSamplesAreIgnored) {
+  std::vector<PairSample> samples = {
+      {0, 1, {2, 100}}, {2, 3, {2, 100}}, {1, 2, {10, 10}},
+      {0, 0, {1, 1}},           // self
+      {0, 9, {1, 1}},           // no such host
+      {0, 3, {1, 0}},           // no bandwidth
+      {1, 3, {1, -5}},          // nonsense
+  };
+  RackClustering c = clusterRacks(4, samples);
+  EXPECT_EQ(c.racks, 2);
+  EXPECT_EQ(c.rackOfHost, (std::vector<int>{0, 0, 1, 1}));
+}
+
+struct ProbeCase {
+  std::vector<int> rack;
+  int racks;
+};
+
+class Probe : public ::testing::TestWithParam<ProbeCase> {};
+
+TEST_P(Probe, FindsTheRacksWithFewMeasurements) {
+  const ProbeCase& pc = GetParam();
+  const int n = static_cast<int>(pc.rack.size());
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    Synthetic s{pc.rack};
+    s.rng.seed(seed);
+    RackClustering c;
+    std::vector<PairSample> samples;
+    Status st = probeRacks(n, s.fn(), {}, &c, &samples);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(c.racks, pc.racks) << "seed " << seed;
+    EXPECT_EQ(c.rackOfHost, canonical(pc.rack)) << "seed " << seed;
+    EXPECT_EQ(static_cast<int>(samples.size()), s.calls);
+    EXPECT_LE(s.calls, 4 * n) << "the probe is bounded, not all pairs";
+    EXPECT_LT(s.calls, n * (n - 1) / 2) << "fewer than all pairs";
+    std::set<std::pair<int, int>> pairs;
+    for (const PairSample& p : samples) EXPECT_TRUE(pairs.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Clusters, Probe,
+    ::testing::Values(ProbeCase{{0, 0, 0, 0, 1, 1, 1, 1}, 2},            // contiguous
+                      ProbeCase{{0, 1, 0, 1, 0, 1, 0, 1}, 2},            // interleaved: the ring sees only slow pairs
+                      ProbeCase{{1, 0, 0, 0, 0, 0, 0, 0}, 2},            // host 0 alone: the star sees only slow pairs
+                      ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0}, 1},            // uniform
+                      ProbeCase{{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, 4}, // four racks of three
+                      ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2}, 3}));
+
+TEST(ProbeLimits, StopsAtTheBudget) {
+  Synthetic s{{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1}};
+  ProbeOptions options;
+  options.budget = std::chrono::milliseconds(50);
+  MeasureFn slow = [&](int a, int b, LinkSample* out) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    *out = s.measure(a, b);
+    return Status::Ok();
+  };
+  RackClustering c;
+  ASSERT_TRUE(probeRacks(16, slow, options, &c).ok());
+  // Each measurement takes at least 10 ms, so at most 5 start inside 50 ms (of the 39 pairs the
+  // probe would otherwise measure). A loaded machine may fit fewer; it never fits more.
+  EXPECT_LE(s.calls, 5) << "a measurement starts only inside the budget";
+  EXPECT_EQ(c.rackOfHost.size(), 16u);
+}
+
+TEST(ProbeLimits, StopsAtThePairLimit) {
+  Synthetic s{{0, 1, 2, 3, 4, 5, 6, 7}};  // every host its own rack: the worst case
+  ProbeOptions options;
+  options.maxPairs = 10;
+  RackClustering c;
+  ASSERT_TRUE(probeRacks(8, s.fn(), options, &c).ok());
+  EXPECT_EQ(s.calls, 10);
+}
+
+TEST(ProbeLimits, MeasurementFailureNamesThePair) {
+  MeasureFn broken = [](int a, int b, LinkSample*) {
+    return a == 2 || b == 2 ? systemError("host unreachable") : Status::Ok();
+  };
+  RackClustering c;
+  Status s = probeRacks(4, [&](int a, int b, LinkSample* out) {
+    *out = {1, 10};
+    return broken(a, b, out);
+  }, {}, &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("probe between hosts 1 and 2: host unreachable"), std::string::npos) << s.message();
+}
+
+class ProbeEnv : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    unsetenv("BRAID_TOPO_PROBE");
+    unsetenv("BRAID_CLUSTER_FILE");
+  }
+};
+
+TEST_F(ProbeEnv, CommunicatorTopologyFromTheProbe) {
+  unsetenv("BRAID_CLUSTER_FILE");
+  Synthetic s{{0, 0, 0, 0, 1, 1, 1, 1}};
+  CommTopologyInputs in;
+  for (int h = 0; h < 8; ++h)
+    for (int local = 0; local < 2; ++local) in.rankHosts.push_back(std::string("h").append(std::to_string(h)));
+  in.intraHost = {0.2, 1e-5};
+  in.interHost = {50, 1e-3};
+  in.measure = s.fn();
+  CommTopology t;
+  ASSERT_TRUE(buildCommTopology(in, &t).ok());
+  ASSERT_EQ(t.topology.levels(), 2);
+  EXPECT_EQ(t.topology.groupOf[0][5], 2);
+  EXPECT_EQ(t.topology.groupOf[1], (std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_DOUBLE_EQ(t.topology.link[0].alphaUs, 0.2);
+  EXPECT_NEAR(8e-3 / t.topology.link[1].betaUsPerByte, 100, 20);
+  EXPECT_NEAR(8e-3 / t.topology.link[2].betaUsPerByte, 12.5, 2.5);
+  EXPECT_NE(t.describe().find("rack rack1: ranks 8-15"), std::string::npos) << t.describe();
+}
+
+TEST_F(ProbeEnv, ProbeOffMeansHostsOnly) {
+  setenv("BRAID_TOPO_PROBE", "0", 1);
+  Synthetic s{{0, 0, 1, 1}};
+  CommTopologyInputs in;
+  in.rankHosts = {"a", "b", "c", "d"};
+  in.interHost = {50, 1e-3};
+  in.measure = s.fn();
+  CommTopology t;
+  ASSERT_TRUE(buildCommTopology(in, &t).ok());
+  EXPECT_EQ(s.calls, 0);
+  EXPECT_EQ(t.topology.levels(), 1);
+  EXPECT_DOUBLE_EQ(t.topology.link[1].alphaUs, 50);
+  EXPECT_EQ(t.source, "hosts only");
+}
+
+TEST_F(ProbeEnv, AFailedProbeFallsBackToHostsOnly) {
+  CommTopologyInputs in;
+  in.rankHosts = {"a", "b", "c"};
+  in.interHost = {50, 1e-3};
+  in.measure = [](int, int, LinkSample*) { return systemError("no route"); };
+  CommTopology t;
+  ASSERT_TRUE(buildCommTopology(in, &t).ok());
+  EXPECT_EQ(t.source, "hosts only");
+  EXPECT_EQ(t.topology.groupOf[0], (std::vector<int>{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace braid::topo
