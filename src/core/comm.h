@@ -28,7 +28,10 @@ struct PeerChannel {
   std::unique_ptr<transport::Endpoint> endpoint;
   uint64_t sendsPosted = 0;
   uint64_t recvsPosted = 0;
-  uint64_t operations = 0;  // operations exchanged with this peer (numbered in signatures)
+  // Signatures sent to and received from this peer so far (their numbers). Two counters,
+  // because a Send carries its signature one way only: a pair's counts agree when its calls do.
+  uint64_t signaturesSent = 0;
+  uint64_t signaturesReceived = 0;
 };
 
 struct CommConfig {
