@@ -137,7 +137,10 @@ std::string checkInts(ncclRedOp_t op, int nranks, const void* got, size_t i, ncc
   return "element " + std::to_string(i) + ": got " + std::to_string(value) + ", expected " + std::to_string(acc);
 }
 
-inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got, size_t i) {
+// `scale` (PreMulSum, op Sum) multiplies every input first; the bound grows by |scale| and by
+// one rounding of each scaled input.
+inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got, size_t i,
+                              double scale = 1.0) {
   double ref = op == ncclProd ? 1.0 : 0.0, mag = 0.0;
   bool first = true;
   for (int r = 0; r < nranks; ++r) {
@@ -157,13 +160,16 @@ inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, cons
   double tol = (op == ncclMax || op == ncclMin) ? 0.0
                : op == ncclProd ? 2.0 * (nranks + 1) * u * std::fabs(ref)
                                 : (nranks + 2) * u * mag + nranks * tinyStep(t);
+  if (scale != 1.0) {
+    ref *= scale;
+    tol = std::fabs(scale) * (tol + u * mag) + nranks * tinyStep(t);
+  }
   double value = loadFloat(t, got, 0);
   if (std::fabs(value - ref) <= tol) return "";
   return "element " + std::to_string(i) + ": got " + std::to_string(value) + ", expected " +
          std::to_string(ref) + " within " + std::to_string(tol);
 }
 
-// Checks out[0, count) of one rank. Large outputs are checked on a stride plus both ends.
 inline std::string checkReduced(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got, size_t i) {
   switch (t) {
     case ncclInt8: return checkInts<int8_t>(op, nranks, got, i, t);
@@ -176,6 +182,19 @@ inline std::string checkReduced(ncclDataType_t t, ncclRedOp_t op, int nranks, co
   }
 }
 
+// PreMulSum: `got` against scalar * (the sum of every rank's input i). Integers (an integral
+// scalar) wrap in the type, bit for bit; floats as checkFloat.
+inline std::string checkScaledSum(ncclDataType_t t, int nranks, double scalar, const void* got, size_t i) {
+  if (isFloatType(t)) return checkFloat(t, ncclSum, nranks, got, i, scalar);
+  // Wrapping arithmetic modulo 2^64 truncates to the same bits as in the type.
+  uint64_t acc = 0;
+  for (int r = 0; r < nranks; ++r) acc += intInput(t, r, i);
+  acc *= static_cast<uint64_t>(static_cast<int64_t>(scalar));
+  if (std::memcmp(&acc, got, kernels::typeSize(t)) == 0) return "";
+  return "element " + std::to_string(i) + ": not " + std::to_string(scalar) + " times the wrapped sum";
+}
+
+// Checks out[0, count) of one rank. Large outputs are checked on a stride plus both ends.
 inline std::string checkOutput(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* out, size_t count) {
   const size_t stride = count > 200000 ? 61 : 1;
   const size_t size = kernels::typeSize(t);

@@ -14,9 +14,12 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/allreduce_check.h"
@@ -25,8 +28,8 @@
 
 namespace braid::testing {
 
-// One call as one rank makes it. `op` is ncclSum for collectives that do not reduce (it then
-// only selects the input values).
+// One call as one rank makes it. `op` is what the call passes: ncclSum for collectives that do
+// not reduce, or a PreMulSum handle.
 struct CallArgs {
   ncclDataType_t type;
   ncclRedOp_t op;
@@ -146,6 +149,12 @@ inline const std::array<CollSpec, 10> kCollectives = {{
      spec::sendRecvRing},
 }};
 
+inline const CollSpec& collective(std::string_view name) {
+  for (const CollSpec& spec : kCollectives)
+    if (name == spec.name) return spec;
+  std::abort();  // a typo in a test
+}
+
 struct SweepCase {
   const CollSpec* spec;
   ncclDataType_t type;
@@ -217,6 +226,12 @@ inline std::vector<SweepCase> sweepCases(int nranks, SweepPlan plan) {
 
 // ---- running one case ----
 
+// A PreMulSum operator a rank created for a case, and the scalar its result must show.
+struct PreMul {
+  ncclRedOp_t handle;
+  double scalar;
+};
+
 namespace detail {
 
 constexpr size_t kGuardBytes = 64;
@@ -231,12 +246,19 @@ struct Allocation {
   unsigned char* data() { return bytes.data() + kGuardBytes; }
 };
 
+}  // namespace detail
+
+// One case on one rank: its buffers, the call, and the check of everything it allocated.
 class CaseRun {
  public:
-  CaseRun(const SweepCase& c, int rank, int nranks)
+  using Allocation = detail::Allocation;
+
+  CaseRun(const SweepCase& c, int rank, int nranks, std::optional<PreMul> preMul = {})
       : c_(c), args_{c.type, c.spec->reduces ? c.op : ncclSum, c.root, c.count, rank, nranks},
-        size_(kernels::typeSize(c.type)), sendCount_(c.spec->sendCount(args_)),
-        recvCount_(c.spec->recvCount(args_)) {
+        inputOp_(preMul ? ncclSum : args_.op), preMul_(preMul), size_(kernels::typeSize(c.type)),
+        sendCount_(c.spec->sendCount(args_)), recvCount_(c.spec->recvCount(args_)) {
+    using namespace detail;
+    if (preMul) args_.op = preMul->handle;
     if (c.inPlace) {
       const Alias al = c.spec->alias(args_);
       Allocation& a = allocs_.emplace_back();
@@ -260,6 +282,7 @@ class CaseRun {
   // "" when every allocated byte holds what it should. Allocations of more than 200000
   // elements are checked on a stride of 61 plus 4096 elements at each end; guards always.
   std::string check() {
+    using namespace detail;
     std::vector<unsigned char> expect(size_);
     for (Allocation& a : allocs_) {
       for (size_t g = 0; g < kGuardBytes; ++g)
@@ -284,8 +307,8 @@ class CaseRun {
   // Before the call: sendbuff holds this rank's input, everything else the untouched pattern.
   void writeInitial(Allocation& a, size_t p) {
     unsigned char* at = a.data() + p * size_;
-    if (inSend(a, p)) storeInput(c_.type, args_.op, args_.rank, p - a.sendAt, at);
-    else std::memset(at, kUntouched, size_);
+    if (inSend(a, p)) storeInput(c_.type, inputOp_, args_.rank, p - a.sendAt, at);
+    else std::memset(at, detail::kUntouched, size_);
   }
   std::string where(const Allocation& a, size_t p) const {
     if (inRecv(a, p)) return "recvbuff[" + std::to_string(p - a.recvAt) + "]";
@@ -295,12 +318,13 @@ class CaseRun {
     const unsigned char* got = const_cast<Allocation&>(a).data() + p * size_;
     Want w = inRecv(a, p) ? c_.spec->want(args_, p - a.recvAt) : keep();
     if (w.kind == Want::Reduced) {
-      std::string e = checkReduced(c_.type, args_.op, args_.nranks, got, w.index);
+      std::string e = preMul_ ? checkScaledSum(c_.type, args_.nranks, preMul_->scalar, got, w.index)
+                              : checkReduced(c_.type, inputOp_, args_.nranks, got, w.index);
       return e.empty() ? "" : where(a, p) + ": " + e;
     }
-    if (w.kind == Want::Copy) storeInput(c_.type, args_.op, w.rank, w.index, expect);
-    else if (inSend(a, p)) storeInput(c_.type, args_.op, args_.rank, p - a.sendAt, expect);
-    else std::memset(expect, kUntouched, size_);
+    if (w.kind == Want::Copy) storeInput(c_.type, inputOp_, w.rank, w.index, expect);
+    else if (inSend(a, p)) storeInput(c_.type, inputOp_, args_.rank, p - a.sendAt, expect);
+    else std::memset(expect, detail::kUntouched, size_);
     if (std::memcmp(got, expect, size_) == 0) return "";
     std::string what = w.kind == Want::Copy ? "rank " + std::to_string(w.rank) + "'s input element " +
                                                   std::to_string(w.index)
@@ -310,13 +334,13 @@ class CaseRun {
 
   SweepCase c_;
   CallArgs args_;
+  ncclRedOp_t inputOp_;  // selects the inputs (PreMulSum sums)
+  std::optional<PreMul> preMul_;
   size_t size_, sendCount_, recvCount_;
   std::vector<Allocation> allocs_;
   void* send_ = nullptr;
   void* recv_ = nullptr;
 };
-
-}  // namespace detail
 
 struct SweepResult {
   std::string firstError;
@@ -329,7 +353,7 @@ struct SweepResult {
 inline SweepResult runSweep(ncclComm_t comm, int rank, int nranks, std::span<const SweepCase> cases) {
   SweepResult out;
   for (const SweepCase& c : cases) {
-    detail::CaseRun run(c, rank, nranks);
+    CaseRun run(c, rank, nranks);
     ncclResult_t res = run.call(comm);
     std::string err;
     if (res != ncclSuccess) err = std::string(ncclGetErrorString(res)) + ": " + ncclGetLastError(comm);
