@@ -28,10 +28,13 @@ struct PeerChannel {
   std::unique_ptr<transport::Endpoint> endpoint;
   uint64_t sendsPosted = 0;
   uint64_t recvsPosted = 0;
-  // Signatures sent to and received from this peer so far (their numbers). Two counters,
-  // because a Send carries its signature one way only: a pair's counts agree when its calls do.
+  // Signatures sent to and received from this peer so far (their numbers), and the same for the
+  // announcements of receives (see the executor). Separate counters, because each travels one
+  // way only: a pair's counts agree when its calls do.
   uint64_t signaturesSent = 0;
   uint64_t signaturesReceived = 0;
+  uint64_t announcementsSent = 0;
+  uint64_t announcementsReceived = 0;
 };
 
 struct CommConfig {

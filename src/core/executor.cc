@@ -68,9 +68,12 @@ constexpr uint32_t kSignature = 0x80000000u;
 
 // Before its first data message on a channel, each plan exchanges its call's signature with the
 // peer (both directions), so mismatched calls are caught before any data is misread.
-// A collective's signature goes both ways; a Send's only to its peer, where the matching Recv
-// takes it: pairing a Send with the peer's Send (as a two-way exchange in call order would) is
-// wrong whenever two ranks both send to and receive from each other.
+// A collective's signature goes both ways. Point-to-point: a Send's goes to its peer, where the
+// matching Recv checks it; and at the start of each execution, before anything else on the
+// channel, every Recv announces itself to its sender, whose Sends check the announcements in
+// order. Exchanging both ways in call order would pair a Send with the peer's Send whenever two
+// ranks send to and receive from each other; apart, the two streams pair k-th Send with k-th
+// Recv, as NCCL matches them, whatever the order of the calls.
 struct SignatureSlot {
   uint64_t out[2];  // signature, operation number on this pair
   uint64_t in[2];
@@ -122,7 +125,8 @@ class Run {
   }
   ChannelQueue* queueFor(ncclComm* comm, int peer);
   Status addSignatures(uint32_t plan);
-  void addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives);
+  Status announceReceives();
+  void addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives, bool announcement = false);
   Status checkSignature(const ChannelQueue& q, StepRef ref) const;
   Status postSend(ChannelQueue& q, StepRef ref);
   Status postRecv(ChannelQueue& q, StepRef ref);
@@ -201,7 +205,21 @@ Status Run::addSignatures(uint32_t plan) {
   return Status::Ok();
 }
 
-void Run::addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives) {
+// Every Recv's announcement to its sender, and every Send's wait for one, ahead of everything
+// else of this execution on their channels.
+Status Run::announceReceives() {
+  for (uint32_t p = 0; p < plans_.size(); ++p) {
+    const Plan& plan = plans_[p];
+    const bool send = plan.coll == algos::Collective::Send, recv = plan.coll == algos::Collective::Recv;
+    if (!plan.comm->checkMismatch || state_[p].done || !(send || recv)) continue;
+    ChannelQueue* q = queueFor(plan.comm, plan.root);
+    if (!q) return failed(plan, internalError("no connection to rank %d", plan.root));
+    addSignature(*q, p, recv, send, true);
+  }
+  return Status::Ok();
+}
+
+void Run::addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives, bool announcement) {
   const Plan& p = plans_[plan];
   PeerChannel& ch = p.comm->channels[q.peer];
   SignatureSlot slot{};
@@ -209,13 +227,13 @@ void Run::addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives
   StepRef ref{plan, kSignature + static_cast<uint32_t>(q.signatures.size())};
   if (sends) {
     slot.out[0] = signatureOf(p);
-    slot.out[1] = ++ch.signaturesSent;
+    slot.out[1] = announcement ? ++ch.announcementsSent : ++ch.signaturesSent;
     q.sends.push_back(ref);
     ++pending_;
   }
   if (receives) {
     slot.expected[0] = expectedSignature(p, p.comm->rank);
-    slot.expected[1] = ++ch.signaturesReceived;
+    slot.expected[1] = announcement ? ++ch.announcementsReceived : ++ch.signaturesReceived;
     q.recvs.push_back(ref);
     ++pending_;
   }
@@ -373,6 +391,7 @@ Status Run::setUp() {
   for (uint32_t p = 0; p < plans_.size(); ++p) state_[p].done = false;
   if (plans_.size() > 1) snapshotOverlappingSends();
   BRAID_TRY(sendToSelf());
+  BRAID_TRY(announceReceives());
   for (uint32_t p = 0; p < plans_.size(); ++p) {
     Plan& plan = plans_[p];
     if (state_[p].done) continue;
