@@ -181,5 +181,35 @@ TEST(Groups, AnArgumentErrorInANestedGroupFailsTheOutermostEnd) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// Point-to-point mismatch: the receiver checks the sender's signature, and the sender, which
+// receives nothing from its peer, hears of the failure through the communicator.
+TEST(Groups, APointToPointCountMismatchFailsBothRanks) {
+  auto errors = testing::runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+    std::vector<float> buf(8, 1.0f);
+    ncclResult_t res = rank == 0 ? ncclSend(buf.data(), 4, ncclFloat32, 1, comm, nullptr)
+                                 : ncclRecv(buf.data(), 8, ncclFloat32, 0, comm, nullptr);
+    const std::string msg = ncclGetLastError(comm);
+    if (res != ncclInvalidUsage) return "returned " + std::to_string(res) + ": " + msg;
+    if (msg.find("ncclSend(count=4, float, peer=1)") == std::string::npos) return "message: " + msg;
+    return "";
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// Two ranks that only send to each other (no receive anywhere) would wait for ever in NCCL.
+TEST(Groups, TwoSendsToEachOtherAreAMismatch) {
+  auto errors = testing::runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+    std::vector<float> buf(1 << 16, 1.0f);
+    ncclResult_t res = ncclSend(buf.data(), buf.size(), ncclFloat32, 1 - rank, comm, nullptr);
+    const std::string msg = ncclGetLastError(comm);
+    if (res != ncclInvalidUsage) return "returned " + std::to_string(res) + ": " + msg;
+    if (msg.find("ncclSend(count=65536, float, peer=" + std::to_string(rank) + ")") == std::string::npos)
+      return "message: " + msg;
+    return "";
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+
 }  // namespace
 }  // namespace braid
