@@ -87,6 +87,7 @@ inline ncclResult_t sendRecvRing(const CallArgs& a, const void* send, void* recv
 
 }  // namespace spec
 
+// Columns: name, reduces, rooted, outOfPlace, blocked, sendCount, recvCount, alias, want, call.
 inline const std::array<CollSpec, 10> kCollectives = {{
     {"AllReduce", true, false, true, false, spec::one, spec::one, spec::same,
      [](const CallArgs&, size_t i) { return reducedAt(i); },
@@ -110,13 +111,17 @@ inline const std::array<CollSpec, 10> kCollectives = {{
        return ncclReduce(s, r, a.count, a.type, a.op, a.root, c, nullptr);
      }},
     {"AllGather", false, false, true, true, spec::one, spec::all,
-     [](const CallArgs& a) { return Alias{true, a.rank * a.count}; },
+     [](const CallArgs& a) {
+       return Alias{true, a.rank * a.count};
+     },
      [](const CallArgs& a, size_t i) { return copyOf(static_cast<int>(i / a.count), i % a.count); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
        return ncclAllGather(s, r, a.count, a.type, c, nullptr);
      }},
     {"ReduceScatter", true, false, true, true, spec::all, spec::one,
-     [](const CallArgs& a) { return Alias{false, a.rank * a.count}; },
+     [](const CallArgs& a) {
+       return Alias{false, a.rank * a.count};
+     },
      [](const CallArgs& a, size_t i) { return reducedAt(a.rank * a.count + i); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
        return ncclReduceScatter(s, r, a.count, a.type, a.op, c, nullptr);
@@ -131,7 +136,9 @@ inline const std::array<CollSpec, 10> kCollectives = {{
     // In place is defined at the root; the other ranks lay their buffers out the same way, so
     // their recvbuff around the input must stay untouched too.
     {"Gather", false, true, true, true, spec::one, spec::all,
-     [](const CallArgs& a) { return Alias{true, a.root * a.count}; },
+     [](const CallArgs& a) {
+       return Alias{true, a.root * a.count};
+     },
      [](const CallArgs& a, size_t i) {
        return spec::isRoot(a) ? copyOf(static_cast<int>(i / a.count), i % a.count) : keep();
      },
@@ -139,7 +146,9 @@ inline const std::array<CollSpec, 10> kCollectives = {{
        return ncclGather(s, r, a.count, a.type, a.root, c, nullptr);
      }},
     {"Scatter", false, true, true, true, spec::all, spec::one,
-     [](const CallArgs& a) { return Alias{false, a.root * a.count}; },
+     [](const CallArgs& a) {
+       return Alias{false, a.root * a.count};
+     },
      [](const CallArgs& a, size_t i) { return copyOf(a.root, a.rank * a.count + i); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
        return ncclScatter(s, r, a.count, a.type, a.root, c, nullptr);
@@ -183,10 +192,10 @@ struct SweepPlan {
 
 // Every element size, integers and floats, every op once.
 inline constexpr std::pair<ncclDataType_t, ncclRedOp_t> kRepresentative[] = {
-    {ncclInt8, ncclMax}, {ncclUint64, ncclProd}, {ncclFloat16, ncclAvg}, {ncclFloat32, ncclSum},
-    {ncclBfloat16, ncclMin}, {ncclFloat8e5m2, ncclSum}};
-inline constexpr std::pair<ncclDataType_t, ncclRedOp_t> kLargePairs[] = {
-    {ncclInt32, ncclSum}, {ncclBfloat16, ncclAvg}};
+    {ncclInt8, ncclMax},    {ncclUint64, ncclProd},  {ncclFloat16, ncclAvg},
+    {ncclFloat32, ncclSum}, {ncclBfloat16, ncclMin}, {ncclFloat8e5m2, ncclSum}};
+inline constexpr std::pair<ncclDataType_t, ncclRedOp_t> kLargePairs[] = {{ncclInt32, ncclSum},
+                                                                         {ncclBfloat16, ncclAvg}};
 
 inline constexpr size_t kFewThousand = 3001;
 inline constexpr size_t kLargeElements = (size_t{1} << 20) + 3;
@@ -212,14 +221,16 @@ inline std::vector<SweepCase> sweepCases(int nranks, SweepPlan plan) {
         if (!spec.reduces && type == previous) continue;
         previous = type;
         for (int root = 0; root < (spec.rooted ? nranks : 1); ++root)
-          for (size_t count : counts) add(type, spec.reduces ? op : ncclSum, spec.rooted ? root : -1, count);
+          for (size_t count : counts)
+            add(type, spec.reduces ? op : ncclSum, spec.rooted ? root : -1, count);
       }
     };
     sweep(smallPairs, small);
     if (plan.fewThousand) sweep(Pairs(kRepresentative), std::span(&kFewThousand, 1));
     if (!plan.large) continue;
     const size_t large = spec.blocked ? kLargeElements / nranks : kLargeElements;
-    for (auto [type, op] : kLargePairs) add(type, spec.reduces ? op : ncclSum, spec.rooted ? nranks - 1 : -1, large);
+    for (auto [type, op] : kLargePairs)
+      add(type, spec.reduces ? op : ncclSum, spec.rooted ? nranks - 1 : -1, large);
   }
   return cases;
 }
@@ -254,9 +265,13 @@ class CaseRun {
   using Allocation = detail::Allocation;
 
   CaseRun(const SweepCase& c, int rank, int nranks, std::optional<PreMul> preMul = {})
-      : c_(c), args_{c.type, c.spec->reduces ? c.op : ncclSum, c.root, c.count, rank, nranks},
-        inputOp_(preMul ? ncclSum : args_.op), preMul_(preMul), size_(kernels::typeSize(c.type)),
-        sendCount_(c.spec->sendCount(args_)), recvCount_(c.spec->recvCount(args_)) {
+      : c_(c),
+        args_{c.type, c.spec->reduces ? c.op : ncclSum, c.root, c.count, rank, nranks},
+        inputOp_(preMul ? ncclSum : args_.op),
+        preMul_(preMul),
+        size_(kernels::typeSize(c.type)),
+        sendCount_(c.spec->sendCount(args_)),
+        recvCount_(c.spec->recvCount(args_)) {
     using namespace detail;
     if (preMul) args_.op = preMul->handle;
     if (c.inPlace) {
@@ -307,8 +322,10 @@ class CaseRun {
   // Before the call: sendbuff holds this rank's input, everything else the untouched pattern.
   void writeInitial(Allocation& a, size_t p) {
     unsigned char* at = a.data() + p * size_;
-    if (inSend(a, p)) storeInput(c_.type, inputOp_, args_.rank, p - a.sendAt, at);
-    else std::memset(at, detail::kUntouched, size_);
+    if (inSend(a, p))
+      storeInput(c_.type, inputOp_, args_.rank, p - a.sendAt, at);
+    else
+      std::memset(at, detail::kUntouched, size_);
   }
   std::string where(const Allocation& a, size_t p) const {
     if (inRecv(a, p)) return "recvbuff[" + std::to_string(p - a.recvAt) + "]";
@@ -322,12 +339,15 @@ class CaseRun {
                               : checkReduced(c_.type, inputOp_, args_.nranks, got, w.index);
       return e.empty() ? "" : where(a, p) + ": " + e;
     }
-    if (w.kind == Want::Copy) storeInput(c_.type, inputOp_, w.rank, w.index, expect);
-    else if (inSend(a, p)) storeInput(c_.type, inputOp_, args_.rank, p - a.sendAt, expect);
-    else std::memset(expect, detail::kUntouched, size_);
+    if (w.kind == Want::Copy)
+      storeInput(c_.type, inputOp_, w.rank, w.index, expect);
+    else if (inSend(a, p))
+      storeInput(c_.type, inputOp_, args_.rank, p - a.sendAt, expect);
+    else
+      std::memset(expect, detail::kUntouched, size_);
     if (std::memcmp(got, expect, size_) == 0) return "";
-    std::string what = w.kind == Want::Copy ? "rank " + std::to_string(w.rank) + "'s input element " +
-                                                  std::to_string(w.index)
+    std::string what = w.kind == Want::Copy ? "rank " + std::to_string(w.rank) +
+                                                  "'s input element " + std::to_string(w.index)
                                             : "what it held before the call";
     return where(a, p) + " does not hold " + what;
   }
@@ -350,16 +370,20 @@ struct SweepResult {
 
 // Runs the cases in order on this rank. A wrong result is recorded and the sweep goes on, so
 // that the ranks stay in step; a call that fails stops it.
-inline SweepResult runSweep(ncclComm_t comm, int rank, int nranks, std::span<const SweepCase> cases) {
+inline SweepResult runSweep(ncclComm_t comm, int rank, int nranks,
+                            std::span<const SweepCase> cases) {
   SweepResult out;
   for (const SweepCase& c : cases) {
     CaseRun run(c, rank, nranks);
     ncclResult_t res = run.call(comm);
     std::string err;
-    if (res != ncclSuccess) err = std::string(ncclGetErrorString(res)) + ": " + ncclGetLastError(comm);
-    else err = run.check();
+    if (res != ncclSuccess)
+      err = std::string(ncclGetErrorString(res)) + ": " + ncclGetLastError(comm);
+    else
+      err = run.check();
     if (err.empty()) continue;
-    if (out.failures++ == 0) out.firstError = describe(c) + ": rank " + std::to_string(rank) + ": " + err;
+    if (out.failures++ == 0)
+      out.firstError = describe(c) + ": rank " + std::to_string(rank) + ": " + err;
     if (res != ncclSuccess) {
       out.callFailed = true;
       break;

@@ -43,10 +43,12 @@ std::vector<SweepCase> mixedCases(int nranks) {
   for (uint64_t i = 0; cases.size() < 64; ++i) {
     const uint64_t h = testing::mix(i + 1);
     const testing::CollSpec& spec = testing::kCollectives[i % testing::kCollectives.size()];
-    SweepCase c{&spec, static_cast<ncclDataType_t>(h % ncclNumTypes),
+    SweepCase c{&spec,
+                static_cast<ncclDataType_t>(h % ncclNumTypes),
                 spec.reduces ? static_cast<ncclRedOp_t>((h >> 8) % ncclNumOps) : ncclSum,
                 spec.rooted ? static_cast<int>((h >> 16) % nranks) : -1,
-                counts[(h >> 24) % std::size(counts)], ((h >> 32) & 1) != 0 || !spec.outOfPlace};
+                counts[(h >> 24) % std::size(counts)],
+                ((h >> 32) & 1) != 0 || !spec.outOfPlace};
     cases.push_back(c);
   }
   return cases;
@@ -55,9 +57,8 @@ std::vector<SweepCase> mixedCases(int nranks) {
 TEST(Groups, SixtyFourMixedOperationsInOneGroup) {
   constexpr int kRanks = 4;
   const auto cases = mixedCases(kRanks);
-  auto errors = testing::runThreads(kRanks, [&](int rank, ncclComm_t comm) {
-    return runGrouped(comm, rank, kRanks, cases);
-  });
+  auto errors = testing::runThreads(
+      kRanks, [&](int rank, ncclComm_t comm) { return runGrouped(comm, rank, kRanks, cases); });
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
@@ -71,9 +72,12 @@ TEST(Groups, ReceiveBeforeSendRingOnEightRanks) {
       std::vector<int64_t> send(count), recv(count, -1);
       for (size_t i = 0; i < count; ++i) send[i] = rank * 1000003ll + static_cast<int64_t>(i);
       if (ncclGroupStart() != ncclSuccess) return "ncclGroupStart: " + last();
-      if (ncclRecv(recv.data(), count, ncclInt64, prev, comm, nullptr) != ncclSuccess) return "ncclRecv: " + last();
-      if (ncclSend(send.data(), count, ncclInt64, next, comm, nullptr) != ncclSuccess) return "ncclSend: " + last();
-      if (ncclGroupEnd() != ncclSuccess) return "ncclGroupEnd: " + std::string(ncclGetLastError(comm));
+      if (ncclRecv(recv.data(), count, ncclInt64, prev, comm, nullptr) != ncclSuccess)
+        return "ncclRecv: " + last();
+      if (ncclSend(send.data(), count, ncclInt64, next, comm, nullptr) != ncclSuccess)
+        return "ncclSend: " + last();
+      if (ncclGroupEnd() != ncclSuccess)
+        return "ncclGroupEnd: " + std::string(ncclGetLastError(comm));
       for (size_t i = 0; i < count; ++i)
         if (recv[i] != prev * 1000003ll + static_cast<int64_t>(i))
           return "count " + std::to_string(count) + ": element " + std::to_string(i) + " is " +
@@ -104,7 +108,8 @@ TEST(Groups, OneThreadDrivesAFourRankCliqueInAGroup) {
     }
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << last();
   for (size_t i = 0; i < runs.size(); ++i)
-    EXPECT_EQ(runs[i].check(), "") << testing::describe(cases[i / kRanks]) << ", rank " << i % kRanks;
+    EXPECT_EQ(runs[i].check(), "")
+        << testing::describe(cases[i / kRanks]) << ", rank " << i % kRanks;
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
@@ -130,7 +135,8 @@ TEST(Groups, NestedGroupsRunAtTheOutermostEnd) {
   }
   // Still inside the outer group: every AllReduce's recvbuff still holds the untouched pattern.
   // (The Bcast root's buffer holds its result from the start.)
-  for (size_t i = 0; i < runs.size(); i += 2) EXPECT_NE(runs[i].check(), "") << "operation " << i << " ran early";
+  for (size_t i = 0; i < runs.size(); i += 2)
+    EXPECT_NE(runs[i].check(), "") << "operation " << i << " ran early";
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << last();
   for (size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].check(), "") << "operation " << i;
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
@@ -147,18 +153,24 @@ TEST(Groups, AnArgumentErrorFailsTheGroupEnd) {
 
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   for (int r = 0; r < kRanks; ++r)
-    ASSERT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
-  EXPECT_EQ(ncclBroadcast(bufs[0].data(), bufs[0].data(), 16, ncclFloat32, 5, comms[0], nullptr), ncclInvalidArgument);
+    ASSERT_EQ(
+        ncclAllReduce(bufs[r].data(), bufs[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr),
+        ncclSuccess);
+  EXPECT_EQ(ncclBroadcast(bufs[0].data(), bufs[0].data(), 16, ncclFloat32, 5, comms[0], nullptr),
+            ncclInvalidArgument);
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
   const std::string msg = last();
   EXPECT_NE(msg.find("ncclGroupEnd"), std::string::npos) << msg;
   EXPECT_NE(msg.find("ncclBroadcast"), std::string::npos) << msg;
   EXPECT_NE(msg.find("root 5"), std::string::npos) << msg;
-  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(bufs[r][0], r + 1) << "the group ran although it failed";
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(bufs[r][0], r + 1) << "the group ran although it failed";
 
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   for (int r = 0; r < kRanks; ++r)
-    ASSERT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+    ASSERT_EQ(
+        ncclAllReduce(bufs[r].data(), bufs[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr),
+        ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << last();
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(bufs[r][15], 3.0f);
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
@@ -171,7 +183,8 @@ TEST(Groups, AnArgumentErrorInANestedGroupFailsTheOutermostEnd) {
   int x[4] = {1, 2, 3, 4};
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  EXPECT_EQ(ncclAllGather(x, x, 1, static_cast<ncclDataType_t>(42), comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllGather(x, x, 1, static_cast<ncclDataType_t>(42), comm, nullptr),
+            ncclInvalidArgument);
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << "an inner end only closes its level";
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
   EXPECT_NE(last().find("ncclAllGather"), std::string::npos) << last();
@@ -203,13 +216,13 @@ TEST(Groups, TwoSendsToEachOtherAreAMismatch) {
     ncclResult_t res = ncclSend(buf.data(), buf.size(), ncclFloat32, 1 - rank, comm, nullptr);
     const std::string msg = ncclGetLastError(comm);
     if (res != ncclInvalidUsage) return "returned " + std::to_string(res) + ": " + msg;
-    if (msg.find("ncclSend(count=65536, float, peer=" + std::to_string(rank) + ")") == std::string::npos)
+    if (msg.find("ncclSend(count=65536, float, peer=" + std::to_string(rank) + ")") ==
+        std::string::npos)
       return "message: " + msg;
     return "";
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
-
 
 }  // namespace
 }  // namespace braid

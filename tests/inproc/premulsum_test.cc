@@ -37,15 +37,16 @@ struct PreMulCase {
 };
 
 std::vector<PreMulCase> preMulCases() {
-  const ncclDataType_t types[] = {ncclInt8,    ncclUint8,   ncclInt32,    ncclUint64,
-                                  ncclFloat16, ncclFloat32, ncclFloat64,  ncclBfloat16,
+  const ncclDataType_t types[] = {ncclInt8,       ncclUint8,     ncclInt32,   ncclUint64,
+                                  ncclFloat16,    ncclFloat32,   ncclFloat64, ncclBfloat16,
                                   ncclFloat8e4m3, ncclFloat8e5m2};
   std::vector<PreMulCase> cases;
   for (const char* coll : {"AllReduce", "Reduce", "ReduceScatter"})
     for (ncclDataType_t type : types)
       for (auto residence : {ncclScalarHostImmediate, ncclScalarDevice})
         for (size_t count : {size_t{1}, size_t{37}, size_t{4099}})
-          for (bool inPlace : {false, true}) cases.push_back({coll, type, residence, count, inPlace});
+          for (bool inPlace : {false, true})
+            cases.push_back({coll, type, residence, count, inPlace});
   return cases;
 }
 
@@ -58,7 +59,8 @@ std::string runCase(ncclComm_t comm, int rank, int nranks, const PreMulCase& c) 
   if (ncclRedOpCreatePreMulSum(&op, scalar, c.type, c.residence, comm) != ncclSuccess)
     return "ncclRedOpCreatePreMulSum: " + last(comm);
   storeScalar(c.type, atCall, scalar);
-  const testing::SweepCase sc{&testing::collective(c.coll), c.type, ncclSum, nranks - 1, c.count, c.inPlace};
+  const testing::SweepCase sc{
+      &testing::collective(c.coll), c.type, ncclSum, nranks - 1, c.count, c.inPlace};
   const double expected = c.residence == ncclScalarDevice ? atCall : atCreation;
   testing::CaseRun run(sc, rank, nranks, testing::PreMul{op, expected});
   std::string what = testing::describe(sc) +
@@ -98,20 +100,24 @@ class PreMulSumErrors : public ::testing::Test {
 
 TEST_F(PreMulSumErrors, ADestroyedOpIsRejected) {
   ncclRedOp_t op;
-  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarHostImmediate, comms_[0]), ncclSuccess);
+  ASSERT_EQ(
+      ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarHostImmediate, comms_[0]),
+      ncclSuccess);
   EXPECT_GE(static_cast<int>(op), static_cast<int>(ncclNumOps));
   ASSERT_EQ(ncclRedOpDestroy(op, comms_[0]), ncclSuccess);
   EXPECT_EQ(allReduce(op), ncclInvalidArgument);
   EXPECT_NE(last(comms_[0]).find("destroyed"), std::string::npos) << last(comms_[0]);
   EXPECT_EQ(ncclReduce(buf_, buf_, 4, ncclFloat32, op, 0, comms_[0], nullptr), ncclInvalidArgument);
-  EXPECT_EQ(ncclReduceScatter(buf_, buf_, 2, ncclFloat32, op, comms_[0], nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclReduceScatter(buf_, buf_, 2, ncclFloat32, op, comms_[0], nullptr),
+            ncclInvalidArgument);
   EXPECT_EQ(ncclRedOpDestroy(op, comms_[0]), ncclInvalidArgument) << "destroyed twice";
   EXPECT_EQ(ncclRedOpDestroy(ncclSum, comms_[0]), ncclInvalidArgument) << "a built-in op";
 }
 
 TEST_F(PreMulSumErrors, AnOpOfAnotherCommunicatorIsRejected) {
   ncclRedOp_t op;
-  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarDevice, comms_[1]), ncclSuccess);
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarDevice, comms_[1]),
+            ncclSuccess);
   EXPECT_EQ(allReduce(op), ncclInvalidArgument);
   EXPECT_NE(last(comms_[0]).find("communicator"), std::string::npos) << last(comms_[0]);
   EXPECT_EQ(ncclRedOpDestroy(op, comms_[0]), ncclInvalidArgument);
@@ -120,22 +126,30 @@ TEST_F(PreMulSumErrors, AnOpOfAnotherCommunicatorIsRejected) {
 
 TEST_F(PreMulSumErrors, AnOpUsedWithAnotherTypeIsRejected) {
   ncclRedOp_t op;
-  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarHostImmediate, comms_[0]), ncclSuccess);
+  ASSERT_EQ(
+      ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarHostImmediate, comms_[0]),
+      ncclSuccess);
   EXPECT_EQ(allReduce(op, ncclFloat64), ncclInvalidArgument);
   EXPECT_NE(last(comms_[0]).find("created for float"), std::string::npos) << last(comms_[0]);
-  EXPECT_EQ(ncclReduceScatter(buf_, buf_, 0, ncclInt32, op, comms_[0], nullptr), ncclInvalidArgument)
+  EXPECT_EQ(ncclReduceScatter(buf_, buf_, 0, ncclInt32, op, comms_[0], nullptr),
+            ncclInvalidArgument)
       << "checked even when count is 0";
   EXPECT_EQ(ncclRedOpDestroy(op, comms_[0]), ncclSuccess);
 }
 
 TEST_F(PreMulSumErrors, CreationArguments) {
   ncclRedOp_t op;
-  EXPECT_EQ(ncclRedOpCreatePreMulSum(nullptr, &scalar_, ncclFloat32, ncclScalarDevice, comms_[0]), ncclInvalidArgument);
-  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, nullptr, ncclFloat32, ncclScalarDevice, comms_[0]), ncclInvalidArgument);
-  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclNumTypes, ncclScalarDevice, comms_[0]), ncclInvalidArgument);
-  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, static_cast<ncclScalarResidence_t>(7), comms_[0]),
+  EXPECT_EQ(ncclRedOpCreatePreMulSum(nullptr, &scalar_, ncclFloat32, ncclScalarDevice, comms_[0]),
             ncclInvalidArgument);
-  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarDevice, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, nullptr, ncclFloat32, ncclScalarDevice, comms_[0]),
+            ncclInvalidArgument);
+  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclNumTypes, ncclScalarDevice, comms_[0]),
+            ncclInvalidArgument);
+  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32,
+                                     static_cast<ncclScalarResidence_t>(7), comms_[0]),
+            ncclInvalidArgument);
+  EXPECT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar_, ncclFloat32, ncclScalarDevice, nullptr),
+            ncclInvalidArgument);
 }
 
 }  // namespace

@@ -2,11 +2,12 @@
 // over TCP (NCCL_SHM_DISABLE=1), for 1, 2, 3, 5 and 8 ranks. Threads as ranks already run
 // every type and op; here the transports between processes are under test, so the sweep runs
 // the representative (type, op) pairs, every root and in-place form, up to ~1M elements.
+#include "common/coll_sweep.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
-#include "common/coll_sweep.h"
 #include "common/ranks.h"
 
 namespace braid {
@@ -31,7 +32,8 @@ TEST_P(CollSweepProcesses, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shm, CollSweepProcesses,
-                         ::testing::Combine(::testing::Values("0"), ::testing::Values(1, 2, 3, 5, 8)));
+                         ::testing::Combine(::testing::Values("0"),
+                                            ::testing::Values(1, 2, 3, 5, 8)));
 INSTANTIATE_TEST_SUITE_P(Tcp, CollSweepProcesses,
                          ::testing::Combine(::testing::Values("1"), ::testing::Values(2, 3, 5, 8)));
 
