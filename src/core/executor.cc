@@ -342,6 +342,13 @@ void Run::snapshotOverlappingSends() {
 // pairs): there is no connection to itself, so the k-th self Send of a communicator is copied
 // into its k-th self Recv here. Sends were snapshotted already where a Recv overwrites them.
 Status Run::sendToSelf() {
+  // Other ranks of the group may be waiting on this one: they hear of the mismatch as of any
+  // other (the loop below never runs to tell them).
+  auto mismatch = [&](const Plan& plan, const Status& st) {
+    if (plan.comm->checkMismatch)
+      plan.comm->broadcastFailure(strfmt("rank %d: %s", plan.comm->rank, st.message().c_str()));
+    return failed(plan, st);
+  };
   for (uint32_t r = 0; r < plans_.size(); ++r) {
     Plan& recv = plans_[r];
     if (recv.coll != algos::Collective::Recv || recv.root != recv.comm->rank) continue;
@@ -353,18 +360,19 @@ Status Run::sendToSelf() {
         break;
     }
     if (s == plans_.size())
-      return failed(recv, invalidUsage("a receive from this rank itself needs a matching ncclSend "
+      return mismatch(recv, invalidUsage("a receive from this rank itself needs a matching ncclSend "
                                        "to itself in the same group"));
     const Plan& send = plans_[s];
     if (send.count != recv.count || send.type != recv.type)
-      return failed(recv, invalidUsage("rank %d sends itself %s", recv.comm->rank, describe(send).c_str()));
+      return mismatch(recv, invalidUsage("%s from itself meets %s", describe(recv).c_str(),
+                                         describe(send).c_str()));
     std::memmove(recv.recvbuff, send.sendbuff, recv.count * kernels::typeSize(recv.type));
     state_[r].done = state_[s].done = true;
   }
   for (uint32_t s = 0; s < plans_.size(); ++s) {
     const Plan& send = plans_[s];
     if (send.coll == algos::Collective::Send && send.root == send.comm->rank && !state_[s].done)
-      return failed(send, invalidUsage("a send to this rank itself needs a matching ncclRecv from "
+      return mismatch(send, invalidUsage("a send to this rank itself needs a matching ncclRecv from "
                                        "itself in the same group"));
   }
   return Status::Ok();
