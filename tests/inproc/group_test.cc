@@ -19,6 +19,9 @@ using testing::SweepCase;
 
 std::string last() { return ncclGetLastError(nullptr); }
 
+// A rank left waiting by a failure its peers did not report must fail the test, not hang it.
+const bool kTimeoutSet = setenv("BRAID_TIMEOUT_MS", "20000", 1) == 0;
+
 // Issues every case inside one group, then checks them all; "" on success.
 std::string runGrouped(ncclComm_t comm, int rank, int nranks, const std::vector<SweepCase>& cases) {
   std::deque<CaseRun> runs;  // a deque: buffers must not move while the group is open
@@ -222,6 +225,86 @@ TEST(Groups, TwoSendsToEachOtherAreAMismatch) {
     return "";
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// All-to-all as PyTorch issues it, grouped Send/Recv with every rank (itself included), two
+// messages of different sizes per pair, each rank posting its calls in its own shuffled order:
+// the k-th Send to a peer must meet that peer's k-th Recv from this rank, whatever the order.
+TEST(Groups, PointToPointCallOrderMayDifferBetweenRanks) {
+  constexpr int kRanks = 4;
+  auto errors = testing::runThreads(kRanks, [](int rank, ncclComm_t comm) -> std::string {
+    auto count = [](int from, int to, int k) { return size_t{1} + from * 7 + to * 3 + k * 5000; };
+    auto value = [](int from, int to, int k, size_t i) {
+      return static_cast<int32_t>(testing::mix((from * 16 + to) * 4 + k) + i);
+    };
+    struct Op {
+      bool send;
+      int peer, k;
+    };
+    std::vector<Op> ops;
+    for (int peer = 0; peer < kRanks; ++peer)
+      for (int k = 0; k < 2; ++k) ops.push_back({true, peer, k}), ops.push_back({false, peer, k});
+    // Shuffle, then number the messages to (or from) each peer in their new order.
+    for (size_t i = ops.size() - 1; i > 0; --i)
+      std::swap(ops[i], ops[testing::mix(rank * 1000 + i) % (i + 1)]);
+    int next[2][kRanks] = {};
+    for (Op& op : ops) op.k = next[op.send][op.peer]++;
+    std::vector<std::vector<int32_t>> bufs(ops.size());
+    if (ncclGroupStart() != ncclSuccess) return "ncclGroupStart: " + last();
+    for (size_t o = 0; o < ops.size(); ++o) {
+      const Op& op = ops[o];
+      const int from = op.send ? rank : op.peer, to = op.send ? op.peer : rank;
+      bufs[o].assign(count(from, to, op.k), -1);
+      if (op.send) {
+        for (size_t i = 0; i < bufs[o].size(); ++i) bufs[o][i] = value(from, to, op.k, i);
+        if (ncclSend(bufs[o].data(), bufs[o].size(), ncclInt32, op.peer, comm, nullptr) !=
+            ncclSuccess)
+          return "ncclSend: " + last();
+      } else if (ncclRecv(bufs[o].data(), bufs[o].size(), ncclInt32, op.peer, comm, nullptr) !=
+                 ncclSuccess) {
+        return "ncclRecv: " + last();
+      }
+    }
+    if (ncclGroupEnd() != ncclSuccess)
+      return "ncclGroupEnd: " + std::string(ncclGetLastError(comm));
+    for (size_t o = 0; o < ops.size(); ++o) {
+      if (ops[o].send) continue;
+      for (size_t i = 0; i < bufs[o].size(); ++i)
+        if (bufs[o][i] != value(ops[o].peer, rank, ops[o].k, i))
+          return "message " + std::to_string(ops[o].k) + " from rank " +
+                 std::to_string(ops[o].peer) + ": element " + std::to_string(i) + " is wrong";
+    }
+    return "";
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// Messages to one peer match in call order: two sizes swapped on one side are a mismatch that
+// both ranks report, also when a rank's mismatched pair is with itself.
+TEST(Groups, SwappedMessagesAreAMismatch) {
+  for (int selfToo : {0, 1}) {
+    auto errors = testing::runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+      std::vector<float> a(10), b(20), c(10), d(20);
+      const int peer = selfToo && rank == 0 ? 0 : 1 - rank;
+      ncclGroupStart();
+      if (rank == 0 || selfToo) {
+        ncclSend(a.data(), a.size(), ncclFloat32, peer, comm, nullptr);
+        ncclSend(b.data(), b.size(), ncclFloat32, peer, comm, nullptr);
+      }
+      if (rank == 1 || selfToo) {
+        ncclRecv(d.data(), d.size(), ncclFloat32, peer, comm, nullptr);
+        ncclRecv(c.data(), c.size(), ncclFloat32, peer, comm, nullptr);
+      }
+      // Rank 1 also waits on rank 0 through a collective of the same group.
+      ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat32, ncclSum, comm, nullptr);
+      ncclResult_t res = ncclGroupEnd();
+      if (res != ncclInvalidUsage)
+        return "returned " + std::to_string(res) + ": " + ncclGetLastError(comm);
+      return "";
+    });
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(errors[r], "") << "rank " << r << (selfToo ? " (self)" : "");
+  }
 }
 
 }  // namespace
