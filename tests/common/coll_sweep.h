@@ -180,10 +180,10 @@ inline std::string describe(const SweepCase& c) {
   return s + " count=" + std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place");
 }
 
-// What to sweep. Counts up to nranks - 1 run every (type, op) pair, or, where the transport
-// rather than the arithmetic is under test, the representative ones below; a few thousand
-// elements run the representative pairs; both at every root and in both in-place forms. Large
-// counts run two pairs at the last root, with ~1M elements in the largest buffer.
+// What to sweep. Counts 0, 1, 7 and nranks - 1 run every (type, op) pair, or, where the
+// transport rather than the arithmetic is under test, the representative ones below; a few
+// thousand elements run the representative pairs; both at every root and in both in-place
+// forms. Large counts run two pairs at the last root, with ~1M elements in the largest buffer.
 struct SweepPlan {
   bool everyTypeAndOp = true;
   bool fewThousand = true;  // include a count of a few thousand among the small ones
