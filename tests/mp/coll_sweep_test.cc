@@ -1,7 +1,8 @@
 // The collective sweep (tests/common/coll_sweep.h) with real processes, over shared memory and
-// over TCP (NCCL_SHM_DISABLE=1), for 1 (shared memory only), 2, 3, 5 and 8 ranks. Threads as ranks already run
-// every type and op; here the transports between processes are under test, so the sweep runs
-// the representative (type, op) pairs, every root and in-place form, up to ~1M elements.
+// over TCP (NCCL_SHM_DISABLE=1), for 1 (shared memory only), 2, 3, 5 and 8 ranks. Threads as
+// ranks already run every type and op; here the transports between processes are under test,
+// so the sweep runs the representative (type, op) pairs, every root and in-place form, up to
+// ~1M elements.
 #include "common/coll_sweep.h"
 
 #include <gtest/gtest.h>
