@@ -31,7 +31,13 @@ struct PeerChannel {
   std::string_view transport;  // the name of the transport that made it
   uint64_t sendsPosted = 0;
   uint64_t recvsPosted = 0;
-  uint64_t operations = 0;  // operations exchanged with this peer (numbered in signatures)
+  // Signatures sent to and received from this peer so far (their numbers), and the same for the
+  // announcements of receives (see the executor). Separate counters, because each travels one
+  // way only: a pair's counts agree when its calls do.
+  uint64_t signaturesSent = 0;
+  uint64_t signaturesReceived = 0;
+  uint64_t announcementsSent = 0;
+  uint64_t announcementsReceived = 0;
 };
 
 struct CommConfig {

@@ -69,10 +69,16 @@ constexpr uint32_t kSignature = 0x80000000u;
 
 // Before its first data message on a channel, each plan exchanges its call's signature with the
 // peer (both directions), so mismatched calls are caught before any data is misread.
+// A collective's signature goes both ways. Point-to-point: a Send's goes to its peer, where the
+// matching Recv checks it; and at the start of each execution, before anything else on the
+// channel, every Recv announces itself to its sender, whose Sends check the announcements in
+// order. Exchanging both ways in call order would pair a Send with the peer's Send whenever two
+// ranks send to and receive from each other; apart, the two streams pair k-th Send with k-th
+// Recv, as NCCL matches them, whatever the order of the calls.
 struct SignatureSlot {
   uint64_t out[2];  // signature, operation number on this pair
   uint64_t in[2];
-  uint64_t expected;
+  uint64_t expected[2];
   uint32_t plan;
 };
 
@@ -100,6 +106,7 @@ class Run {
     std::vector<char> scratchOwner;
     size_t typeSize = 0;
     char* scratch = nullptr;
+    bool done = false;  // finished during set-up (a send to self)
   };
 
   Status setUp();
@@ -119,12 +126,14 @@ class Run {
   }
   ChannelQueue* queueFor(ncclComm* comm, int peer);
   Status addSignatures(uint32_t plan);
-  void addSignature(ChannelQueue& q, uint32_t plan);
+  Status announceReceives();
+  void addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives, bool announcement = false);
   Status checkSignature(const ChannelQueue& q, StepRef ref) const;
   Status postSend(ChannelQueue& q, StepRef ref);
   Status postRecv(ChannelQueue& q, StepRef ref);
   void scaleInput(Plan& plan);
   void snapshotOverlappingSends();
+  Status sendToSelf();
 
   void complete(StepRef ref);
   void runLocal(StepRef ref);
@@ -194,36 +203,58 @@ Status Run::addSignatures(uint32_t plan) {
     if (peer == p.comm->rank || (p2p && peer != p.root)) continue;
     ChannelQueue* q = queueFor(p.comm, peer);
     if (!q) return failed(p, internalError("no connection to rank %d", peer));
-    addSignature(*q, plan);
+    addSignature(*q, plan, p.coll != algos::Collective::Recv, p.coll != algos::Collective::Send);
   }
   return Status::Ok();
 }
 
-void Run::addSignature(ChannelQueue& q, uint32_t plan) {
+// Every Recv's announcement to its sender, and every Send's wait for one, ahead of everything
+// else of this execution on their channels.
+Status Run::announceReceives() {
+  for (uint32_t p = 0; p < plans_.size(); ++p) {
+    const Plan& plan = plans_[p];
+    const bool send = plan.coll == algos::Collective::Send, recv = plan.coll == algos::Collective::Recv;
+    if (!plan.comm->checkMismatch || state_[p].done || !(send || recv)) continue;
+    ChannelQueue* q = queueFor(plan.comm, plan.root);
+    if (!q) return failed(plan, internalError("no connection to rank %d", plan.root));
+    addSignature(*q, p, recv, send, true);
+  }
+  return Status::Ok();
+}
+
+void Run::addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives, bool announcement) {
   const Plan& p = plans_[plan];
+  PeerChannel& ch = p.comm->channels[q.peer];
   SignatureSlot slot{};
-  slot.out[0] = signatureOf(p);
-  slot.out[1] = ++p.comm->channels[q.peer].operations;
-  slot.expected = expectedSignature(p, p.comm->rank);
   slot.plan = plan;
   StepRef ref{plan, kSignature + static_cast<uint32_t>(q.signatures.size())};
+  if (sends) {
+    slot.out[0] = signatureOf(p);
+    slot.out[1] = announcement ? ++ch.announcementsSent : ++ch.signaturesSent;
+    q.sends.push_back(ref);
+    ++pending_;
+  }
+  if (receives) {
+    slot.expected[0] = expectedSignature(p, p.comm->rank);
+    slot.expected[1] = announcement ? ++ch.announcementsReceived : ++ch.signaturesReceived;
+    q.recvs.push_back(ref);
+    ++pending_;
+  }
   q.signatures.push_back(slot);
-  q.sends.push_back(ref);
-  q.recvs.push_back(ref);
-  pending_ += 2;
 }
 
 Status Run::checkSignature(const ChannelQueue& q, StepRef ref) const {
   const SignatureSlot& s = q.signatures[ref.step - kSignature];
   const int me = plans_[ref.plan].comm->rank;
-  if (s.in[0] != s.expected)
+  const Plan& p = plans_[ref.plan];
+  if (s.in[0] != s.expected[0])
     return invalidUsage("rank %d called %s where rank %d called %s", q.peer,
-                        describeSignature(s.in[0]).c_str(), me, describeSignature(s.out[0]).c_str());
-  if (s.in[1] != s.out[1])
+                        describeSignature(s.in[0]).c_str(), me, describe(p).c_str());
+  if (s.in[1] != s.expected[1])
     return invalidUsage("rank %d is at its operation #%llu with rank %d, which is at #%llu: one of "
                         "them skipped or added a call", q.peer,
                         static_cast<unsigned long long>(s.in[1]), me,
-                        static_cast<unsigned long long>(s.out[1]));
+                        static_cast<unsigned long long>(s.expected[1]));
   return Status::Ok();
 }
 
@@ -310,6 +341,46 @@ void Run::snapshotOverlappingSends() {
   }
 }
 
+// NCCL lets a rank send to itself (a ring of pairs on one rank, an all-to-all made of Send/Recv
+// pairs): there is no connection to itself, so the k-th self Send of a communicator is copied
+// into its k-th self Recv here. Sends were snapshotted already where a Recv overwrites them.
+Status Run::sendToSelf() {
+  // Other ranks of the group may be waiting on this one: they hear of the mismatch as of any
+  // other (the loop below never runs to tell them).
+  auto mismatch = [&](const Plan& plan, const Status& st) {
+    if (plan.comm->checkMismatch)
+      plan.comm->broadcastFailure(strfmt("rank %d: %s", plan.comm->rank, st.message().c_str()));
+    return failed(plan, st);
+  };
+  for (uint32_t r = 0; r < plans_.size(); ++r) {
+    Plan& recv = plans_[r];
+    if (recv.coll != algos::Collective::Recv || recv.root != recv.comm->rank) continue;
+    uint32_t s = 0;
+    for (; s < plans_.size(); ++s) {
+      const Plan& send = plans_[s];
+      if (send.coll == algos::Collective::Send && send.comm == recv.comm &&
+          send.root == send.comm->rank && !state_[s].done)
+        break;
+    }
+    if (s == plans_.size())
+      return mismatch(recv, invalidUsage("a receive from this rank itself needs a matching ncclSend "
+                                       "to itself in the same group"));
+    const Plan& send = plans_[s];
+    if (send.count != recv.count || send.type != recv.type)
+      return mismatch(recv, invalidUsage("%s from itself meets %s", describe(recv).c_str(),
+                                         describe(send).c_str()));
+    std::memmove(recv.recvbuff, send.sendbuff, recv.count * kernels::typeSize(recv.type));
+    state_[r].done = state_[s].done = true;
+  }
+  for (uint32_t s = 0; s < plans_.size(); ++s) {
+    const Plan& send = plans_[s];
+    if (send.coll == algos::Collective::Send && send.root == send.comm->rank && !state_[s].done)
+      return mismatch(send, invalidUsage("a send to this rank itself needs a matching ncclRecv from "
+                                       "itself in the same group"));
+  }
+  return Status::Ok();
+}
+
 Status Run::failed(const Plan& plan, const Status& status) {
   plan.comm->markFailed(status.code());
   return status.withContext(strfmt("rank %d: %s", plan.comm->rank, describe(plan).c_str()));
@@ -342,9 +413,13 @@ void Run::abandon(ncclResult_t code) {
 
 Status Run::setUp() {
   if (state_.size() < plans_.size()) state_.resize(plans_.size());
+  for (uint32_t p = 0; p < plans_.size(); ++p) state_[p].done = false;
   if (plans_.size() > 1) snapshotOverlappingSends();
+  BRAID_TRY(sendToSelf());
+  BRAID_TRY(announceReceives());
   for (uint32_t p = 0; p < plans_.size(); ++p) {
     Plan& plan = plans_[p];
+    if (state_[p].done) continue;
     if (plan.preMul) scaleInput(plan);
     const algos::Schedule& s = *plan.schedule;
     PlanState& ps = state_[p];

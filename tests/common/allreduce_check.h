@@ -105,19 +105,24 @@ T wrapReduce(T a, T b, ncclRedOp_t op) {
   }
 }
 
-inline void fillInput(ncclDataType_t t, ncclRedOp_t op, int rank, void* buf, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (isFloatType(t)) {
-      storeFloat(t, buf, i, floatInput(t, op, rank, i));
-    } else {
-      uint64_t v = intInput(t, rank, i);
-      std::memcpy(static_cast<char*>(buf) + i * kernels::typeSize(t), &v, kernels::typeSize(t));
-    }
+// Writes the input of `rank` at element i to one element at `dst`.
+inline void storeInput(ncclDataType_t t, ncclRedOp_t op, int rank, size_t i, void* dst) {
+  if (isFloatType(t)) {
+    storeFloat(t, dst, 0, floatInput(t, op, rank, i));
+  } else {
+    uint64_t v = intInput(t, rank, i);
+    std::memcpy(dst, &v, kernels::typeSize(t));
   }
 }
 
+inline void fillInput(ncclDataType_t t, ncclRedOp_t op, int rank, void* buf, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    storeInput(t, op, rank, i, static_cast<char*>(buf) + i * kernels::typeSize(t));
+}
+
+// The checks below compare one element `got` with the reduction of every rank's input i.
 template <typename T>
-std::string checkInts(ncclRedOp_t op, int nranks, const void* out, size_t i, ncclDataType_t t) {
+std::string checkInts(ncclRedOp_t op, int nranks, const void* got, size_t i, ncclDataType_t t) {
   T acc{};
   for (int r = 0; r < nranks; ++r) {
     uint64_t raw = intInput(t, r, i);
@@ -126,13 +131,16 @@ std::string checkInts(ncclRedOp_t op, int nranks, const void* out, size_t i, ncc
     acc = r == 0 ? v : wrapReduce<T>(acc, v, op);
   }
   if (op == ncclAvg) acc = static_cast<T>(acc / static_cast<T>(nranks));
-  T got;
-  std::memcpy(&got, static_cast<const char*>(out) + i * sizeof(T), sizeof(T));
-  if (got == acc) return "";
-  return "element " + std::to_string(i) + ": got " + std::to_string(got) + ", expected " + std::to_string(acc);
+  T value;
+  std::memcpy(&value, got, sizeof(T));
+  if (value == acc) return "";
+  return "element " + std::to_string(i) + ": got " + std::to_string(value) + ", expected " + std::to_string(acc);
 }
 
-inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* out, size_t i) {
+// `scale` (PreMulSum, op Sum) multiplies every input first; the bound grows by |scale| and by
+// one rounding of each scaled input.
+inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got, size_t i,
+                              double scale = 1.0) {
   double ref = op == ncclProd ? 1.0 : 0.0, mag = 0.0;
   bool first = true;
   for (int r = 0; r < nranks; ++r) {
@@ -152,26 +160,45 @@ inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, cons
   double tol = (op == ncclMax || op == ncclMin) ? 0.0
                : op == ncclProd ? 2.0 * (nranks + 1) * u * std::fabs(ref)
                                 : (nranks + 2) * u * mag + nranks * tinyStep(t);
-  double got = loadFloat(t, out, i);
-  if (std::fabs(got - ref) <= tol) return "";
-  return "element " + std::to_string(i) + ": got " + std::to_string(got) + ", expected " +
+  if (scale != 1.0) {
+    ref *= scale;
+    tol = std::fabs(scale) * (tol + u * mag) + nranks * tinyStep(t);
+  }
+  double value = loadFloat(t, got, 0);
+  if (std::fabs(value - ref) <= tol) return "";
+  return "element " + std::to_string(i) + ": got " + std::to_string(value) + ", expected " +
          std::to_string(ref) + " within " + std::to_string(tol);
+}
+
+inline std::string checkReduced(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got, size_t i) {
+  switch (t) {
+    case ncclInt8: return checkInts<int8_t>(op, nranks, got, i, t);
+    case ncclUint8: return checkInts<uint8_t>(op, nranks, got, i, t);
+    case ncclInt32: return checkInts<int32_t>(op, nranks, got, i, t);
+    case ncclUint32: return checkInts<uint32_t>(op, nranks, got, i, t);
+    case ncclInt64: return checkInts<int64_t>(op, nranks, got, i, t);
+    case ncclUint64: return checkInts<uint64_t>(op, nranks, got, i, t);
+    default: return checkFloat(t, op, nranks, got, i);
+  }
+}
+
+// PreMulSum: `got` against scalar * (the sum of every rank's input i). Integers (an integral
+// scalar) wrap in the type, bit for bit; floats as checkFloat.
+inline std::string checkScaledSum(ncclDataType_t t, int nranks, double scalar, const void* got, size_t i) {
+  if (isFloatType(t)) return checkFloat(t, ncclSum, nranks, got, i, scalar);
+  // Wrapping arithmetic modulo 2^64 truncates to the same bits as in the type.
+  uint64_t acc = 0;
+  for (int r = 0; r < nranks; ++r) acc += intInput(t, r, i);
+  acc *= static_cast<uint64_t>(static_cast<int64_t>(scalar));
+  if (std::memcmp(&acc, got, kernels::typeSize(t)) == 0) return "";
+  return "element " + std::to_string(i) + ": not " + std::to_string(scalar) + " times the wrapped sum";
 }
 
 // Checks out[0, count) of one rank. Large outputs are checked on a stride plus both ends.
 inline std::string checkOutput(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* out, size_t count) {
   const size_t stride = count > 200000 ? 61 : 1;
-  auto one = [&](size_t i) -> std::string {
-    switch (t) {
-      case ncclInt8: return checkInts<int8_t>(op, nranks, out, i, t);
-      case ncclUint8: return checkInts<uint8_t>(op, nranks, out, i, t);
-      case ncclInt32: return checkInts<int32_t>(op, nranks, out, i, t);
-      case ncclUint32: return checkInts<uint32_t>(op, nranks, out, i, t);
-      case ncclInt64: return checkInts<int64_t>(op, nranks, out, i, t);
-      case ncclUint64: return checkInts<uint64_t>(op, nranks, out, i, t);
-      default: return checkFloat(t, op, nranks, out, i);
-    }
-  };
+  const size_t size = kernels::typeSize(t);
+  auto one = [&](size_t i) { return checkReduced(t, op, nranks, static_cast<const char*>(out) + i * size, i); };
   for (size_t i = 0; i < count; i += stride)
     if (std::string e = one(i); !e.empty()) return e;
   for (size_t i = count > 4096 ? count - 4096 : 0; i < count; ++i)
