@@ -98,15 +98,16 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   return Status::Ok();
 }
 
-// Connects to every peer, and to itself (send/recv to self goes through an endpoint like any
-// other, so the executor needs no special case). Three phases with bootstrap exchanges between them, as the transport
+// Connects to every peer (send/recv to self is a local copy in the executor). Three phases with bootstrap exchanges between them, as the transport
 // interface requires: listen (blobs out), connect (blobs in), finish (after a barrier).
 Status ncclComm::connectAll(const braid::Waiter& waiter) {
   channels.clear();
   channels.resize(nranks);
 
+  if (nranks == 1) return Status::Ok();
   std::vector<int> chosen(nranks, -1);
   for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
     for (size_t t = 0; t < transports.size(); ++t) {
       if (transports[t]->canConnect(peers[rank], peers[p])) {
         chosen[p] = static_cast<int>(t);
@@ -119,6 +120,7 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
   // Blobs travel as (size, bytes) over the bootstrap's point-to-point channel.
   constexpr uint64_t kTagBlob = 0x626c6f62;  // "blob"
   for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
     braid::transport::Blob blob;
     BRAID_TRY(transports[chosen[p]]->listen(peers[rank], peers[p], &blob));
     uint64_t size = blob.size();
@@ -126,6 +128,7 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
     if (size) BRAID_TRY(bootstrap->send(p, kTagBlob, blob.data(), blob.size()));
   }
   for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
     uint64_t size = 0;
     BRAID_TRY(bootstrap->recv(p, kTagBlob, &size, sizeof(size)));
     if (size > (1u << 20)) return braid::remoteError("rank %d sent a %llu-byte connection handle", p,
