@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -12,6 +13,7 @@
 
 #include "algos/selector.h"
 #include "core/env.h"
+#include "topo/comm_topology.h"
 #include "core/log.h"
 #include "transport/registry.h"
 
@@ -56,6 +58,7 @@ transport::PeerInfo localPeerInfo(int rank) {
   info.pid = getpid();
   info.hostHash = hostHash();
   info.processHash = processHash();
+  std::snprintf(info.hostName, sizeof(info.hostName), "%s", braid::topo::localHostName().c_str());
   info.machineHash = machineHash();
   return info;
 }
@@ -74,16 +77,15 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
   }
-  // Level 0 of the topology: ranks grouped by host, numbered in order of first appearance.
-  std::vector<uint64_t> hosts;
-  std::vector<int> hostOfRank(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    auto it = std::find(hosts.begin(), hosts.end(), peers[r].hostHash);
-    hostOfRank[r] = static_cast<int>(it - hosts.begin());
-    if (it == hosts.end()) hosts.push_back(peers[r].hostHash);
-  }
-  topology = braid::algos::Topology::hostsAndRacks(hostOfRank, {}, braid::algos::sharedMemoryCost().link,
-                                                   braid::algos::tcpCost().link, {});
+  // The topology algorithms are priced on: hosts from the peers' names, racks and link costs
+  // from BRAID_CLUSTER_FILE when there is one. Every rank builds the same from the same data.
+  braid::topo::CommTopologyInputs topoIn;
+  for (const auto& p : peers) topoIn.rankHosts.emplace_back(p.hostName);
+  topoIn.intraHost = braid::algos::sharedMemoryCost().link;
+  topoIn.interHost = braid::algos::tcpCost().link;
+  braid::topo::CommTopology commTopology;
+  BRAID_TRY(braid::topo::buildCommTopology(topoIn, &commTopology));
+  topology = std::move(commTopology.topology);
   int localRanks = 0;
   for (const auto& p : peers) localRanks += p.machineHash == peers[rank].machineHash;
   cpu_set_t cpus;

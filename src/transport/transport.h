@@ -22,6 +22,7 @@ struct PeerInfo {
   int32_t pid = 0;
   uint64_t hostHash = 0;     // hostname + boot id, or NCCL_HOSTID: equal means same host
   uint64_t processHash = 0;  // equal means same process (threads as ranks)
+  char hostName[64] = {};    // NCCL_HOSTID, else the hostname: how the cluster map names it
   uint64_t machineHash = 0;  // the kernel's boot id: equal means the same CPUs, whatever
                              // NCCL_HOSTID says (emulated hosts in namespaces share them)
 };

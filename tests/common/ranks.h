@@ -56,7 +56,7 @@ struct ProcessResult {
   int exitCode = -1;  // the child's exit code, or -signal
 };
 
-// Forks n children; child r sets `env` and NCCL_COMM_ID, initialises its communicator, runs
+// Forks n children; child r sets `env` ("%r" in a value becomes r) and NCCL_COMM_ID, initialises its communicator, runs
 // fn(rank, comm) (whose return value is its exit code) and exits. Children still running
 // after timeoutSec are killed (reported as -SIGKILL).
 inline std::vector<ProcessResult> runProcesses(
@@ -67,7 +67,11 @@ inline std::vector<ProcessResult> runProcesses(
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      for (const auto& [k, v] : env) {
+        std::string value = v;  // "%r" stands for the rank, for per-rank settings
+        for (size_t at; (at = value.find("%r")) != std::string::npos;) value.replace(at, 2, std::to_string(r));
+        setenv(k.c_str(), value.c_str(), 1);
+      }
       setenv("NCCL_COMM_ID", commId.c_str(), 1);
       ncclUniqueId id;
       ncclComm_t comm = nullptr;

@@ -1,0 +1,47 @@
+// A communicator takes its racks and link costs from BRAID_CLUSTER_FILE: with four processes
+// calling themselves h0..h3 (NCCL_HOSTID), the map's two racks appear in the GRAPH log, the
+// TUNING log prices algorithms on them, and collectives stay correct.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/ranks.h"
+
+namespace {
+
+std::string readAll(const char* command) {
+  std::string out;
+  FILE* f = popen(command, "r");
+  char buf[4096];
+  size_t n;
+  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  if (f) pclose(f);
+  return out;
+}
+
+TEST(ClusterMap, RanksGetTheMapsRacks) {
+  const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
+  auto results = braid::testing::runProcesses(
+      4,
+      [](int rank, ncclComm_t comm) {
+        std::vector<int> v(4096, rank + 1);
+        if (ncclAllReduce(v.data(), v.data(), v.size(), ncclInt32, ncclSum, comm, nullptr) != ncclSuccess) return 1;
+        for (int x : v)
+          if (x != 10) return 2;
+        return 0;
+      },
+      {{"NCCL_HOSTID", "h%r"},
+       {"BRAID_CLUSTER_FILE", map},
+       {"NCCL_DEBUG", "INFO"},
+       {"NCCL_DEBUG_SUBSYS", "GRAPH,TUNING"},
+       {"NCCL_DEBUG_FILE", "/tmp/braid-cluster-map-test.%p.log"}});
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
+  std::string logs = readAll("cat /tmp/braid-cluster-map-test.*.log; rm -f /tmp/braid-cluster-map-test.*.log");
+  EXPECT_NE(logs.find("r0"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("r1"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("ncclAllReduce count 4096"), std::string::npos) << logs;
+}
+
+}  // namespace
