@@ -3,7 +3,7 @@
 
 Runs, one after another and with the same ranks and sizes (AllReduce, the default --coll):
   Braid    tools/braidrun -np N bench/perf/all_reduce_perf   (float, sum)
-  OpenMPI  mpirun -np N bench/mpi/mpi_allreduce_perf          (MPI_Allreduce, float, sum)
+  OpenMPI  mpirun -np N bench/mpi/mpi_coll_perf -C allreduce  (MPI_Allreduce, float, sum)
   Gloo     bench/gloo/gloo_allreduce_perf.py --np N            (torch.distributed "gloo")
   memcpy   bench/memcpy-rate                                   (one thread)
 parses their tables, prints one combined table and writes it as markdown to
@@ -21,8 +21,8 @@ communicator with BRAID_ALGO=NAME; auto leaves the choice to Braid), each as its
 (direct above BRAID_DIRECT_MAX_BYTES, a name Braid does not know) runs Braid's own choice there:
 such cells name the algorithm that ran, e.g. "2.31 [ring]".
 
-It builds nothing: build first (cmake --build build --target braidrun perf mpi_allreduce_perf
-mpi_coll_perf memcpy-rate). A baseline that is not built or not installed, or a collective a
+It builds nothing: build first (cmake --build build --target braidrun perf mpi_coll_perf
+memcpy-rate). A baseline that is not built or not installed, or a collective a
 baseline lacks (Gloo's reduce_scatter on older torch), is reported as "not available"; one that
 fails is reported as failed, and the comparison goes on.
 """
@@ -228,8 +228,7 @@ def run_braid(args, coll, algo=None):
 
 def run_mpi(args, coll):
     build = Path(args.build)
-    # AllReduce keeps its own program; mpi_coll_perf does the rest.
-    name, pick = ("mpi_allreduce_perf", []) if coll == "allreduce" else ("mpi_coll_perf", ["-C", coll])
+    name, pick = "mpi_coll_perf", ["-C", coll]
     binary = build / "bench" / "mpi" / name
     mpirun = shutil.which("mpirun")
     run = Run("mpi", [mpirun or "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np),

@@ -1,7 +1,7 @@
 /* mpi_coll_perf: one MPI collective (float; sum where it reduces) timed and printed in the
  * nccl-tests columns of bench/perf's binaries, with their size convention and busbw formulas:
- * the OpenMPI baseline bench/compare.py sets beside Braid for every collective but AllReduce
- * (which keeps mpi_allreduce_perf). -C picks the collective; the other flags are the subset of
+ * the OpenMPI baseline bench/compare.py sets beside Braid for every collective.
+ * -C picks the collective; the other flags are the subset of
  * nccl-tests' that applies (-b -e -f -i -n -w -c -r). Run with mpirun -np N.
  *
  * In place means MPI's MPI_IN_PLACE forms, which place data differently from NCCL's:
