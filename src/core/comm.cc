@@ -13,6 +13,7 @@
 
 #include "algos/selector.h"
 #include "core/env.h"
+#include "core/topology_probe.h"
 #include "topo/comm_topology.h"
 #include "core/log.h"
 #include "transport/registry.h"
@@ -77,15 +78,6 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
   }
-  // The topology algorithms are priced on: hosts from the peers' names, racks and link costs
-  // from BRAID_CLUSTER_FILE when there is one. Every rank builds the same from the same data.
-  braid::topo::CommTopologyInputs topoIn;
-  for (const auto& p : peers) topoIn.rankHosts.emplace_back(p.hostName);
-  topoIn.intraHost = braid::algos::sharedMemoryCost().link;
-  topoIn.interHost = braid::algos::tcpCost().link;
-  braid::topo::CommTopology commTopology;
-  BRAID_TRY(braid::topo::buildCommTopology(topoIn, &commTopology));
-  topology = std::move(commTopology.topology);
   int localRanks = 0;
   for (const auto& p : peers) localRanks += p.machineHash == peers[rank].machineHash;
   cpu_set_t cpus;
@@ -95,8 +87,27 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
              localRanks <= cores ? "spinning" : "yielding early");
   BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
+  BRAID_TRY(buildTopology());
   BRAID_INFO(kInit, "comm %p rank %d nranks %d: ready (%s)", static_cast<void*>(this), rank, nranks,
              config.name.empty() ? "unnamed" : config.name.c_str());
+  return Status::Ok();
+}
+
+// The topology algorithms are priced on: hosts from the peers' names; racks and link costs from
+// BRAID_CLUSTER_FILE when there is one, else from the probe (over the connections just made).
+// Every rank builds the same from the same data.
+Status ncclComm::buildTopology() {
+  braid::topo::CommTopologyInputs in;
+  for (const auto& p : peers) in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
+  in.intraHost = braid::algos::sharedMemoryCost().link;
+  in.interHost = braid::algos::tcpCost().link;
+  braid::topo::RackClustering racks;
+  bool probed = false;
+  BRAID_TRY(braid::probeTopology(*this, in.rankHosts, &racks, &probed));
+  if (probed) in.probedRacks = &racks;
+  braid::topo::CommTopology built;
+  BRAID_TRY(braid::topo::buildCommTopology(in, &built));
+  topology = std::move(built.topology);
   return Status::Ok();
 }
 

@@ -123,6 +123,7 @@ struct ncclComm {
 
  private:
   braid::Status connectAll(const braid::Waiter& waiter);
+  braid::Status buildTopology();
 
   std::mutex mu_;
   std::atomic<int> activeCalls_{0};  // an atomic, not a lock: it is on every call's path

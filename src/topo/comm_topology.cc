@@ -163,6 +163,8 @@ Status buildCommTopology(const CommTopologyInputs& in, CommTopology* out) {
     ClusterMap map;
     BRAID_TRY(loadClusterMap(file, &map).withContext("BRAID_CLUSTER_FILE"));
     BRAID_TRY(topologyFromClusterMap(map, in.rankHosts, in.intraHost, out).withContext("BRAID_CLUSTER_FILE"));
+  } else if (in.probedRacks) {
+    BRAID_TRY(topologyFromRacks(in.rankHosts, *in.probedRacks, in.intraHost, out));
   } else if (probeMs > 0 && in.measure && nhosts >= 3) {
     ProbeOptions options;
     options.budget = std::chrono::milliseconds(probeMs);

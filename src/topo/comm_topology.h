@@ -52,6 +52,9 @@ struct CommTopologyInputs {
   algos::LinkCost intraHost;           // shared memory
   algos::LinkCost interHost;           // the network, when neither map nor probe says more
   MeasureFn measure;                   // host indices into distinctHosts(rankHosts); empty: no probe
+  // Racks some other party already probed (every rank of a communicator gets rank 0's): used
+  // instead of running the probe here.
+  const RackClustering* probedRacks = nullptr;
 };
 
 // BRAID_CLUSTER_FILE (an error in it fails: someone wrote it on purpose), else the probe when

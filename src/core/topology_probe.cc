@@ -1,0 +1,170 @@
+#include "core/topology_probe.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/env.h"
+#include "core/log.h"
+#include "topo/comm_topology.h"
+
+namespace braid {
+namespace {
+
+constexpr uint64_t kTagCommand = 0x70726f62;  // "prob"
+constexpr uint64_t kTagResult = 0x70726f72;
+constexpr uint64_t kTagRacks = 0x70726b73;
+constexpr size_t kTransferBytes = 1 << 20;
+constexpr int kTransfers = 4, kPings = 5;
+
+enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2 };
+struct Command {
+  int32_t op;
+  int32_t peer;  // rank of the other leader
+};
+struct Result {
+  double latencyUs;
+  double bandwidthGbps;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// One message on the communicator's connection to `peer`, waited for. The channel's posted
+// counts move with it, as the executor numbers operations by them.
+Status transfer(ncclComm& comm, int peer, bool send, void* data, size_t bytes) {
+  PeerChannel& ch = comm.channels[peer];
+  transport::Endpoint* ep = ch.endpoint.get();
+  if (!ep) return internalError("topology probe: no connection to rank %d", peer);
+  uint64_t seq;
+  if (send) {
+    BRAID_TRY(ep->postSend(data, bytes));
+    seq = ++ch.sendsPosted;
+  } else {
+    BRAID_TRY(ep->postRecv(data, bytes, nullptr));
+    seq = ++ch.recvsPosted;
+  }
+  Waiter waiter(comm.timeoutMs > 0 ? comm.timeoutMs : 10000, &comm.abortFlag);
+  while ((send ? ep->sendsCompleted() : ep->recvsCompleted()) < seq) {
+    BRAID_TRY(ep->progress());
+    BRAID_TRY(waiter.check("topology probe"));
+  }
+  return Status::Ok();
+}
+
+// The two leaders' sides of one measurement: ping-pongs for latency, then kTransfers messages
+// and an acknowledgement for bandwidth. The sender reports to rank 0.
+Status measureAsSender(ncclComm& comm, int peer, Result* out) {
+  std::vector<char> buf(kTransferBytes);
+  uint64_t word = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kPings; ++i) {
+    BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
+    BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
+  }
+  const double rttUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kPings;
+  t0 = Clock::now();
+  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size()));
+  BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() - rttUs / 2;
+  out->latencyUs = rttUs / 2;
+  out->bandwidthGbps = us > 0 ? kTransfers * kTransferBytes * 8.0 / (us * 1e3) : 0;
+  return Status::Ok();
+}
+
+Status measureAsReceiver(ncclComm& comm, int peer) {
+  std::vector<char> buf(kTransferBytes);
+  uint64_t word = 0;
+  for (int i = 0; i < kPings; ++i) {
+    BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
+    BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
+  }
+  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));
+  return transfer(comm, peer, true, &word, sizeof word);
+}
+
+// Rank 0's view of the probe: measure(a, b) commands the two hosts' leaders.
+Status drive(ncclComm& comm, const std::vector<int>& leaders, topo::RackClustering* racks) {
+  Bootstrap& bs = *comm.bootstrap;
+  topo::MeasureFn measure = [&](int a, int b, topo::LinkSample* sample) -> Status {
+    const int sender = leaders[a], receiver = leaders[b];
+    Result result{};
+    Command toReceiver{kReceive, sender}, toSender{kSend, receiver};
+    if (receiver != 0) BRAID_TRY(bs.send(receiver, kTagCommand, &toReceiver, sizeof toReceiver));
+    if (sender != 0) BRAID_TRY(bs.send(sender, kTagCommand, &toSender, sizeof toSender));
+    if (sender == 0) BRAID_TRY(measureAsSender(comm, receiver, &result));
+    else if (receiver == 0) BRAID_TRY(measureAsReceiver(comm, sender));
+    if (sender != 0) BRAID_TRY(bs.recv(sender, kTagResult, &result, sizeof result));
+    sample->latencyUs = result.latencyUs;
+    sample->bandwidthGbps = result.bandwidthGbps;
+    return Status::Ok();
+  };
+  topo::ProbeOptions options;
+  options.budget = std::chrono::milliseconds(env::getInt("BRAID_TOPO_PROBE"));
+  Status st = topo::probeRacks(static_cast<int>(leaders.size()), measure, options, racks);
+  Command done{kDone, 0};
+  for (int leader : leaders)
+    if (leader != 0) BRAID_TRY(bs.send(leader, kTagCommand, &done, sizeof done));
+  return st;
+}
+
+// A leader's view: measure what rank 0 asks until it says done.
+Status serve(ncclComm& comm) {
+  for (;;) {
+    Command cmd{};
+    BRAID_TRY(comm.bootstrap->recv(0, kTagCommand, &cmd, sizeof cmd));
+    if (cmd.op == kDone) return Status::Ok();
+    if (cmd.op == kReceive) {
+      BRAID_TRY(measureAsReceiver(comm, cmd.peer));
+    } else {
+      Result result{};
+      BRAID_TRY(measureAsSender(comm, cmd.peer, &result));
+      BRAID_TRY(comm.bootstrap->send(0, kTagResult, &result, sizeof result));
+    }
+  }
+}
+
+}  // namespace
+
+Status probeTopology(ncclComm& comm, const std::vector<std::string>& rankHosts, topo::RackClustering* racks,
+                     bool* ran) {
+  *ran = false;
+  std::vector<int> hostOfRank;
+  const auto hosts = topo::distinctHosts(rankHosts, &hostOfRank);
+  const char* map = env::get("BRAID_CLUSTER_FILE");
+  if ((map && *map) || env::getInt("BRAID_TOPO_PROBE") <= 0 || hosts.size() < 3) return Status::Ok();
+  std::vector<int> leaders(hosts.size(), -1);
+  for (int r = comm.nranks - 1; r >= 0; --r) leaders[static_cast<size_t>(hostOfRank[r])] = r;
+
+  // Rank 0 leads host 0 (hosts are numbered by first appearance). The wire format of the
+  // result: ok flag, racks per host, rack count, threshold, two link costs.
+  struct Wire {
+    int32_t ok, racks;
+    double threshold, intraAlpha, intraBeta, interAlpha, interBeta;
+  } wire{};
+  std::vector<int32_t> rackOfHost(hosts.size(), 0);
+  if (comm.rank == 0) {
+    Status st = drive(comm, leaders, racks);
+    if (!st.ok()) BRAID_WARN("topology probe failed, treating hosts as one flat network: %s", st.message().c_str());
+    wire = {st.ok(), racks->racks, racks->thresholdGbps, racks->intraRack.alphaUs, racks->intraRack.betaUsPerByte,
+            racks->interRack.alphaUs, racks->interRack.betaUsPerByte};
+    if (st.ok()) std::copy(racks->rackOfHost.begin(), racks->rackOfHost.end(), rackOfHost.begin());
+    for (int r = 1; r < comm.nranks; ++r) {
+      BRAID_TRY(comm.bootstrap->send(r, kTagRacks, &wire, sizeof wire));
+      BRAID_TRY(comm.bootstrap->send(r, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
+    }
+  } else {
+    if (leaders[static_cast<size_t>(hostOfRank[comm.rank])] == comm.rank) BRAID_TRY(serve(comm));
+    BRAID_TRY(comm.bootstrap->recv(0, kTagRacks, &wire, sizeof wire));
+    BRAID_TRY(comm.bootstrap->recv(0, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
+  }
+  if (!wire.ok) return Status::Ok();
+  racks->rackOfHost.assign(rackOfHost.begin(), rackOfHost.end());
+  racks->racks = wire.racks;
+  racks->thresholdGbps = wire.threshold;
+  racks->intraRack = {wire.intraAlpha, wire.intraBeta};
+  racks->interRack = {wire.interAlpha, wire.interBeta};
+  *ran = true;
+  return Status::Ok();
+}
+
+}  // namespace braid
