@@ -1,0 +1,169 @@
+// The codec loops, compiled once per ISA: each including translation unit defines
+// BRAID_ISA_NAMESPACE and builds its codecTable() from makeCodecTable(). No include guard and an
+// unnamed namespace, for the reason given in kernels/reduce_loops.h (no instantiation built for
+// AVX-512 may be merged into the generic path).
+//
+// The loops are plain element loops the compiler vectorises: integer max for the block's
+// absolute maximum (float order equals integer order of the magnitude bits, and NaN and Inf sit
+// above every finite value, so the same reduction also detects them), float multiply and the
+// magic-number rounding of quant_math.h for the codes.
+#ifndef BRAID_ISA_NAMESPACE
+#error "define BRAID_ISA_NAMESPACE before including kernel_loops.h"
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "compress/codec_kernels.h"
+#include "compress/quant_math.h"
+#include "kernels/functors.h"
+
+namespace braid::compress::BRAID_ISA_NAMESPACE {
+namespace {
+
+using kernels::bitsFloat;
+using kernels::BFloat16;
+using kernels::ElemTraits;
+using kernels::floatBits;
+using kernels::Half;
+
+constexpr size_t kMaxBlock = 256;
+
+template <typename T, bool kResidual, bool kStochastic>
+void quantizeLoop(const void* inputv, float* residual, size_t count, const QuantParams& p,
+                  QuantBuffers out) {
+  using Traits = ElemTraits<T>;
+  const T* in = static_cast<const T*>(inputv);
+  const size_t blockSize = p.blockSize;
+  const quant::RandomKey key = quant::randomKey(p.seed);
+  alignas(64) float v[kMaxBlock];
+  for (size_t base = 0, block = 0; base < count; base += blockSize, ++block) {
+    const size_t n = std::min(blockSize, count - base);
+    const T* x = in + base;
+    float* r = kResidual ? residual + base : nullptr;
+    int8_t* codes = out.codes + base;
+
+    uint32_t maxBits = 0;
+    for (size_t i = 0; i < n; ++i) {
+      float value = Traits::load(x[i]);
+      if constexpr (kResidual) value += r[i];
+      v[i] = value;
+      uint32_t a = floatBits(value) & quant::kAbsMask;
+      maxBits = a > maxBits ? a : maxBits;
+    }
+    if (maxBits >= quant::kInfBits) {
+      quant::encodeSpecialBlock(v, n, base, r, p, kStochastic, out.scales, block, codes);
+      continue;
+    }
+    const quant::BlockScale sc = quant::blockScale(bitsFloat(maxBits), quant::kLevels, p.bf16Scales);
+    quant::storeScale(out.scales, block, sc.scale, false, p.bf16Scales);
+    for (size_t i = 0; i < n; ++i) {
+      float u = 0.0f;
+      if constexpr (kStochastic) u = quant::uniform(key, uint32_t(base + i));
+      float q = quant::quantize<kStochastic>(v[i], sc, quant::kLevels, u);
+      codes[i] = int8_t(int32_t(q));
+      // The decoder computes exactly q * scale, so this is what the message did not carry.
+      if constexpr (kResidual) r[i] = v[i] - q * sc.scale;
+    }
+  }
+}
+
+// Calls body(base, n, codes, scale) for ordinary blocks and decodes special ones into a block
+// buffer handed to special(base, n, values).
+template <typename Ordinary, typename Special>
+BRAID_INLINE void forEachBlock(ConstQuantBuffers in, size_t count, const QuantParams& p,
+                               Ordinary ordinary, Special special) {
+  const size_t blockSize = p.blockSize;
+  alignas(64) float values[kMaxBlock];
+  for (size_t base = 0, block = 0; base < count; base += blockSize, ++block) {
+    const size_t n = std::min(blockSize, count - base);
+    const uint32_t bits = quant::loadScaleBits(in.scales, block, p.bf16Scales);
+    if (bits >> 31) {
+      quant::decodeSpecialBlock(in.codes + base, n, bitsFloat(bits & quant::kAbsMask), values);
+      special(base, n, values);
+    } else {
+      ordinary(base, n, in.codes + base, bitsFloat(bits));
+    }
+  }
+}
+
+void dequantizeAccumulateLoop(ConstQuantBuffers in, size_t count, const QuantParams& p,
+                              float* acc) {
+  forEachBlock(
+      in, count, p,
+      [acc](size_t base, size_t n, const int8_t* codes, float s) {
+        float* a = acc + base;
+        for (size_t i = 0; i < n; ++i) a[i] += float(codes[i]) * s;
+      },
+      [acc](size_t base, size_t n, const float* values) {
+        for (size_t i = 0; i < n; ++i) acc[base + i] += values[i];
+      });
+}
+
+template <typename T>
+void dequantizeLoop(ConstQuantBuffers in, size_t count, const QuantParams& p, void* outv) {
+  using Traits = ElemTraits<T>;
+  T* out = static_cast<T*>(outv);
+  forEachBlock(
+      in, count, p,
+      [out](size_t base, size_t n, const int8_t* codes, float s) {
+        T* o = out + base;
+        for (size_t i = 0; i < n; ++i) o[i] = Traits::store(float(codes[i]) * s);
+      },
+      [out](size_t base, size_t n, const float* values) {
+        for (size_t i = 0; i < n; ++i) out[base + i] = Traits::store(values[i]);
+      });
+}
+
+template <typename T>
+void widenLoop(float* dst, const void* inputv, size_t count) {
+  const T* in = static_cast<const T*>(inputv);
+  for (size_t i = 0; i < count; ++i) dst[i] = ElemTraits<T>::load(in[i]);
+}
+
+template <typename T>
+void widenAccumulateLoop(float* dst, const void* inputv, size_t count) {
+  const T* in = static_cast<const T*>(inputv);
+  for (size_t i = 0; i < count; ++i) dst[i] += ElemTraits<T>::load(in[i]);
+}
+
+// The one pass of top-k's threshold search. Counted in 32-bit lanes over slices that cannot
+// overflow them, which keeps the vector loop in 32-bit arithmetic.
+size_t countAtLeastLoop(const float* v, size_t count, uint32_t key) {
+  constexpr size_t kSlice = size_t(1) << 30;
+  size_t total = 0;
+  for (size_t base = 0; base < count; base += kSlice) {
+    const size_t n = std::min(kSlice, count - base);
+    const float* x = v + base;
+    uint32_t c = 0;
+    for (size_t i = 0; i < n; ++i) c += (floatBits(x[i]) & quant::kAbsMask) >= key ? 1u : 0u;
+    total += c;
+  }
+  return total;
+}
+
+template <typename T>
+constexpr void fillKind(CodecKernelTable& t, FloatKind kind) {
+  const int k = int(kind);
+  t.quantize[k][0][0] = &quantizeLoop<T, false, false>;
+  t.quantize[k][0][1] = &quantizeLoop<T, false, true>;
+  t.quantize[k][1][0] = &quantizeLoop<T, true, false>;
+  t.quantize[k][1][1] = &quantizeLoop<T, true, true>;
+  t.dequantize[k] = &dequantizeLoop<T>;
+  t.widen[k] = &widenLoop<T>;
+  t.widenAccumulate[k] = &widenAccumulateLoop<T>;
+}
+
+constexpr CodecKernelTable makeCodecTable() {
+  CodecKernelTable t{};
+  fillKind<float>(t, FloatKind::Fp32);
+  fillKind<Half>(t, FloatKind::Fp16);
+  fillKind<BFloat16>(t, FloatKind::Bf16);
+  t.dequantizeAccumulate = &dequantizeAccumulateLoop;
+  t.countAtLeast = &countAtLeastLoop;
+  return t;
+}
+
+}  // namespace
+}  // namespace braid::compress::BRAID_ISA_NAMESPACE
