@@ -51,6 +51,9 @@ BRAID_INLINE BlockScale blockScale(float absMax, float levels, bool bf16) {
   float s = absMax / levels;
   if (absMax > 0.0f && s == 0.0f) s = bitsFloat(1);
   if (bf16) s = bitsFloat(roundUpToBf16Bits(floatBits(s)));
+  // The largest code must decode to a finite value; near FLT_MAX a scale rounded up would not.
+  // One step down makes the largest values clamp to the top code, an error below one step.
+  while (!(s * levels <= 0x1.fffffep127f)) s = bitsFloat(floatBits(s) - (bf16 ? 0x10000u : 1u));
   float pre = s < 0x1p-126f ? 0x1p64f : 1.0f;
   float inv = absMax > 0.0f ? 1.0f / (s * pre) : 0.0f;
   return {s, pre, inv};
