@@ -28,44 +28,110 @@ using kernels::ElemTraits;
 using kernels::floatBits;
 using kernels::Half;
 
-constexpr size_t kMaxBlock = 256;
+constexpr size_t kMaxBlock = 256;  // Int8BlockOptions::kMaxBlock
 
-template <typename T, bool kResidual, bool kStochastic>
-void quantizeLoop(const void* inputv, float* residual, size_t count, const QuantParams& p,
-                  QuantBuffers out) {
-  using Traits = ElemTraits<T>;
-  const T* in = static_cast<const T*>(inputv);
-  const size_t blockSize = p.blockSize;
+// One block's values v = x (+ r) into v, and the largest magnitude's bits. kN: the block size
+// when known at compile time (the loop then unrolls with no tail), 0 for n.
+template <typename T, bool kResidual, size_t kN>
+BRAID_INLINE uint32_t loadBlock(const T* __restrict x, const float* __restrict r,
+                                float* __restrict v, size_t n) {
+  const size_t len = kN ? kN : n;
+  uint32_t maxBits = 0;
+  for (size_t i = 0; i < len; ++i) {
+    float value = ElemTraits<T>::load(x[i]);
+    if constexpr (kResidual) value += r[i];
+    v[i] = value;
+    uint32_t a = floatBits(value) & quant::kAbsMask;
+    maxBits = a > maxBits ? a : maxBits;
+  }
+  return maxBits;
+}
+
+// One ordinary block's codes (restrict: int8_t may alias anything, and without it every block
+// pays run-time overlap checks).
+template <bool kResidual, bool kStochastic, size_t kN>
+BRAID_INLINE void codeBlock(const float* __restrict v, float* __restrict r,
+                            int8_t* __restrict codes, size_t n, const quant::BlockScale& sc,
+                            quant::RandomKey key, uint32_t first) {
+  const size_t len = kN ? kN : n;
+  for (size_t i = 0; i < len; ++i) {
+    float u = 0.0f;
+    if constexpr (kStochastic) u = quant::uniform(key, first + uint32_t(i));
+    float q = quant::quantize<kStochastic>(v[i], sc, quant::kLevels, u);
+    codes[i] = int8_t(int32_t(q));
+    // The decoder computes exactly q * scale, so this is what the message did not carry.
+    if constexpr (kResidual) r[i] = v[i] - q * sc.scale;
+  }
+}
+
+// Quantises in chunks of whole blocks that fit in L1, one pass at a time over the chunk: the
+// values and maxima of every block, then every scale, then every code. Done block by block,
+// each block would wait on its own reduction and two divisions before its codes could start;
+// across a chunk those chains are independent and overlap.
+template <typename T, bool kResidual, bool kStochastic, size_t kN>
+void quantizeChunks(const T* in, float* residual, size_t count, const QuantParams& p,
+                    QuantBuffers out) {
+  constexpr size_t kChunk = 4096;
+  const size_t blockSize = kN ? kN : p.blockSize;
+  const size_t chunkBlocks = kChunk / blockSize;
   const quant::RandomKey key = quant::randomKey(p.seed);
-  alignas(64) float v[kMaxBlock];
-  for (size_t base = 0, block = 0; base < count; base += blockSize, ++block) {
-    const size_t n = std::min(blockSize, count - base);
-    const T* x = in + base;
-    float* r = kResidual ? residual + base : nullptr;
-    int8_t* codes = out.codes + base;
+  alignas(64) float v[kChunk];
+  uint32_t maxBits[kChunk / 32];
+  quant::BlockScale scales[kChunk / 32];
+  for (size_t chunk = 0; chunk < count; chunk += chunkBlocks * blockSize) {
+    const size_t firstBlock = chunk / blockSize;
+    const size_t n = std::min(chunkBlocks * blockSize, count - chunk);
+    const size_t blocks = (n + blockSize - 1) / blockSize;
+    const size_t full = n / blockSize;
+    float* r = kResidual ? residual + chunk : nullptr;
+    for (size_t b = 0; b < full; ++b)
+      maxBits[b] = loadBlock<T, kResidual, kN>(in + chunk + b * blockSize,
+                                               kResidual ? r + b * blockSize : nullptr, v + b * blockSize,
+                                               blockSize);
+    if (full < blocks)
+      maxBits[full] = loadBlock<T, kResidual, 0>(in + chunk + full * blockSize,
+                                                 kResidual ? r + full * blockSize : nullptr,
+                                                 v + full * blockSize, n - full * blockSize);
+    for (size_t b = 0; b < blocks; ++b) {
+      if (maxBits[b] >= quant::kInfBits) continue;
+      scales[b] = quant::blockScale(bitsFloat(maxBits[b]), quant::kLevels, p.bf16Scales);
+      quant::storeScale(out.scales, firstBlock + b, scales[b].scale, false, p.bf16Scales);
+    }
+    for (size_t b = 0; b < blocks; ++b) {
+      const size_t off = b * blockSize;
+      const size_t len = std::min(blockSize, n - off);
+      float* rb = kResidual ? r + off : nullptr;
+      int8_t* codes = out.codes + chunk + off;
+      if (maxBits[b] >= quant::kInfBits)
+        quant::encodeSpecialBlock(v + off, len, chunk + off, rb, p, kStochastic, out.scales,
+                                  firstBlock + b, codes);
+      else if (len == blockSize)
+        codeBlock<kResidual, kStochastic, kN>(v + off, rb, codes, len, scales[b], key,
+                                              uint32_t(chunk + off));
+      else
+        codeBlock<kResidual, kStochastic, 0>(v + off, rb, codes, len, scales[b], key,
+                                             uint32_t(chunk + off));
+    }
+  }
+}
 
-    uint32_t maxBits = 0;
-    for (size_t i = 0; i < n; ++i) {
-      float value = Traits::load(x[i]);
-      if constexpr (kResidual) value += r[i];
-      v[i] = value;
-      uint32_t a = floatBits(value) & quant::kAbsMask;
-      maxBits = a > maxBits ? a : maxBits;
-    }
-    if (maxBits >= quant::kInfBits) {
-      quant::encodeSpecialBlock(v, n, base, r, p, kStochastic, out.scales, block, codes);
-      continue;
-    }
-    const quant::BlockScale sc = quant::blockScale(bitsFloat(maxBits), quant::kLevels, p.bf16Scales);
-    quant::storeScale(out.scales, block, sc.scale, false, p.bf16Scales);
-    for (size_t i = 0; i < n; ++i) {
-      float u = 0.0f;
-      if constexpr (kStochastic) u = quant::uniform(key, uint32_t(base + i));
-      float q = quant::quantize<kStochastic>(v[i], sc, quant::kLevels, u);
-      codes[i] = int8_t(int32_t(q));
-      // The decoder computes exactly q * scale, so this is what the message did not carry.
-      if constexpr (kResidual) r[i] = v[i] - q * sc.scale;
-    }
+// The common block sizes get loops of fixed length; others run the same code with a variable
+// one.
+template <typename T, bool kResidual, bool kStochastic>
+void quantizeLoop(const void* input, float* residual, size_t count, const QuantParams& p,
+                  QuantBuffers out) {
+  const T* in = static_cast<const T*>(input);
+  switch (p.blockSize) {
+    case 32:
+      return quantizeChunks<T, kResidual, kStochastic, 32>(in, residual, count, p, out);
+    case 64:
+      return quantizeChunks<T, kResidual, kStochastic, 64>(in, residual, count, p, out);
+    case 128:
+      return quantizeChunks<T, kResidual, kStochastic, 128>(in, residual, count, p, out);
+    case 256:
+      return quantizeChunks<T, kResidual, kStochastic, 256>(in, residual, count, p, out);
+    default:
+      return quantizeChunks<T, kResidual, kStochastic, 0>(in, residual, count, p, out);
   }
 }
 
@@ -92,8 +158,8 @@ void dequantizeAccumulateLoop(ConstQuantBuffers in, size_t count, const QuantPar
                               float* acc) {
   forEachBlock(
       in, count, p,
-      [acc](size_t base, size_t n, const int8_t* codes, float s) {
-        float* a = acc + base;
+      [acc](size_t base, size_t n, const int8_t* __restrict codes, float s) {
+        float* __restrict a = acc + base;
         for (size_t i = 0; i < n; ++i) a[i] += float(codes[i]) * s;
       },
       [acc](size_t base, size_t n, const float* values) {
@@ -107,8 +173,8 @@ void dequantizeLoop(ConstQuantBuffers in, size_t count, const QuantParams& p, vo
   T* out = static_cast<T*>(outv);
   forEachBlock(
       in, count, p,
-      [out](size_t base, size_t n, const int8_t* codes, float s) {
-        T* o = out + base;
+      [out](size_t base, size_t n, const int8_t* __restrict codes, float s) {
+        T* __restrict o = out + base;
         for (size_t i = 0; i < n; ++i) o[i] = Traits::store(float(codes[i]) * s);
       },
       [out](size_t base, size_t n, const float* values) {
