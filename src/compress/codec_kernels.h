@@ -55,6 +55,9 @@ struct CodecKernelTable {
   // How many |v[i]| are at or above the magnitude whose float bits are `key` (sign cleared);
   // NaN and Inf count as the largest magnitudes.
   using CountFn = size_t (*)(const float* v, size_t count, uint32_t key);
+  // Writes the indices of those elements, ascending, to indices (room for all of them plus 16)
+  // and returns how many.
+  using CollectFn = size_t (*)(const float* v, size_t count, uint32_t key, uint32_t* indices);
 
   QuantizeFn quantize[kNumFloatKinds][2][2];
   DequantAccFn dequantizeAccumulate;
@@ -62,6 +65,7 @@ struct CodecKernelTable {
   WidenFn widen[kNumFloatKinds];
   WidenFn widenAccumulate[kNumFloatKinds];
   CountFn countAtLeast;
+  CollectFn collectAtLeast;
 };
 
 // The table of an available ISA (tests and benchmarks compare them); the active one serves

@@ -209,6 +209,27 @@ size_t countAtLeastLoop(const float* v, size_t count, uint32_t key) {
   return total;
 }
 
+// The candidates of top-k, usually a small fraction: each group of 16 is first tested as a
+// whole (a vector compare and an OR), and only groups holding one are scanned, branch-free.
+size_t collectAtLeastLoop(const float* v, size_t count, uint32_t key, uint32_t* indices) {
+  constexpr size_t kGroup = 16;
+  size_t found = 0, i = 0;
+  for (; i + kGroup <= count; i += kGroup) {
+    uint32_t any = 0;
+    for (size_t j = 0; j < kGroup; ++j) any |= (floatBits(v[i + j]) & quant::kAbsMask) >= key;
+    if (!any) continue;
+    for (size_t j = 0; j < kGroup; ++j) {
+      indices[found] = uint32_t(i + j);
+      found += (floatBits(v[i + j]) & quant::kAbsMask) >= key;
+    }
+  }
+  for (; i < count; ++i) {
+    indices[found] = uint32_t(i);
+    found += (floatBits(v[i]) & quant::kAbsMask) >= key;
+  }
+  return found;
+}
+
 template <typename T>
 constexpr void fillKind(CodecKernelTable& t, FloatKind kind) {
   const int k = int(kind);
@@ -228,6 +249,7 @@ constexpr CodecKernelTable makeCodecTable() {
   fillKind<BFloat16>(t, FloatKind::Bf16);
   t.dequantizeAccumulate = &dequantizeAccumulateLoop;
   t.countAtLeast = &countAtLeastLoop;
+  t.collectAtLeast = &collectAtLeastLoop;
   return t;
 }
 

@@ -24,24 +24,28 @@ uint64_t rankKey(float v, uint32_t index) {
 
 size_t messageBytes(size_t k) { return sizeof(Header) + k * (sizeof(uint32_t) + sizeof(float)); }
 
-// A magnitude threshold with at least k magnitudes at or above it, found from a sample so that
-// few more than k are: the sample's order statistics estimate the population's, and each miss
-// doubles the sample rank (at most log2(4096) extra counting passes, usually none).
-uint32_t findThreshold(const float* v, size_t count, size_t k, const CodecKernelTable& kt) {
+// A magnitude threshold with at least k magnitudes at or above it (their number goes to
+// *atLeast), found from a sample so that few more than k are: the sample's order statistics
+// estimate the population's, and each miss doubles the sample rank (at most log2(4096) extra
+// counting passes, usually none).
+uint32_t findThreshold(const float* v, size_t count, size_t k, const CodecKernelTable& kt,
+                       size_t* atLeast) {
   const size_t samples = std::min(count, kSample);
   std::vector<uint32_t> sample(samples);
   for (size_t j = 0; j < samples; ++j) sample[j] = magnitudeKey(v[j * count / samples]);
-  std::sort(sample.begin(), sample.end(), std::greater<>());
   // The expected rank of the k-th largest in the sample, plus a margin of a few standard
   // deviations so that one counting pass usually suffices.
   double expected = double(k) * double(samples) / double(count);
   size_t rank = size_t(expected + 3.0 * std::sqrt(expected) + 2.0);
-  for (;;) {
-    if (rank >= samples) return 0;  // everything qualifies
+  for (; rank < samples; rank = rank * 2 + 1) {
+    std::nth_element(sample.begin(), sample.begin() + ptrdiff_t(rank), sample.end(),
+                     std::greater<>());
     uint32_t key = sample[rank];
-    if (kt.countAtLeast(v, count, key) >= k) return key;
-    rank = rank * 2 + 1;
+    *atLeast = kt.countAtLeast(v, count, key);
+    if (*atLeast >= k) return key;
   }
+  *atLeast = count;  // everything qualifies
+  return 0;
 }
 
 }  // namespace
@@ -54,11 +58,11 @@ void selectTopK(const float* v, size_t count, size_t k, std::vector<uint32_t>* i
     for (size_t i = 0; i < count; ++i) (*indices)[i] = uint32_t(i);
     return;
   }
-  const uint32_t threshold = findThreshold(v, count, k, activeCodecKernels());
-  std::vector<uint32_t> candidates;
-  candidates.reserve(k);
-  for (size_t i = 0; i < count; ++i)
-    if (magnitudeKey(v[i]) >= threshold) candidates.push_back(uint32_t(i));
+  const CodecKernelTable& kt = activeCodecKernels();
+  size_t atLeast = 0;
+  const uint32_t threshold = findThreshold(v, count, k, kt, &atLeast);
+  std::vector<uint32_t> candidates(atLeast + 16);
+  candidates.resize(kt.collectAtLeast(v, count, threshold, candidates.data()));
   if (candidates.size() == k) {
     *indices = std::move(candidates);
     return;

@@ -131,8 +131,17 @@ TEST_P(CodecIsa, WidenAndCountAreBitIdenticalToGeneric) {
       t.widenAccumulate[k](b.data(), input.data(), count);
       ASSERT_TRUE(sameBits(a, b));
     }
-    for (uint32_t key : {0u, 1u, 0x3f800000u, 0x7f800000u, 0x7fc00000u, 0x80000000u})
-      ASSERT_EQ(ref.countAtLeast(v.data(), count, key), t.countAtLeast(v.data(), count, key)) << key;
+    for (uint32_t key : {0u, 1u, 0x3f800000u, 0x7f800000u, 0x7fc00000u, 0x80000000u}) {
+      const size_t n = ref.countAtLeast(v.data(), count, key);
+      ASSERT_EQ(n, t.countAtLeast(v.data(), count, key)) << key;
+      std::vector<uint32_t> a(n + 16), b(n + 16);
+      ASSERT_EQ(ref.collectAtLeast(v.data(), count, key, a.data()), n) << key;
+      ASSERT_EQ(t.collectAtLeast(v.data(), count, key, b.data()), n) << key;
+      a.resize(n);
+      b.resize(n);
+      ASSERT_EQ(a, b) << key;
+      for (size_t j = 1; j < n; ++j) ASSERT_LT(a[j - 1], a[j]);
+    }
   }
 }
 
