@@ -53,8 +53,7 @@ void copy(benchmark::State& state, size_t bytes) {
 constexpr uint32_t kBlock = 64;
 
 struct Message {
-  explicit Message(size_t count)
-      : scales((count + kBlock - 1) / kBlock * 4), codes(count) {}
+  explicit Message(size_t count) : scales((count + kBlock - 1) / kBlock * 4), codes(count) {}
   std::vector<unsigned char> scales;
   std::vector<int8_t> codes;
 };
@@ -108,8 +107,8 @@ void topkEncode(benchmark::State& state, size_t bytes, bool feedback) {
   std::vector<std::byte> out(codec->maxEncodedBytes(count, ncclFloat32));
   size_t written = 0;
   for (auto _ : state) {
-    Status s = codec->encode(x.data(), count, ncclFloat32, feedback ? residual.data() : nullptr,
-                             0, out, &written);
+    Status s = codec->encode(x.data(), count, ncclFloat32, feedback ? residual.data() : nullptr, 0,
+                             out, &written);
     if (!s.ok()) return state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(out.data());
   }
@@ -126,15 +125,21 @@ void registerAll() {
       const Isa isa = Isa(i);
       if (!kernels::isaAvailable(isa)) continue;
       const std::string tail = std::string("/") + kernels::isaName(isa) + size;
-      benchmark::RegisterBenchmark(("int8_quantise/nearest" + tail).c_str(), quantize, isa, bytes, false, false);
-      benchmark::RegisterBenchmark(("int8_quantise/stochastic" + tail).c_str(), quantize, isa, bytes, true, false);
-      benchmark::RegisterBenchmark(("int8_quantise/nearest_feedback" + tail).c_str(), quantize, isa, bytes, false, true);
-      benchmark::RegisterBenchmark(("int8_dequantise_acc" + tail).c_str(), dequantizeAccumulate, isa, bytes);
-      benchmark::RegisterBenchmark(("topk_threshold_pass" + tail).c_str(), thresholdPass, isa, bytes);
+      benchmark::RegisterBenchmark(("int8_quantise/nearest" + tail).c_str(), quantize, isa, bytes,
+                                   false, false);
+      benchmark::RegisterBenchmark(("int8_quantise/stochastic" + tail).c_str(), quantize, isa,
+                                   bytes, true, false);
+      benchmark::RegisterBenchmark(("int8_quantise/nearest_feedback" + tail).c_str(), quantize, isa,
+                                   bytes, false, true);
+      benchmark::RegisterBenchmark(("int8_dequantise_acc" + tail).c_str(), dequantizeAccumulate,
+                                   isa, bytes);
+      benchmark::RegisterBenchmark(("topk_threshold_pass" + tail).c_str(), thresholdPass, isa,
+                                   bytes);
     }
     const std::string active = std::string("/") + kernels::isaName(kernels::activeIsa()) + size;
     benchmark::RegisterBenchmark(("topk_encode_1pct" + active).c_str(), topkEncode, bytes, false);
-    benchmark::RegisterBenchmark(("topk_encode_1pct_feedback" + active).c_str(), topkEncode, bytes, true);
+    benchmark::RegisterBenchmark(("topk_encode_1pct_feedback" + active).c_str(), topkEncode, bytes,
+                                 true);
   }
 }
 

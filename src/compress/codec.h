@@ -62,8 +62,8 @@ struct Header {
   uint8_t version;  // kFormatVersion
   uint8_t flags;    // codec-specific
   uint8_t reserved;
-  uint32_t param;   // int8 block: the block size; top-k: k
-  uint64_t count;   // elements encoded
+  uint32_t param;  // int8 block: the block size; top-k: k
+  uint64_t count;  // elements encoded
 };
 static_assert(sizeof(Header) == 16);
 

@@ -18,7 +18,9 @@ enum class FloatKind : uint8_t { Fp32 = 0, Fp16 = 1, Bf16 = 2 };
 constexpr int kNumFloatKinds = 3;
 // The kind of fp32, fp16 and bf16 (callers check isCompressibleType first).
 inline FloatKind floatKind(ncclDataType_t type) {
-  return type == ncclFloat16 ? FloatKind::Fp16 : type == ncclBfloat16 ? FloatKind::Bf16 : FloatKind::Fp32;
+  return type == ncclFloat16    ? FloatKind::Fp16
+         : type == ncclBfloat16 ? FloatKind::Bf16
+                                : FloatKind::Fp32;
 }
 
 // The INT8 block format's parameters as the loops need them.

@@ -1,4 +1,5 @@
-// The codec loops built for AVX2 + FMA + F16C (FMA is never used: -ffp-contract=off); the flags come from src/compress/CMakeLists.txt.
+// The codec loops built for AVX2 + FMA + F16C (FMA is never used: -ffp-contract=off); the flags
+// come from src/compress/CMakeLists.txt.
 #define BRAID_ISA_NAMESPACE isa_avx2
 #include "compress/kernel_loops.h"
 

@@ -1,4 +1,5 @@
-// The codec loops built for baseline x86-64 (or whatever the target's baseline is); the flags come from src/compress/CMakeLists.txt.
+// The codec loops built for baseline x86-64 (or whatever the target's baseline is); the flags come
+// from src/compress/CMakeLists.txt.
 #define BRAID_ISA_NAMESPACE isa_generic
 #include "compress/kernel_loops.h"
 

@@ -89,8 +89,8 @@ Status encodeWithFeedback(const Codec& codec, ResidualStore& store, const Residu
                           const void* input, uint64_t seed, std::span<std::byte> out,
                           size_t* written) {
   std::shared_ptr<Residual> residual = store.acquire(key);
-  return codec.encode(input, key.count, key.type, residual ? residual->values.get() : nullptr,
-                      seed, out, written);
+  return codec.encode(input, key.count, key.type, residual ? residual->values.get() : nullptr, seed,
+                      out, written);
 }
 
 }  // namespace braid::compress

@@ -37,8 +37,8 @@ struct Residual {
 };
 
 struct ResidualStats {
-  size_t bytes;      // fp32 values held
-  size_t capacity;   // the bound
+  size_t bytes;     // fp32 values held
+  size_t capacity;  // the bound
   size_t entries;
   uint64_t evictions;  // residuals dropped to make room
   uint64_t refused;    // requests larger than the bound

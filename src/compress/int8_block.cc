@@ -42,8 +42,8 @@ Status readMessage(std::span<const std::byte> in, size_t count, Message* msg) {
                            in.size(), count, expected);
   const auto* base = reinterpret_cast<const unsigned char*>(in.data()) + sizeof(Header);
   msg->params = QuantParams{h.param, bf16, 0};
-  msg->buffers = {base, reinterpret_cast<const int8_t*>(base + blockCount(count, h.param) *
-                                                                   (bf16 ? 2 : 4))};
+  msg->buffers = {
+      base, reinterpret_cast<const int8_t*>(base + blockCount(count, h.param) * (bf16 ? 2 : 4))};
   return Status::Ok();
 }
 
@@ -75,9 +75,8 @@ size_t Int8BlockCodec::maxEncodedBytes(size_t count, ncclDataType_t) const {
   return messageBytes(count, options_.blockSize, options_.scales == ScaleFormat::Bf16);
 }
 
-Status Int8BlockCodec::encode(const void* input, size_t count, ncclDataType_t type,
-                              float* residual, uint64_t seed, std::span<std::byte> out,
-                              size_t* written) const {
+Status Int8BlockCodec::encode(const void* input, size_t count, ncclDataType_t type, float* residual,
+                              uint64_t seed, std::span<std::byte> out, size_t* written) const {
   if (!isCompressibleType(type))
     return invalidArgument("int8_block encode: datatype %d is not float, half or bfloat16",
                            int(type));
@@ -88,13 +87,16 @@ Status Int8BlockCodec::encode(const void* input, size_t count, ncclDataType_t ty
     return invalidArgument("int8_block encode: output of %zu bytes, %zu elements need %zu",
                            out.size(), count, bytes);
   const bool stochastic = options_.rounding == Rounding::Stochastic;
-  Header h{uint8_t(CodecId::Int8Block), kFormatVersion,
-           uint8_t((stochastic ? kFlagStochastic : 0) | (bf16 ? kFlagBf16Scales : 0)), 0,
-           options_.blockSize, count};
+  Header h{uint8_t(CodecId::Int8Block),
+           kFormatVersion,
+           uint8_t((stochastic ? kFlagStochastic : 0) | (bf16 ? kFlagBf16Scales : 0)),
+           0,
+           options_.blockSize,
+           count};
   writeHeader(out, h);
   auto* base = reinterpret_cast<unsigned char*>(out.data()) + sizeof(Header);
-  QuantBuffers buffers{base, reinterpret_cast<int8_t*>(base + blockCount(count, options_.blockSize) *
-                                                                  (bf16 ? 2 : 4))};
+  QuantBuffers buffers{base, reinterpret_cast<int8_t*>(
+                                 base + blockCount(count, options_.blockSize) * (bf16 ? 2 : 4))};
   if (count > 0) {
     const QuantParams params{options_.blockSize, bf16, seed};
     activeCodecKernels().quantize[int(floatKind(type))][residual != nullptr][stochastic](
@@ -119,7 +121,8 @@ Status Int8BlockCodec::decode(std::span<const std::byte> in, size_t count, ncclD
                            int(type));
   Message msg;
   BRAID_TRY(readMessage(in, count, &msg));
-  if (count > 0) activeCodecKernels().dequantize[int(floatKind(type))](msg.buffers, count, msg.params, out);
+  if (count > 0)
+    activeCodecKernels().dequantize[int(floatKind(type))](msg.buffers, count, msg.params, out);
   return Status::Ok();
 }
 

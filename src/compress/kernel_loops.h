@@ -22,8 +22,8 @@
 namespace braid::compress::BRAID_ISA_NAMESPACE {
 namespace {
 
-using kernels::bitsFloat;
 using kernels::BFloat16;
+using kernels::bitsFloat;
 using kernels::ElemTraits;
 using kernels::floatBits;
 using kernels::Half;
@@ -86,8 +86,8 @@ void quantizeChunks(const T* in, float* residual, size_t count, const QuantParam
     float* r = kResidual ? residual + chunk : nullptr;
     for (size_t b = 0; b < full; ++b)
       maxBits[b] = loadBlock<T, kResidual, kN>(in + chunk + b * blockSize,
-                                               kResidual ? r + b * blockSize : nullptr, v + b * blockSize,
-                                               blockSize);
+                                               kResidual ? r + b * blockSize : nullptr,
+                                               v + b * blockSize, blockSize);
     if (full < blocks)
       maxBits[full] = loadBlock<T, kResidual, 0>(in + chunk + full * blockSize,
                                                  kResidual ? r + full * blockSize : nullptr,

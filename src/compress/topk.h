@@ -11,9 +11,9 @@
 // value, so they are always sent first, exactly; should a buffer hold more than k of them, the
 // k sent already make the receiver's result non-finite, and the others stay in the residual.
 //
-// Selection is O(count): a sample of 4096 magnitudes estimates the threshold, one vectorised
-// pass counts the magnitudes at or above it (lowering it until at least k are), one pass
-// collects those candidates, and an nth_element over the candidates fixes exactly k.
+// Selection is O(count): a sample of 4096 to 16384 magnitudes estimates the threshold, one
+// vectorised pass counts the magnitudes at or above it (lowering it until at least k are),
+// one pass collects those candidates, and an nth_element over the candidates fixes exactly k.
 #pragma once
 
 #include <cstdint>
@@ -62,12 +62,12 @@ void selectTopK(const float* v, size_t count, size_t k, std::vector<uint32_t>* i
 // choices, is what a sum of the sparse messages fills: once it passes one half, a sparse
 // sum (as a hierarchical or reduce-scatter scheme would forward) is larger than a dense one.
 struct ExchangeEstimate {
-  double density;       // k / count
-  double unionDensity;  // 1 - (1 - d)^p
-  double sparseBytes;   // received per rank by the sparse all-gather
-  double denseBytes;    // received per rank by the dense ring AllReduce
+  double density;         // k / count
+  double unionDensity;    // 1 - (1 - d)^p
+  double sparseBytes;     // received per rank by the sparse all-gather
+  double denseBytes;      // received per rank by the dense ring AllReduce
   double sparseSumBytes;  // a sparse message of the summed union: unionDensity x count x 8
-  bool denseCheaper;    // sparseBytes > denseBytes
+  bool denseCheaper;      // sparseBytes > denseBytes
 };
 ExchangeEstimate estimateExchange(size_t k, size_t count, int nranks);
 

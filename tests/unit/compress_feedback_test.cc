@@ -36,8 +36,9 @@ TEST(ErrorFeedback, DecodedSumEqualsInputSumUpToTheLastResidual) {
   auto nearest = int8Codec(64);
   auto stochastic = int8Codec(32, Rounding::Stochastic, ScaleFormat::Bf16);
   auto topk = topkCodec(0.05);
-  for (const Codec* codec : {static_cast<const Codec*>(nearest.get()), static_cast<const Codec*>(stochastic.get()),
-                             static_cast<const Codec*>(topk.get())}) {
+  for (const Codec* codec :
+       {static_cast<const Codec*>(nearest.get()), static_cast<const Codec*>(stochastic.get()),
+        static_cast<const Codec*>(topk.get())}) {
     // Only fp32 rounding of the running residual separates the two sides.
     EXPECT_LT(feedbackDrift(*codec, true, kCalls, kN), 1e-5) << codec->name();
     // Without feedback the error is the codec's own, and it does not cancel.
@@ -77,8 +78,8 @@ TEST(ResidualStore, LeastRecentlyUsedIsEvictedFirstAndBytesAreCounted) {
   EXPECT_EQ(s.bytes, 1200u);
   EXPECT_EQ(s.entries, 3u);
   EXPECT_EQ(s.evictions, 1u);
-  EXPECT_NE(store.acquire(key(1, 0xb)), b);   // b was dropped: a fresh, zeroed one (evicts c)
-  EXPECT_EQ(b->values[0], 0.0f);              // the holder's copy stayed valid
+  EXPECT_NE(store.acquire(key(1, 0xb)), b);  // b was dropped: a fresh, zeroed one (evicts c)
+  EXPECT_EQ(b->values[0], 0.0f);             // the holder's copy stayed valid
   EXPECT_EQ(store.acquire(key(1, 0xa))->values[0], 5.0f);
   EXPECT_EQ(store.stats().evictions, 2u);
   // Another shape or type of the same buffer is another tensor.
@@ -117,12 +118,14 @@ TEST(ResidualStore, EncodeWithFeedbackCarriesTheResidualAcrossCalls) {
   ResidualKey k{7, uintptr_t(x.data()), 4, ncclFloat32};
   ASSERT_TRUE(encodeWithFeedback(*codec, store, k, x.data(), 0, out, &written).ok());
   auto r = store.acquire(k);
-  EXPECT_EQ(std::vector<float>(r->values.get(), r->values.get() + 4), (std::vector<float>{1, 2, 0, 0}));
+  EXPECT_EQ(std::vector<float>(r->values.get(), r->values.get() + 4),
+            (std::vector<float>{1, 2, 0, 0}));
   ASSERT_TRUE(encodeWithFeedback(*codec, store, k, x.data(), 1, out, &written).ok());
   // Now input + residual is {2, 4, 3, 4}: the two 4s go, 2 and 3 wait.
   std::vector<float> acc = decoded(*codec, out, 4);
   EXPECT_EQ(acc, (std::vector<float>{0, 4, 0, 4}));
-  EXPECT_EQ(std::vector<float>(r->values.get(), r->values.get() + 4), (std::vector<float>{2, 0, 3, 0}));
+  EXPECT_EQ(std::vector<float>(r->values.get(), r->values.get() + 4),
+            (std::vector<float>{2, 0, 3, 0}));
   EXPECT_EQ(store.stats().bytes, 16u);
 }
 

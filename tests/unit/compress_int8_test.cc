@@ -30,7 +30,8 @@ std::vector<float> makeInput(Input kind, size_t n, uint64_t seed) {
     case Input::Zero:
       return v;
     case Input::Huge:  // up to FLT_MAX itself
-      for (float& x : v) x = (rng() & 1 ? -1.0f : 1.0f) * fromBits(0x7f000000u + uint32_t(rng() % 0x7fffff));
+      for (float& x : v)
+        x = (rng() & 1 ? -1.0f : 1.0f) * fromBits(0x7f000000u + uint32_t(rng() % 0x7fffff));
       v[5] = FLT_MAX;
       v[6] = -FLT_MAX;
       return v;
@@ -39,7 +40,8 @@ std::vector<float> makeInput(Input kind, size_t n, uint64_t seed) {
       v[3] = fromBits(1);
       return v;
     case Input::Mixed:  // magnitudes spread over many octaves, one outlier per block or so
-      for (size_t i = 0; i < n; ++i) v[i] = std::ldexp(float(rng() % 2000) - 1000.0f, int(rng() % 40) - 20);
+      for (size_t i = 0; i < n; ++i)
+        v[i] = std::ldexp(float(rng() % 2000) - 1000.0f, int(rng() % 40) - 20);
       return v;
   }
   return v;
@@ -182,7 +184,8 @@ TEST(Int8Block, NanAndInfArriveExactlyWhereTheyWere) {
     }
     // Decoding into the input's type keeps them too.
     std::vector<uint16_t> out(x.size());
-    ASSERT_TRUE(codec->decode(msg, x.size(), type == ncclFloat32 ? ncclFloat16 : type, out.data()).ok());
+    ASSERT_TRUE(
+        codec->decode(msg, x.size(), type == ncclFloat32 ? ncclFloat16 : type, out.data()).ok());
     auto back = [&](size_t i) {
       return type == ncclBfloat16 ? kernels::bf16ToFloat({out[i]}) : kernels::halfToFloat({out[i]});
     };
@@ -205,9 +208,11 @@ TEST(Int8Block, StochasticRoundingIsReproducibleAndUnbiased) {
   constexpr int kDraws = 400;
   std::vector<double> mean(x.size(), 0.0);
   for (int s = 0; s < kDraws; ++s) {
-    std::vector<float> y = decoded(*codec, encode(*codec, x.data(), x.size(), ncclFloat32, nullptr, s), x.size());
+    std::vector<float> y =
+        decoded(*codec, encode(*codec, x.data(), x.size(), ncclFloat32, nullptr, s), x.size());
     for (size_t i = 0; i < x.size(); ++i) {
-      ASSERT_LE(std::fabs(y[i] - x[i]), 1.0001 * 4.0 / 127 * 2) << i;  // below one step of any block
+      ASSERT_LE(std::fabs(y[i] - x[i]), 1.0001 * 4.0 / 127 * 2)
+          << i;  // below one step of any block
       mean[i] += y[i] / kDraws;
     }
   }
@@ -217,9 +222,11 @@ TEST(Int8Block, StochasticRoundingIsReproducibleAndUnbiased) {
   EXPECT_LT(worst, step * 0.15);
   // Round to nearest would be biased on values off the grid: check the test can tell.
   auto nearest = int8Codec(32);
-  std::vector<float> yn = decoded(*nearest, encode(*nearest, x.data(), x.size(), ncclFloat32), x.size());
+  std::vector<float> yn =
+      decoded(*nearest, encode(*nearest, x.data(), x.size(), ncclFloat32), x.size());
   double nearestWorst = 0;
-  for (size_t i = 0; i < 32; ++i) nearestWorst = std::max(nearestWorst, std::fabs(double(yn[i]) - x[i]));
+  for (size_t i = 0; i < 32; ++i)
+    nearestWorst = std::max(nearestWorst, std::fabs(double(yn[i]) - x[i]));
   EXPECT_GT(nearestWorst, step * 0.3);
 }
 

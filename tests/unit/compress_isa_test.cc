@@ -27,13 +27,20 @@ std::vector<float> wildFloats(size_t n, uint64_t seed) {
   std::vector<float> v(n);
   for (float& x : v) {
     uint64_t r = rng() % 100;
-    if (r < 80) x = d(rng);
-    else if (r < 88) x = d(rng) * 1e37f;
-    else if (r < 96) x = kernels::bitsFloat(uint32_t(rng() % 0x800000u));
-    else if (r < 97) x = -0.0f;
-    else if (r < 98) x = NAN;
-    else if (r < 99) x = (rng() & 1) ? INFINITY : -INFINITY;
-    else x = kernels::bitsFloat(0x7f800001u + uint32_t(rng() % 0x3fffff));  // signalling NaN
+    if (r < 80)
+      x = d(rng);
+    else if (r < 88)
+      x = d(rng) * 1e37f;
+    else if (r < 96)
+      x = kernels::bitsFloat(uint32_t(rng() % 0x800000u));
+    else if (r < 97)
+      x = -0.0f;
+    else if (r < 98)
+      x = NAN;
+    else if (r < 99)
+      x = (rng() & 1) ? INFINITY : -INFINITY;
+    else
+      x = kernels::bitsFloat(0x7f800001u + uint32_t(rng() % 0x3fffff));  // signalling NaN
   }
   return v;
 }
@@ -46,7 +53,8 @@ std::vector<unsigned char> asKind(const std::vector<float>& v, FloatKind kind) {
     if (kind == FloatKind::Fp32) {
       std::memcpy(&out[4 * i], &v[i], 4);
     } else {
-      uint16_t b = kind == FloatKind::Fp16 ? kernels::floatToHalf(v[i]).bits : kernels::floatToBf16(v[i]).bits;
+      uint16_t b = kind == FloatKind::Fp16 ? kernels::floatToHalf(v[i]).bits
+                                           : kernels::floatToBf16(v[i]).bits;
       std::memcpy(&out[2 * i], &b, 2);
     }
   }
@@ -92,9 +100,9 @@ TEST_P(CodecIsa, QuantiseIsBitIdenticalToGeneric) {
               QuantParams p{block, bf16, 0x1234567890abcdefull + count};
               Encoded a = quantize(ref, kind, input, count, residual, stochastic, p);
               Encoded b = quantize(t, kind, input, count, residual, stochastic, p);
-              SCOPED_TRACE(testing::Message() << "count " << count << " block " << block << " kind " << k
-                                              << " bf16 " << bf16 << " residual " << residual
-                                              << " stochastic " << stochastic);
+              SCOPED_TRACE(testing::Message()
+                           << "count " << count << " block " << block << " kind " << k << " bf16 "
+                           << bf16 << " residual " << residual << " stochastic " << stochastic);
               ASSERT_EQ(a.codes, b.codes);
               ASSERT_EQ(a.scales, b.scales);
               ASSERT_TRUE(sameBits(a.residual, b.residual));
@@ -146,7 +154,9 @@ TEST_P(CodecIsa, WidenAndCountAreBitIdenticalToGeneric) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, CodecIsa, ::testing::Values(Isa::Avx2, Isa::Avx512),
-                         [](const auto& info) { return std::string(kernels::isaName(info.param)); });
+                         [](const auto& info) {
+                           return std::string(kernels::isaName(info.param));
+                         });
 
 TEST(CodecKernels, CountAtLeastCountsNanAndInfAsLargest) {
   std::vector<float> v = {1.0f, -2.0f, NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 3.0f};

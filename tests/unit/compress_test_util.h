@@ -18,7 +18,8 @@
 
 namespace braid::compress::testing {
 
-inline std::unique_ptr<Int8BlockCodec> int8Codec(uint32_t block, Rounding rounding = Rounding::Nearest,
+inline std::unique_ptr<Int8BlockCodec> int8Codec(uint32_t block,
+                                                 Rounding rounding = Rounding::Nearest,
                                                  ScaleFormat scales = ScaleFormat::Fp32) {
   std::unique_ptr<Int8BlockCodec> c;
   Status s = Int8BlockCodec::create({block, rounding, scales}, &c);

@@ -54,7 +54,8 @@ TEST(TopK, KeepsExactlyTheKLargestWithTiesByIndex) {
         ASSERT_EQ(k, std::clamp<size_t>(size_t(std::llround(ratio * n)), 1, n));
         auto msg = encode(*codec, v.data(), n, ncclFloat32);
         Message m = parse(msg, k);
-        ASSERT_EQ(m.indices, reference(v, k)) << "n " << n << " ratio " << ratio << " dist " << dist;
+        ASSERT_EQ(m.indices, reference(v, k))
+            << "n " << n << " ratio " << ratio << " dist " << dist;
         for (size_t j = 0; j < k; ++j) ASSERT_EQ(bitsOf(m.values[j]), bitsOf(v[m.indices[j]]));
       }
     }
@@ -77,7 +78,8 @@ TEST(TopK, NanAndInfRankFirstAndArriveExactly) {
   std::vector<float> many(100, 1.0f), residual(100, 0.0f);
   for (size_t i = 0; i < 10; ++i) many[i * 7] = NAN;
   auto small = topkCodec(0.05);  // k = 5
-  std::vector<float> z = decoded(*small, encode(*small, many.data(), 100, ncclFloat32, residual.data()), 100);
+  std::vector<float> z =
+      decoded(*small, encode(*small, many.data(), 100, ncclFloat32, residual.data()), 100);
   for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(std::isnan(z[i * 7])) << i;
   for (size_t i = 5; i < 10; ++i) EXPECT_TRUE(std::isnan(residual[i * 7])) << i;
 }
