@@ -131,7 +131,7 @@ Status TopKCodec::encode(const void* input, size_t count, ncclDataType_t type, f
   selectTopK(v, count, k, &kept);
   writeHeader(out, Header{uint8_t(CodecId::TopK), kFormatVersion, 0, 0, uint32_t(k), count});
   auto* base = reinterpret_cast<unsigned char*>(out.data()) + sizeof(Header);
-  std::memcpy(base, kept.data(), k * sizeof(uint32_t));
+  if (k > 0) std::memcpy(base, kept.data(), k * sizeof(uint32_t));
   float* values = reinterpret_cast<float*>(base + k * sizeof(uint32_t));
   for (size_t j = 0; j < k; ++j) {
     const float value = v[kept[j]];
@@ -204,7 +204,7 @@ Status TopKCodec::decode(std::span<const std::byte> in, size_t count, ncclDataTy
     return invalidArgument("topk decode: datatype %d is not float, half or bfloat16", int(type));
   Pairs p;
   BRAID_TRY(readPairs(in, count, &p));
-  std::memset(out, 0, count * (type == ncclFloat32 ? 4 : 2));  // +0 in all three formats
+  if (count > 0) std::memset(out, 0, count * (type == ncclFloat32 ? 4 : 2));  // +0 in all three
   if (type == ncclFloat32)
     scatter<float>(p, out);
   else if (type == ncclFloat16)

@@ -89,6 +89,14 @@ TEST(ResidualStore, LeastRecentlyUsedIsEvictedFirstAndBytesAreCounted) {
   EXPECT_NE(store.acquire(half), a);
 }
 
+TEST(ResidualStore, BoundFromTheEnvironment) {
+  unsetenv("BRAID_COMPRESS_STATE_BYTES");
+  EXPECT_EQ(ResidualStore::capacityFromEnv(), size_t(1) << 30);
+  setenv("BRAID_COMPRESS_STATE_BYTES", "4096", 1);
+  EXPECT_EQ(ResidualStore::capacityFromEnv(), 4096u);
+  unsetenv("BRAID_COMPRESS_STATE_BYTES");
+}
+
 TEST(ResidualStore, RefusesWhatCannotFitAndResets) {
   ResidualStore store(1000);
   EXPECT_EQ(store.acquire(key(1, 1, 251)), nullptr);

@@ -120,6 +120,29 @@ TEST(Int8Block, SizeIsAQuarterPlusScales) {
   EXPECT_EQ(codec->maxEncodedBytes(0, ncclFloat32), 16u);
 }
 
+TEST(Int8Block, BlockSizeFromTheEnvironment) {
+  setenv("BRAID_COMPRESS_BLOCK", "128", 1);
+  EXPECT_EQ(Int8BlockOptions::fromEnv().blockSize, 128u);
+  setenv("BRAID_COMPRESS_BLOCK", "1000", 1);
+  std::unique_ptr<Int8BlockCodec> c;
+  Status s = Int8BlockCodec::create(Int8BlockOptions::fromEnv(), &c);
+  EXPECT_EQ(s.code(), ncclInvalidArgument);
+  EXPECT_NE(s.message().find("BRAID_COMPRESS_BLOCK"), std::string::npos) << s.message();
+  unsetenv("BRAID_COMPRESS_BLOCK");
+  EXPECT_EQ(Int8BlockOptions::fromEnv().blockSize, 64u);
+}
+
+TEST(Int8Block, EmptyInput) {
+  auto codec = int8Codec(64);
+  auto msg = encode(*codec, nullptr, 0, ncclFloat32);
+  EXPECT_EQ(msg.size(), 16u);
+  EXPECT_TRUE(codec->decodeAccumulate(msg, 0, nullptr).ok());
+  auto topk = topkCodec(0.1);
+  auto sparse = encode(*topk, nullptr, 0, ncclFloat32);
+  EXPECT_EQ(sparse.size(), 16u);
+  EXPECT_TRUE(topk->decode(sparse, 0, ncclFloat16, nullptr).ok());
+}
+
 TEST(Int8Block, RefusesBadOptionsAndTypes) {
   std::unique_ptr<Int8BlockCodec> c;
   EXPECT_FALSE(Int8BlockCodec::create({31}, &c).ok());
