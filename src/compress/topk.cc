@@ -38,7 +38,7 @@ uint32_t findThreshold(const float* v, size_t count, size_t k, const CodecKernel
   const size_t samples = sampleSize(count);
   std::vector<uint32_t> sample(samples);
   for (size_t j = 0; j < samples; ++j) sample[j] = magnitudeKey(v[j * count / samples]);
-  // The expected rank of the k-th largest in the sample, plus a margin of a few standard
+  // The expected rank of the k-th largest in the sample, plus a margin of two standard
   // deviations so that one counting pass usually suffices.
   double expected = double(k) * double(samples) / double(count);
   size_t rank = size_t(expected + 2.0 * std::sqrt(expected) + 2.0);
