@@ -160,62 +160,67 @@ TEST(Int8Block, RefusesBadOptionsAndTypes) {
 
 TEST(Int8Block, NanAndInfArriveExactlyWhereTheyWere) {
   for (ncclDataType_t type : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
-    auto codec = int8Codec(64);
-    std::vector<float> x = normal(1000, 7);
-    x[3] = NAN;
-    x[70] = INFINITY;
-    x[71] = -INFINITY;
-    x[130] = -NAN;
-    for (size_t i = 192; i < 256; ++i) x[i] = NAN;  // a block of nothing but NaN
-    x[300] = INFINITY;
-    x[301] = 1e30f;  // a huge finite value beside an Inf stays finite
-    if (type != ncclFloat32) x[301] = 100.0f;
-    // The input in its type, and its exact fp32 values.
-    std::vector<uint16_t> narrow(x.size());
-    std::vector<float> exact(x);
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (type == ncclFloat16) {
-        narrow[i] = kernels::floatToHalf(x[i]).bits;
-        exact[i] = kernels::halfToFloat({narrow[i]});
-      } else if (type == ncclBfloat16) {
-        narrow[i] = kernels::floatToBf16(x[i]).bits;
-        exact[i] = kernels::bf16ToFloat({narrow[i]});
+    for (ScaleFormat scales : {ScaleFormat::Fp32, ScaleFormat::Bf16}) {
+      SCOPED_TRACE(::testing::Message() << "type " << type << " bf16 scales " << int(scales));
+      auto codec = int8Codec(64, Rounding::Nearest, scales);
+      std::vector<float> x = normal(1000, 7);
+      x[3] = NAN;
+      x[70] = INFINITY;
+      x[71] = -INFINITY;
+      x[130] = -NAN;
+      for (size_t i = 192; i < 256; ++i) x[i] = NAN;  // a block of nothing but NaN
+      x[300] = INFINITY;
+      x[301] = 1e30f;  // a huge finite value beside an Inf stays finite
+      if (type != ncclFloat32) x[301] = 100.0f;
+      // The input in its type, and its exact fp32 values.
+      std::vector<uint16_t> narrow(x.size());
+      std::vector<float> exact(x);
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (type == ncclFloat16) {
+          narrow[i] = kernels::floatToHalf(x[i]).bits;
+          exact[i] = kernels::halfToFloat({narrow[i]});
+        } else if (type == ncclBfloat16) {
+          narrow[i] = kernels::floatToBf16(x[i]).bits;
+          exact[i] = kernels::bf16ToFloat({narrow[i]});
+        }
       }
-    }
-    const void* in = type == ncclFloat32 ? static_cast<const void*>(x.data()) : narrow.data();
-    std::vector<float> residual(x.size(), 0.0f);
-    auto msg = encode(*codec, in, x.size(), type, residual.data());
-    std::vector<float> y = decoded(*codec, msg, x.size());
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (std::isnan(exact[i])) {
-        EXPECT_TRUE(std::isnan(y[i])) << i;
-        EXPECT_EQ(residual[i], 0.0f) << i;
-      } else if (std::isinf(exact[i])) {
-        EXPECT_EQ(y[i], exact[i]) << i;
-        EXPECT_EQ(residual[i], 0.0f) << i;
-      } else {
-        // Finite values of flagged blocks use 126 levels: a step of absmax / 126.
-        ASSERT_TRUE(std::isfinite(y[i])) << i;
-        ASSERT_TRUE(std::isfinite(residual[i])) << i;
-        float m = 0;
-        size_t b = i / 64 * 64;
-        for (size_t j = b; j < std::min(b + 64, x.size()); ++j)
-          if (std::isfinite(exact[j])) m = std::max(m, std::fabs(exact[j]));
-        EXPECT_LE(std::fabs(y[i] - exact[i]), m / 252.0f * 1.0001f) << i;
-        EXPECT_EQ(residual[i], exact[i] - y[i]) << i;
+      const void* in = type == ncclFloat32 ? static_cast<const void*>(x.data()) : narrow.data();
+      std::vector<float> residual(x.size(), 0.0f);
+      auto msg = encode(*codec, in, x.size(), type, residual.data());
+      std::vector<float> y = decoded(*codec, msg, x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (std::isnan(exact[i])) {
+          EXPECT_TRUE(std::isnan(y[i])) << i;
+          EXPECT_EQ(residual[i], 0.0f) << i;
+        } else if (std::isinf(exact[i])) {
+          EXPECT_EQ(y[i], exact[i]) << i;
+          EXPECT_EQ(residual[i], 0.0f) << i;
+        } else {
+          // Finite values of flagged blocks use 126 levels: a step of absmax / 126.
+          ASSERT_TRUE(std::isfinite(y[i])) << i;
+          ASSERT_TRUE(std::isfinite(residual[i])) << i;
+          float m = 0;
+          size_t b = i / 64 * 64;
+          for (size_t j = b; j < std::min(b + 64, x.size()); ++j)
+            if (std::isfinite(exact[j])) m = std::max(m, std::fabs(exact[j]));
+          const float step = m / 126.0f * (scales == ScaleFormat::Bf16 ? 1.0079f : 1.0001f);
+          EXPECT_LE(std::fabs(y[i] - exact[i]), step / 2) << i;
+          EXPECT_EQ(residual[i], exact[i] - y[i]) << i;
+        }
       }
+      // Decoding into the input's type keeps them too.
+      std::vector<uint16_t> out(x.size());
+      ASSERT_TRUE(
+          codec->decode(msg, x.size(), type == ncclFloat32 ? ncclFloat16 : type, out.data()).ok());
+      auto back = [&](size_t i) {
+        return type == ncclBfloat16 ? kernels::bf16ToFloat({out[i]})
+                                    : kernels::halfToFloat({out[i]});
+      };
+      EXPECT_TRUE(std::isnan(back(3)));
+      EXPECT_TRUE(std::isnan(back(200)));
+      EXPECT_EQ(back(70), INFINITY);
+      EXPECT_EQ(back(71), -INFINITY);
     }
-    // Decoding into the input's type keeps them too.
-    std::vector<uint16_t> out(x.size());
-    ASSERT_TRUE(
-        codec->decode(msg, x.size(), type == ncclFloat32 ? ncclFloat16 : type, out.data()).ok());
-    auto back = [&](size_t i) {
-      return type == ncclBfloat16 ? kernels::bf16ToFloat({out[i]}) : kernels::halfToFloat({out[i]});
-    };
-    EXPECT_TRUE(std::isnan(back(3)));
-    EXPECT_TRUE(std::isnan(back(200)));
-    EXPECT_EQ(back(70), INFINITY);
-    EXPECT_EQ(back(71), -INFINITY);
   }
 }
 
