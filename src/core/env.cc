@@ -48,6 +48,12 @@ constexpr Var kTable[] = {
      "1: ranks exchange a signature of each call and fail mismatched calls (different collective, "
      "type, op, root or count) with ncclInvalidUsage naming both; 0: off"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
+    {"BRAID_COMPRESS_BLOCK", "64",
+     "INT8 block quantisation: elements per block (one scale each), 32 to 256; smaller blocks "
+     "follow outliers more closely and cost more scale bytes"},
+    {"BRAID_COMPRESS_STATE_BYTES", "1073741824",
+     "compression's error-feedback residuals (fp32, one per communicator, buffer, count and type) "
+     "are kept within this many bytes; the least recently used are dropped first"},
     {"BRAID_DIRECT_MAX_BYTES", "65536",
      "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
      "decides below it"},

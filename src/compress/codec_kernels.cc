@@ -1,0 +1,90 @@
+// Dispatch to one ISA's codec loops (the same choice as the reduction kernels), and the scalar
+// path of special blocks that every ISA shares.
+#include "compress/codec_kernels.h"
+
+#include <cstdlib>
+
+#include "compress/quant_math.h"
+#include "core/log.h"
+
+namespace braid::compress {
+
+const CodecKernelTable& codecKernels(kernels::Isa isa) {
+  if (!kernels::isaAvailable(isa)) {
+    BRAID_WARN("internal: codec kernels for unavailable ISA %s requested", kernels::isaName(isa));
+    std::abort();
+  }
+  switch (isa) {
+#if defined(BRAID_COMPRESS_X86)
+    case kernels::Isa::Avx512:
+      return isa_avx512::codecTable();
+    case kernels::Isa::Avx2:
+      return isa_avx2::codecTable();
+#endif
+    default:
+      return isa_generic::codecTable();
+  }
+}
+
+const CodecKernelTable& activeCodecKernels() {
+  static const CodecKernelTable& table = codecKernels(kernels::activeIsa());
+  return table;
+}
+
+namespace quant {
+
+// A block with NaN or Inf: the finite values are quantised against their own maximum over 126
+// levels, the three other codes name +Inf, -Inf and NaN, and the stored scale carries the sign
+// bit. Non-finite values are sent exactly (NaN as the canonical quiet NaN: the payload is
+// lost), so they leave nothing in the residual; a residual that held them would poison every
+// later call.
+void encodeSpecialBlock(const float* v, size_t n, size_t firstIndex, float* residual,
+                        const QuantParams& params, bool stochastic, unsigned char* scales,
+                        size_t block, int8_t* codes) {
+  uint32_t maxBits = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t a = floatBits(v[i]) & kAbsMask;
+    if (a < kInfBits && a > maxBits) maxBits = a;
+  }
+  const BlockScale sc = blockScale(bitsFloat(maxBits), kSpecialLevels, params.bf16Scales);
+  storeScale(scales, block, sc.scale, true, params.bf16Scales);
+  const RandomKey key = randomKey(params.seed);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits = floatBits(v[i]);
+    uint32_t a = bits & kAbsMask;
+    if (a > kInfBits) {
+      codes[i] = kCodeNaN;
+    } else if (a == kInfBits) {
+      codes[i] = (bits >> 31) ? kCodeNegInf : kCodePosInf;
+    } else {
+      float u = stochastic ? uniform(key, uint32_t(firstIndex + i)) : 0.0f;
+      float q = stochastic ? quantize<true>(v[i], sc, kSpecialLevels, u)
+                           : quantize<false>(v[i], sc, kSpecialLevels, u);
+      codes[i] = int8_t(int32_t(q));
+      if (residual) residual[i] = v[i] - q * sc.scale;
+      continue;
+    }
+    if (residual) residual[i] = 0.0f;
+  }
+}
+
+void decodeSpecialBlock(const int8_t* codes, size_t n, float scale, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    switch (codes[i]) {
+      case kCodeNaN:
+        out[i] = bitsFloat(0x7fc00000u);
+        break;
+      case kCodePosInf:
+        out[i] = bitsFloat(kInfBits);
+        break;
+      case kCodeNegInf:
+        out[i] = bitsFloat(kInfBits | 0x80000000u);
+        break;
+      default:
+        out[i] = float(codes[i]) * scale;
+    }
+  }
+}
+
+}  // namespace quant
+}  // namespace braid::compress
