@@ -1,5 +1,6 @@
 #include "core/topology_probe.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -14,7 +15,10 @@ namespace {
 constexpr uint64_t kTagCommand = 0x70726f62;  // "prob"
 constexpr uint64_t kTagResult = 0x70726f72;
 constexpr uint64_t kTagRacks = 0x70726b73;
-constexpr size_t kTransferBytes = 1 << 20;
+// Per measurement: kPings ping-pongs (the fastest is the latency: a descheduled rank only makes
+// a round trip look slower), one untimed message that drains whatever burst a shaped link
+// allows and opens the TCP window, then kTransfers timed messages: the link's steady rate.
+constexpr size_t kTransferBytes = 512 << 10;
 constexpr int kTransfers = 4, kPings = 5;
 
 enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2 };
@@ -56,16 +60,22 @@ Status transfer(ncclComm& comm, int peer, bool send, void* data, size_t bytes) {
 Status measureAsSender(ncclComm& comm, int peer, Result* out) {
   std::vector<char> buf(kTransferBytes);
   uint64_t word = 0;
-  auto t0 = Clock::now();
+  auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  };
+  double rttUs = 1e30;
   for (int i = 0; i < kPings; ++i) {
+    auto t0 = Clock::now();
     BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
     BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
+    rttUs = std::min(rttUs, since(t0));
   }
-  const double rttUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kPings;
-  t0 = Clock::now();
+  BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size()));  // warm-up
+  BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
+  auto t0 = Clock::now();
   for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size()));
   BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
-  const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() - rttUs / 2;
+  const double us = since(t0) - rttUs / 2;
   out->latencyUs = rttUs / 2;
   out->bandwidthGbps = us > 0 ? kTransfers * kTransferBytes * 8.0 / (us * 1e3) : 0;
   return Status::Ok();
@@ -78,6 +88,8 @@ Status measureAsReceiver(ncclComm& comm, int peer) {
     BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
     BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
   }
+  BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));  // warm-up
+  BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
   for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));
   return transfer(comm, peer, true, &word, sizeof word);
 }
