@@ -6,6 +6,8 @@
 #include "algos/direct_gather_scatter.h"
 #include "algos/pairwise_alltoall.h"
 #include "algos/point_to_point.h"
+#include "algos/rack_ring_allreduce.h"
+#include "algos/rhd_allreduce.h"
 #include "algos/ring_allgather.h"
 #include "algos/ring_allreduce.h"
 #include "algos/ring_reduce_scatter.h"
@@ -40,10 +42,14 @@ std::span<const Algorithm* const> algorithms() {
   static const DirectScatter directScatter;
   static const PointToPointSend send;
   static const PointToPointRecv recv;
-  // AllReduce: direct first, for the small calls it accepts; ring for the rest.
-  static const std::array<const Algorithm*, 11> all = {
-      &directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
-      &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv};
+  static const RhdAllReduce rhdAllReduce;
+  static const RackRingAllReduce rackRingAllReduce;
+  // AllReduce: direct first, for the small calls it accepts; ring for the rest. The
+  // topology-aware AllReduces follow, so only BRAID_ALGO (or a cost-based selector) picks them.
+  static const std::array all = std::to_array<const Algorithm*>(
+      {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
+       &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
+       &rhdAllReduce, &rackRingAllReduce});
   return all;
 }
 

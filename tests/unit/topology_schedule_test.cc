@@ -1,0 +1,211 @@
+// The topology-aware AllReduce schedules (rhd, tree, hier, rackring), run in memory for every
+// rank: every element of every rank ends as the exact sum (or average) of all inputs, in place
+// and out of place, for awkward counts and chunks, on flat, two- and three-level topologies
+// with uneven hosts and racks, with sends that complete early or only with their receive.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <numeric>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "algos/algorithm.h"
+#include "algos/rack_ring_allreduce.h"
+#include "algos/rhd_allreduce.h"
+#include "common/schedule_sim.h"
+
+namespace braid {
+namespace {
+
+using algos::Topology;
+using testing::SendMode;
+
+int64_t value(int rank, size_t e) { return (rank + 1) * 1000003 + static_cast<int64_t>(e) * 7; }
+
+struct Case {
+  int n;
+  size_t count;
+  size_t chunk;
+  bool inPlace = false;
+  bool average = false;
+  bool mixed = false;  // odd ranks in place, even ranks not
+  const Topology* topo = nullptr;
+};
+
+std::string describe(const algos::Algorithm& algo, const Case& c, SendMode mode) {
+  std::ostringstream os;
+  os << algo.name() << " n=" << c.n << " count=" << c.count << " chunk=" << c.chunk
+     << (c.mixed ? " mixed" : c.inPlace ? " in-place" : " out-of-place") << (c.average ? " avg" : "")
+     << (mode == SendMode::Buffered ? " buffered" : " rendezvous");
+  if (c.topo) os << "\n" << c.topo->describe();
+  return os.str();
+}
+
+algos::CollArgs argsFor(const Case& c, int rank) {
+  algos::CollArgs a;
+  a.count = c.count;
+  a.average = c.average;
+  a.inPlace = c.mixed ? rank % 2 == 1 : c.inPlace;
+  a.rank = rank;
+  a.nranks = c.n;
+  a.chunkCount = c.chunk;
+  a.typeSize = 8;
+  a.topology = c.topo;
+  return a;
+}
+
+std::vector<algos::Schedule> buildAll(const algos::Algorithm& algo, const Case& c) {
+  std::vector<algos::Schedule> schedules;
+  for (int r = 0; r < c.n; ++r) schedules.push_back(algo.build(argsFor(c, r)));
+  return schedules;
+}
+
+void check(const algos::Algorithm& algo, const Case& c, SendMode mode = SendMode::Rendezvous) {
+  SCOPED_TRACE(describe(algo, c, mode));
+  std::vector<testing::SimRank> ranks(c.n);
+  for (int r = 0; r < c.n; ++r) {
+    ASSERT_TRUE(algo.supports(argsFor(c, r)));
+    std::vector<int64_t> input(c.count);
+    for (size_t e = 0; e < c.count; ++e) input[e] = value(r, e);
+    if (argsFor(c, r).inPlace) {
+      ranks[r].recv = input;
+    } else {
+      ranks[r].send = input;
+      ranks[r].recv.assign(c.count, -1);
+    }
+  }
+  const std::vector<testing::SimRank> before = ranks;
+  ASSERT_EQ(testing::simulate(buildAll(algo, c), ranks, c.n, c.average, mode), "");
+  for (size_t e = 0; e < c.count; ++e) {
+    int64_t sum = 0;
+    for (int r = 0; r < c.n; ++r) sum += value(r, e);
+    const int64_t want = c.average ? sum / c.n : sum;
+    for (int r = 0; r < c.n; ++r) ASSERT_EQ(ranks[r].recv[e], want) << "rank " << r << " element " << e;
+  }
+  for (int r = 0; r < c.n; ++r) ASSERT_EQ(ranks[r].send, before[r].send) << "sendbuff of rank " << r;
+}
+
+// Every rank count from 1 to 64; counts that leave parts empty or ragged, chunks from one
+// element to more than the buffer, in and out of place, both send modes.
+void sweep(const algos::Algorithm& algo, const std::function<const Topology*(int n)>& topoFor) {
+  for (int n = 1; n <= 64; ++n) {
+    const Topology* topo = topoFor(n);
+    const size_t ns = static_cast<size_t>(n);
+    for (size_t count : {size_t{0}, size_t{1}, ns - 1, size_t{7}, 3 * ns + 5})
+      for (size_t chunk : {size_t{1}, size_t{4}, size_t{1} << 20}) {
+        if (chunk == 1 && n > 16 && count > 7) continue;  // many chunks already; keeps it fast
+        for (bool inPlace : {false, true})
+          for (SendMode mode : {SendMode::Rendezvous, SendMode::Buffered}) {
+            check(algo, {n, count, chunk, inPlace, false, false, topo}, mode);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+      }
+    check(algo, {n, 2 * ns + 1, 2, false, true, true, topo});  // Avg, ranks mixing in place
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+const Topology* none(int) { return nullptr; }
+
+// n ranks on hosts of 1 to 4 ranks, on racks of 1 to 3 hosts, with rank numbers scattered
+// over the hosts (rank 7i mod n goes to the i-th slot) so no level lines up with rank order;
+// with `pods`, racks also pair up into pods (a third level).
+const Topology* uneven(int n, bool pods) {
+  static std::map<std::pair<int, bool>, std::unique_ptr<Topology>> cache;
+  auto& slot = cache[{n, pods}];
+  if (slot) return slot.get();
+  const bool scatter = std::gcd(7, n) == 1;
+  std::vector<int> hostOf(n);
+  int host = 0, filled = 0;
+  for (int i = 0; i < n; ++i) {
+    hostOf[scatter ? i * 7 % n : i] = host;
+    if (++filled == 1 + (host * 3) % 4) ++host, filled = 0;
+  }
+  const int hosts = host + (filled > 0);
+  std::vector<int> rackOf(hosts);
+  int rack = 0;
+  filled = 0;
+  for (int h = 0; h < hosts; ++h) {
+    rackOf[h] = rack;
+    if (++filled == 1 + (rack * 2) % 3) ++rack, filled = 0;
+  }
+  auto topo = std::make_unique<Topology>(
+      Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3}));
+  if (pods) {
+    std::vector<int> pod(n);
+    for (int r = 0; r < n; ++r) pod[r] = topo->groupOf[1][r] / 2;
+    topo->groupOf.push_back(pod);
+    topo->link.push_back({10, 8e-3});
+  }
+  slot = std::move(topo);
+  return slot.get();
+}
+const Topology* twoLevels(int n) { return uneven(n, false); }
+const Topology* threeLevels(int n) { return uneven(n, true); }
+
+TEST(TopologySchedule, RhdEveryRankCount) { sweep(algos::RhdAllReduce(), none); }
+
+TEST(TopologySchedule, RackRingEveryRankCount) {
+  sweep(algos::RackRingAllReduce(), none);
+  sweep(algos::RackRingAllReduce(), twoLevels);
+  sweep(algos::RackRingAllReduce(), threeLevels);
+}
+
+// Hosts of 1 to 5 ranks scattered over the rank numbers (rank r on host hostOf[r]), in three
+// racks of 3, 2 and 1 hosts: nothing lines up with rank order.
+Topology scatteredRacks() {
+  const std::vector<int> hostOf = {0, 3, 5, 1, 0, 4, 2, 3, 0, 1, 4, 2, 0, 3, 1, 4, 0, 2, 3};
+  const std::vector<int> rackOf = {0, 0, 1, 1, 2, 1};
+  return Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3});
+}
+
+// Distinct (from, to) pairs of every message that leaves a group at `level`, per group.
+std::vector<std::set<std::pair<int, int>>> crossings(const std::vector<algos::Schedule>& schedules,
+                                                     const Topology& topo, int level, bool leaving) {
+  std::vector<std::set<std::pair<int, int>>> out;
+  for (int r = 0; r < static_cast<int>(schedules.size()); ++r)
+    for (const algos::Step& st : schedules[r].steps) {
+      if (st.kind != algos::StepKind::Send) continue;
+      const int from = topo.groupOf[level][r], to = topo.groupOf[level][st.peer];
+      if (from == to) continue;
+      const int g = leaving ? from : to;
+      if (out.size() <= static_cast<size_t>(g)) out.resize(g + 1);
+      out[g].insert({r, st.peer});
+    }
+  return out;
+}
+
+TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
+  const Topology topo = scatteredRacks();
+  const int n = topo.nranks();
+  for (size_t chunk : {size_t{1}, size_t{5}}) {
+    const Case c{n, 100, chunk, false, false, false, &topo};
+    const auto rackring = buildAll(algos::RackRingAllReduce(), c);
+    for (int level : {0, 1})
+      for (bool leaving : {true, false}) {
+        const auto pairs = crossings(rackring, topo, level, leaving);
+        for (size_t g = 0; g < pairs.size(); ++g)
+          EXPECT_EQ(pairs[g].size(), 1u) << "level " << level << " group " << g << (leaving ? " out" : " in");
+      }
+    // Messages leaving rack 0: one rank's share of the ring's traffic, against several ranks'
+    // for the rank-order ring on the same placement.
+    auto messagesLeaving = [&](const std::vector<algos::Schedule>& schedules) {
+      size_t count = 0;
+      const auto pairs = crossings(schedules, topo, 1, true);
+      for (const auto& [from, to] : pairs[0])
+        for (const algos::Step& st : schedules[from].steps) count += st.kind == algos::StepKind::Send && st.peer == to;
+      return count;
+    };
+    const auto ring = buildAll(*algos::selectAlgorithm(argsFor(c, 0), "ring"), c);
+    const size_t aware = messagesLeaving(rackring), flat = messagesLeaving(ring);
+    EXPECT_GT(aware, 0u);
+    EXPECT_GE(flat, 4 * aware) << "rank-order ring " << flat << " messages, rack-aware " << aware;
+    EXPECT_GT(crossings(ring, topo, 1, true)[0].size(), 1u);
+    check(algos::RackRingAllReduce(), c);
+  }
+}
+
+}  // namespace
+}  // namespace braid
