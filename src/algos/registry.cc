@@ -4,6 +4,7 @@
 #include "algos/chain.h"
 #include "algos/direct_allreduce.h"
 #include "algos/direct_gather_scatter.h"
+#include "algos/hier_allreduce.h"
 #include "algos/pairwise_alltoall.h"
 #include "algos/point_to_point.h"
 #include "algos/rack_ring_allreduce.h"
@@ -44,12 +45,13 @@ std::span<const Algorithm* const> algorithms() {
   static const PointToPointRecv recv;
   static const RhdAllReduce rhdAllReduce;
   static const RackRingAllReduce rackRingAllReduce;
+  static const HierAllReduce hierAllReduce;
   // AllReduce: direct first, for the small calls it accepts; ring for the rest. The
   // topology-aware AllReduces follow, so only BRAID_ALGO (or a cost-based selector) picks them.
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &rhdAllReduce, &rackRingAllReduce});
+       &rhdAllReduce, &rackRingAllReduce, &hierAllReduce});
   return all;
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "algos/algorithm.h"
+#include "algos/hier_allreduce.h"
 #include "algos/rack_ring_allreduce.h"
 #include "algos/rhd_allreduce.h"
 #include "common/schedule_sim.h"
@@ -151,6 +152,41 @@ TEST(TopologySchedule, RackRingEveryRankCount) {
   sweep(algos::RackRingAllReduce(), none);
   sweep(algos::RackRingAllReduce(), twoLevels);
   sweep(algos::RackRingAllReduce(), threeLevels);
+}
+
+TEST(TopologySchedule, HierEveryRankCount) {
+  sweep(algos::HierAllReduce(), none);
+  sweep(algos::HierAllReduce(), twoLevels);
+  sweep(algos::HierAllReduce(), threeLevels);
+}
+
+// Hand-made shapes: one host; even hosts in even racks (the perfect split at every level);
+// hosts of different sizes; racks of different host counts; three levels; levels whose groups
+// all hold one member.
+TEST(TopologySchedule, HierShapes) {
+  const algos::LinkCost fast{0.5, 1e-4}, mid{2, 4e-4}, slow{5, 4e-3};
+  std::vector<Topology> shapes;
+  shapes.push_back(Topology::hostsAndRacks(std::vector<int>(6, 0), {}, fast, mid, slow));
+  shapes.push_back(Topology::hostsAndRacks({0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, {0, 0, 1, 1}, fast, mid, slow));
+  shapes.push_back(Topology::hostsAndRacks({0, 0, 0, 0, 1, 1, 2, 2, 2}, {}, fast, mid, slow));
+  shapes.push_back(Topology::hostsAndRacks({0, 1, 2, 3, 4, 0, 1, 2, 3, 4}, {0, 1, 1, 1, 0}, fast, mid, slow));
+  shapes.push_back(Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6}, {0, 0, 0, 1, 1, 2, 2}, fast, mid, slow));
+  Topology three = Topology::hostsAndRacks({0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7},
+                                           {0, 0, 1, 1, 2, 2, 3, 3}, fast, mid, slow);
+  three.groupOf.push_back({0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1});
+  three.link.push_back({10, 8e-3});
+  shapes.push_back(three);
+  Topology skewed = three;  // pod 1 holds a single rack
+  skewed.groupOf[2] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
+  shapes.push_back(skewed);
+  for (const Topology& topo : shapes)
+    for (size_t count : {size_t{0}, size_t{1}, size_t{5}, size_t{97}})
+      for (size_t chunk : {size_t{1}, size_t{8}, size_t{1000}})
+        for (bool inPlace : {false, true})
+          for (bool average : {false, true}) {
+            check(algos::HierAllReduce(), {topo.nranks(), count, chunk, inPlace, average, false, &topo});
+            if (HasFatalFailure()) return;
+          }
 }
 
 // Hosts of 1 to 5 ranks scattered over the rank numbers (rank r on host hostOf[r]), in three
