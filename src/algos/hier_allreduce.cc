@@ -30,9 +30,7 @@ struct HierBuilder {
     const std::vector<std::vector<int>> groups = groupsAt(topo, level, members);
     size_t g = groups[0].size();
     for (const auto& group : groups) g = std::min(g, group.size());
-    const std::vector<int>& mine = *std::find_if(groups.begin(), groups.end(), [&](const auto& group) {
-      return std::find(group.begin(), group.end(), a.rank) != group.end();
-    });
+    const std::vector<int>& mine = groups[groupHolding(groups, a.rank)];
     const size_t k = static_cast<size_t>(positionOf(mine, a.rank));
 
     if (k >= g) {  // beyond the even split: fold into rank k mod g, get the result back

@@ -12,6 +12,7 @@
 #include "algos/ring_allgather.h"
 #include "algos/ring_allreduce.h"
 #include "algos/ring_reduce_scatter.h"
+#include "algos/tree_allreduce.h"
 
 namespace braid::algos {
 
@@ -45,13 +46,14 @@ std::span<const Algorithm* const> algorithms() {
   static const PointToPointRecv recv;
   static const RhdAllReduce rhdAllReduce;
   static const RackRingAllReduce rackRingAllReduce;
+  static const TreeAllReduce treeAllReduce;
   static const HierAllReduce hierAllReduce;
   // AllReduce: direct first, for the small calls it accepts; ring for the rest. The
   // topology-aware AllReduces follow, so only BRAID_ALGO (or a cost-based selector) picks them.
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &rhdAllReduce, &rackRingAllReduce, &hierAllReduce});
+       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &rackRingAllReduce});
   return all;
 }
 

@@ -37,4 +37,10 @@ int positionOf(const std::vector<int>& ranks, int rank) {
   return static_cast<int>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
 }
 
+size_t groupHolding(const std::vector<std::vector<int>>& groups, int rank) {
+  size_t g = 0;
+  while (positionOf(groups[g], rank) == static_cast<int>(groups[g].size())) ++g;
+  return g;
+}
+
 }  // namespace braid::algos

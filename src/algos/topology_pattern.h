@@ -27,5 +27,7 @@ std::vector<std::vector<int>> groupsAt(const Topology& topo, int level, const st
 
 // The position of `rank` in `ranks` (which holds it).
 int positionOf(const std::vector<int>& ranks, int rank);
+// The group (from groupsAt) that holds `rank`.
+size_t groupHolding(const std::vector<std::vector<int>>& groups, int rank);
 
 }  // namespace braid::algos

@@ -13,8 +13,10 @@
 
 #include "algos/algorithm.h"
 #include "algos/hier_allreduce.h"
+#include "algos/pattern.h"
 #include "algos/rack_ring_allreduce.h"
 #include "algos/rhd_allreduce.h"
+#include "algos/tree_allreduce.h"
 #include "common/schedule_sim.h"
 
 namespace braid {
@@ -152,6 +154,46 @@ TEST(TopologySchedule, RackRingEveryRankCount) {
   sweep(algos::RackRingAllReduce(), none);
   sweep(algos::RackRingAllReduce(), twoLevels);
   sweep(algos::RackRingAllReduce(), threeLevels);
+}
+
+TEST(TopologySchedule, TreeEveryRankCount) {
+  sweep(algos::TreeAllReduce(), none);
+  sweep(algos::TreeAllReduce(), twoLevels);
+}
+
+// The in-order binary tree: one root, m - 1 edges, at most two children, depth ceil(lg m).
+TEST(TopologySchedule, BinaryTreeShape) {
+  for (int m = 1; m <= 200; ++m) {
+    int roots = 0;
+    for (int q = 0; q < m; ++q) {
+      const int parent = algos::binaryTreeParent(q, m);
+      roots += parent < 0;
+      ASSERT_LE(algos::binaryTreeChildren(q, m).size(), 2u) << "m=" << m << " q=" << q;
+      int depth = 0;
+      for (int v = q; algos::binaryTreeParent(v, m) >= 0; v = algos::binaryTreeParent(v, m)) ++depth;
+      ASSERT_LE(1 << depth, 2 * m) << "m=" << m << " q=" << q;
+      if (q % 2 == 0) ASSERT_TRUE(algos::binaryTreeChildren(q, m).empty()) << "m=" << m << " q=" << q;
+    }
+    ASSERT_EQ(roots, 1) << "m=" << m;
+  }
+}
+
+// Every rank (a host of its own) forwards in at most one of the two trees: it reduces what
+// children send in one half of the buffer only.
+TEST(TopologySchedule, DoubleTreeInnerNodesAreLeavesOfTheOther) {
+  for (int n = 2; n <= 40; ++n) {
+    const size_t count = 64, half = algos::evenPart(count, 2, 0).count;
+    const auto schedules = buildAll(algos::TreeAllReduce(), {n, count, 8});
+    size_t inner = 0;
+    for (int r = 0; r < n; ++r) {
+      bool reduces[2] = {false, false};
+      for (const algos::Step& st : schedules[r].steps)
+        if (st.kind == algos::StepKind::RecvReduce) reduces[st.dst.offset >= half] = true;
+      EXPECT_FALSE(reduces[0] && reduces[1]) << "n=" << n << " rank " << r;
+      inner += reduces[0] + reduces[1];
+    }
+    EXPECT_GE(inner, static_cast<size_t>(n - 2)) << "n=" << n;  // both trees have inner nodes
+  }
 }
 
 TEST(TopologySchedule, HierEveryRankCount) {
