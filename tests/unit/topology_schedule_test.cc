@@ -4,7 +4,9 @@
 // with uneven hosts and racks, with sends that complete early or only with their receive.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "algos/algorithm.h"
 #include "algos/hier_allreduce.h"
+#include "algos/operation_cost.h"
 #include "algos/pattern.h"
 #include "algos/rack_ring_allreduce.h"
 #include "algos/rhd_allreduce.h"
@@ -287,6 +290,83 @@ TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
     EXPECT_GT(crossings(ring, topo, 1, true)[0].size(), 1u);
     check(algos::RackRingAllReduce(), c);
   }
+}
+
+// The whole-operation price of each algorithm's schedules on `topo`, for `bytes` of floats in
+// 1 MiB chunks.
+double price(std::string_view algo, const Topology& topo, size_t bytes) {
+  Case c{topo.nranks(), bytes / 4, (size_t{1} << 20) / 4, false, false, false, &topo};
+  const algos::CollArgs a = argsFor(c, 0);
+  const algos::Algorithm* chosen = algos::selectAlgorithm(a, algo);
+  EXPECT_EQ(chosen->name(), algo);
+  std::vector<algos::Schedule> schedules;
+  for (int r = 0; r < c.n; ++r) {
+    algos::CollArgs ar = argsFor(c, r);
+    ar.typeSize = 4;
+    schedules.push_back(chosen->build(ar));
+  }
+  return algos::estimateMicroseconds(schedules, 4, topo);
+}
+
+// 32 ranks on 8 hosts of 4 in 2 racks whose uplinks are 10x slower than the links inside a
+// rack, with the ranks scattered (rank r on host r mod 8) as a fragmented allocation leaves
+// them: the rank-order ring crosses the uplinks at every hop.
+Topology twoRacksSlowUplinks() {
+  std::vector<int> hostOf(32);
+  for (int r = 0; r < 32; ++r) hostOf[r] = r % 8;
+  return Topology::hostsAndRacks(hostOf, {0, 0, 0, 0, 1, 1, 1, 1}, {0.5, 1.0 / 20e3}, {3, 1.0 / 10e3},
+                                 {6, 1.0 / 1e3});
+}
+
+void printPrices(const char* title, const Topology& topo, size_t bytes) {
+  std::printf("%s, %zu bytes:", title, bytes);
+  for (const char* algo : {"ring", "rhd", "tree", "hier", "rackring"}) std::printf(" %s %.0f us", algo, price(algo, topo, bytes));
+  std::printf("\n");
+}
+
+// On slow uplinks the topology-aware schedules beat the flat ring for large buffers: hier
+// sends only 1/(ranks per rack) of the data across them, rackring one flow per direction.
+TEST(TopologyCost, TopologyAwareSchedulesWinOnSlowUplinks) {
+  const Topology topo = twoRacksSlowUplinks();
+  const size_t large = size_t{64} << 20;
+  const double ring = price("ring", topo, large);
+  EXPECT_LT(price("hier", topo, large), ring);
+  EXPECT_LT(price("rackring", topo, large), ring);
+  printPrices("two racks, slow uplinks", topo, large);
+}
+
+// Small buffers pay per message: rhd's 2 lg p and the trees' 2 lg p hops against the ring's
+// 2 (p - 1).
+TEST(TopologyCost, LogarithmicSchedulesWinForSmallBuffers) {
+  for (int n : {16, 32, 64}) {
+    const Topology flat = Topology::flat(n, {3, 1.0 / 10e3});
+    const double ring = price("ring", flat, 1024);
+    EXPECT_LT(price("rhd", flat, 1024), ring) << n << " ranks";
+    EXPECT_LT(price("tree", flat, 1024), ring) << n << " ranks";
+    printPrices(("flat, " + std::to_string(n) + " ranks").c_str(), flat, 1024);
+  }
+  const Topology racks = twoRacksSlowUplinks();
+  EXPECT_LT(price("rhd", racks, 1024), price("ring", racks, 1024));
+  EXPECT_LT(price("tree", racks, 1024), price("ring", racks, 1024));
+  printPrices("two racks, slow uplinks", racks, 1024);
+}
+
+// Pricing sees the waits between ranks: a ring of p ranks costs about 2 (p - 1) alpha for a
+// tiny buffer, and an unmatched message cannot complete.
+TEST(TopologyCost, PricesWholeOperations) {
+  for (int n : {2, 4, 8}) {
+    const Topology flat = Topology::flat(n, {10, 0});
+    EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 2 * (n - 1) * 10.0, 1.0) << n;
+  }
+  const Topology two = Topology::flat(2);
+  algos::ScheduleBuilder lonely("lonely");
+  lonely.send(1, {algos::Buffer::Send, 0, 1});
+  const std::vector<algos::Schedule> unmatched = {std::move(lonely).finish(), algos::ScheduleBuilder("idle").finish()};
+  EXPECT_EQ(algos::estimateMicroseconds(unmatched, 4, two), std::numeric_limits<double>::infinity());
+  algos::ScheduleBuilder waiting("waiting");
+  waiting.recv(0, {algos::Buffer::Recv, 0, 1});
+  const std::vector<algos::Schedule> unsent = {algos::ScheduleBuilder("idle").finish(), std::move(waiting).finish()};
+  EXPECT_EQ(algos::estimateMicroseconds(unsent, 4, two), std::numeric_limits<double>::infinity());
 }
 
 }  // namespace
