@@ -36,6 +36,7 @@ void ringAllGather(ScheduleBuilder& b, const RingOrder& ring, Range data, size_t
 
 void ringAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk,
                    bool average) {
+  if (ring.size() == 1) return;
   ringReduceScatter(b, ring, data, input, chunk);
   const Range owned = ringPart(data, ring.size(), ringOwnedPart(ring.pos, ring.size()));
   if (average && owned.count > 0) b.finishAvg({Buffer::Recv, owned.offset, owned.count});

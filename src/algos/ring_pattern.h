@@ -36,7 +36,8 @@ void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Bu
 // All-gather after ringReduceScatter: each position's owned part (in Recv) travels round.
 void ringAllGather(ScheduleBuilder& b, const RingOrder& ring, Range data, size_t chunk);
 
-// Both, with Avg's division on each owned part in between (when `average`).
+// Both, with Avg's division on each owned part in between (when `average`). A ring of one
+// does nothing: its caller owns the copy out of the input.
 void ringAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk,
                    bool average);
 

@@ -26,18 +26,18 @@ TreeLinks treeLinks(const std::vector<std::vector<int>>& hosts, int host, int tr
     return chain;
   };
   // Tree 1's node at position q is host hostAt(q): mirrored for even m, shifted for odd m.
-  auto positionOf = [&](int h) { return tree == 0 ? h : m % 2 == 0 ? m - 1 - h : mod(h - 1, m); };
+  auto treePosition = [&](int h) { return tree == 0 ? h : m % 2 == 0 ? m - 1 - h : mod(h - 1, m); };
   auto hostAt = [&](int q) { return tree == 0 ? q : m % 2 == 0 ? m - 1 - q : mod(q + 1, m); };
 
   TreeLinks links;
   const std::vector<int> chain = chainOf(host);
-  const int c = algos::positionOf(chain, rank);
+  const int c = positionOf(chain, rank);
   if (c + 1 < static_cast<int>(chain.size())) links.children.push_back(chain[static_cast<size_t>(c) + 1]);
   if (c > 0) {
     links.parent = chain[static_cast<size_t>(c) - 1];
     return links;
   }
-  const int q = positionOf(host);
+  const int q = treePosition(host);
   const int parent = binaryTreeParent(q, m);
   if (parent >= 0) links.parent = chainOf(hostAt(parent))[0];
   for (int child : binaryTreeChildren(q, m)) links.children.push_back(chainOf(hostAt(child))[0]);
