@@ -92,8 +92,9 @@ class OperationSim {
       case StepKind::Send: launch(r, st.peer); break;
       case StepKind::Recv:
       case StepKind::RecvReduce: {
-        const double arrival = pair(st.peer, r).arrival[rs.message[i]];
-        if (arrival >= 0) completeRecv(r, i, arrival);
+        const Pair& p = pair(st.peer, r);  // a receive without its send never completes
+        if (rs.message[i] < p.arrival.size() && p.arrival[rs.message[i]] >= 0)
+          completeRecv(r, i, p.arrival[rs.message[i]]);
         break;
       }
       case StepKind::Copy:
