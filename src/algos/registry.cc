@@ -4,7 +4,9 @@
 #include "algos/chain.h"
 #include "algos/direct_allreduce.h"
 #include "algos/direct_gather_scatter.h"
+#include "algos/hier_allgather.h"
 #include "algos/hier_allreduce.h"
+#include "algos/hier_reduce_scatter.h"
 #include "algos/pairwise_alltoall.h"
 #include "algos/point_to_point.h"
 #include "algos/rack_ring_allreduce.h"
@@ -46,14 +48,17 @@ std::span<const Algorithm* const> algorithms() {
   static const PointToPointRecv recv;
   static const RhdAllReduce rhdAllReduce;
   static const RackRingAllReduce rackRingAllReduce;
+  static const HierAllGather hierAllGather;
+  static const HierReduceScatter hierReduceScatter;
   static const TreeAllReduce treeAllReduce;
   static const HierAllReduce hierAllReduce;
   // AllReduce: direct first, for the small calls it accepts; ring for the rest. The
-  // topology-aware AllReduces follow, so only BRAID_ALGO (or a cost-based selector) picks them.
+  // topology-aware builders follow, so only BRAID_ALGO (or a cost-based selector) picks them.
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &rackRingAllReduce});
+       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &rackRingAllReduce, &hierAllGather,
+       &hierReduceScatter});
   return all;
 }
 

@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "algos/algorithm.h"
+#include "algos/hier_allgather.h"
 #include "algos/hier_allreduce.h"
+#include "algos/hier_reduce_scatter.h"
 #include "algos/operation_cost.h"
 #include "algos/pattern.h"
 #include "algos/rack_ring_allreduce.h"
@@ -38,6 +40,7 @@ struct Case {
   bool average = false;
   bool mixed = false;  // odd ranks in place, even ranks not
   const Topology* topo = nullptr;
+  algos::Collective coll = algos::Collective::AllReduce;
 };
 
 std::string describe(const algos::Algorithm& algo, const Case& c, SendMode mode) {
@@ -51,6 +54,7 @@ std::string describe(const algos::Algorithm& algo, const Case& c, SendMode mode)
 
 algos::CollArgs argsFor(const Case& c, int rank) {
   algos::CollArgs a;
+  a.coll = c.coll;
   a.count = c.count;
   a.average = c.average;
   a.inPlace = c.mixed ? rank % 2 == 1 : c.inPlace;
@@ -68,7 +72,10 @@ std::vector<algos::Schedule> buildAll(const algos::Algorithm& algo, const Case& 
   return schedules;
 }
 
+void checkBlocks(const algos::Algorithm& algo, const Case& c, SendMode mode);
+
 void check(const algos::Algorithm& algo, const Case& c, SendMode mode = SendMode::Rendezvous) {
+  if (c.coll != algos::Collective::AllReduce) return checkBlocks(algo, c, mode);
   SCOPED_TRACE(describe(algo, c, mode));
   std::vector<testing::SimRank> ranks(c.n);
   for (int r = 0; r < c.n; ++r) {
@@ -93,26 +100,65 @@ void check(const algos::Algorithm& algo, const Case& c, SendMode mode = SendMode
   for (int r = 0; r < c.n; ++r) ASSERT_EQ(ranks[r].send, before[r].send) << "sendbuff of rank " << r;
 }
 
+// AllGather and ReduceScatter, whose results sit in per-rank blocks: every block of every
+// rank's buffers ends as NCCL defines it, and nothing else changes.
+void checkBlocks(const algos::Algorithm& algo, const Case& c, SendMode mode) {
+  SCOPED_TRACE(describe(algo, c, mode) + " " + algos::collectiveName(c.coll));
+  const size_t count = c.count, n = static_cast<size_t>(c.n);
+  std::vector<testing::SimRank> ranks(c.n), want(c.n);
+  for (int r = 0; r < c.n; ++r) {
+    ASSERT_TRUE(algo.supports(argsFor(c, r)));
+    const bool inPlace = argsFor(c, r).inPlace;
+    const size_t rank = static_cast<size_t>(r);
+    if (c.coll == algos::Collective::AllGather) {
+      ranks[r].recv.assign(n * count, -1);
+      for (size_t e = 0; e < count; ++e) (inPlace ? ranks[r].recv[rank * count + e] : ranks[r].send.emplace_back()) = value(r, e);
+      want[r] = ranks[r];
+      for (size_t b = 0; b < n; ++b)
+        for (size_t e = 0; e < count; ++e) want[r].recv[b * count + e] = value(static_cast<int>(b), e);
+    } else {
+      for (size_t e = 0; e < n * count; ++e) ranks[r].send.push_back(value(r, e));
+      if (!inPlace) ranks[r].recv.assign(count, -1);
+      want[r] = ranks[r];
+      for (size_t e = 0; e < count; ++e) {
+        int64_t sum = 0;
+        for (int p = 0; p < c.n; ++p) sum += value(p, rank * count + e);
+        (inPlace ? want[r].send[rank * count + e] : want[r].recv[e]) = c.average ? sum / c.n : sum;
+      }
+    }
+  }
+  ASSERT_EQ(testing::simulate(buildAll(algo, c), ranks, c.n, c.average, mode), "");
+  for (int r = 0; r < c.n; ++r) {
+    ASSERT_EQ(ranks[r].recv, want[r].recv) << "recvbuff of rank " << r;
+    ASSERT_EQ(ranks[r].send, want[r].send) << "sendbuff of rank " << r;
+  }
+}
+
 // Every rank count from 1 to 64; counts that leave parts empty or ragged, chunks from one
 // element to more than the buffer, in and out of place, both send modes (past 16 ranks a
 // thinner grid, which keeps the test fast).
-void sweep(const algos::Algorithm& algo, const std::function<const Topology*(int n)>& topoFor) {
+void sweep(const algos::Algorithm& algo, const std::function<const Topology*(int n)>& topoFor,
+           algos::Collective coll = algos::Collective::AllReduce) {
   for (int n = 1; n <= 64; ++n) {
     const Topology* topo = topoFor(n);
     const size_t ns = static_cast<size_t>(n);
     const bool small = n <= 16;
-    const std::vector<size_t> counts = small ? std::vector<size_t>{0, 1, ns - 1, 7, 3 * ns + 5}
-                                             : std::vector<size_t>{0, ns - 1, 3 * ns + 5};
+    // AllGather and ReduceScatter move p blocks of `count`: smaller counts keep them as fast.
+    const bool blocks = coll != algos::Collective::AllReduce;
+    const std::vector<size_t> counts = small ? std::vector<size_t>{0, 1, ns - 1, 7, blocks ? 13 : 3 * ns + 5}
+                                       : blocks ? std::vector<size_t>{0, 1, 5}
+                                                : std::vector<size_t>{0, ns - 1, 3 * ns + 5};
     const std::vector<size_t> chunks = small ? std::vector<size_t>{1, 4, 1 << 20} : std::vector<size_t>{3, 1 << 20};
     for (size_t count : counts)
       for (size_t chunk : chunks)
         for (bool inPlace : {false, true})
           for (SendMode mode : {SendMode::Rendezvous, SendMode::Buffered}) {
             if (!small && mode == SendMode::Buffered && (inPlace || chunk != 3)) continue;
-            check(algo, {n, count, chunk, inPlace, false, false, topo}, mode);
+            check(algo, {n, count, chunk, inPlace, false, false, topo, coll}, mode);
             if (::testing::Test::HasFatalFailure()) return;
           }
-    check(algo, {n, 2 * ns + 1, 2, false, true, true, topo});  // Avg, ranks mixing in place
+    // Avg (where the collective reduces), ranks mixing in place.
+    check(algo, {n, blocks ? 5 : 2 * ns + 1, 2, false, coll != algos::Collective::AllGather, true, topo, coll});
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -154,6 +200,38 @@ const Topology* uneven(int n, bool pods) {
 }
 const Topology* twoLevels(int n) { return uneven(n, false); }
 const Topology* threeLevels(int n) { return uneven(n, true); }
+
+// n ranks on equal hosts (of 4, 3 or 2 ranks where n allows), equal racks (of 2 or 3 hosts
+// where the host count allows) and, with `pods`, pods of 2 racks: the hierarchical builders'
+// perfect split at every level, with rank numbers scattered as in uneven().
+const Topology* even(int n, bool pods) {
+  static std::map<std::pair<int, bool>, std::unique_ptr<Topology>> cache;
+  auto& slot = cache[{n, pods}];
+  if (slot) return slot.get();
+  auto divisor = [](int of, std::initializer_list<int> options) {
+    for (int d : options)
+      if (of % d == 0) return d;
+    return 1;
+  };
+  const int g = divisor(n, {4, 3, 2}), hosts = n / g, perRack = divisor(hosts, {2, 3});
+  const bool scatter = std::gcd(7, n) == 1;
+  std::vector<int> hostOf(n), rackOf(hosts);
+  for (int i = 0; i < n; ++i) hostOf[scatter ? i * 7 % n : i] = i / g;
+  for (int h = 0; h < hosts; ++h) rackOf[h] = h / perRack;
+  auto topo = std::make_unique<Topology>(
+      Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3}));
+  const int racks = hosts / perRack;
+  if (pods && racks % 2 == 0) {
+    std::vector<int> pod(n);
+    for (int r = 0; r < n; ++r) pod[r] = topo->groupOf[1][r] / 2;
+    topo->groupOf.push_back(pod);
+    topo->link.push_back({10, 8e-3});
+  }
+  slot = std::move(topo);
+  return slot.get();
+}
+const Topology* evenTwoLevels(int n) { return even(n, false); }
+const Topology* evenThreeLevels(int n) { return even(n, true); }
 
 TEST(TopologySchedule, RhdEveryRankCount) { sweep(algos::RhdAllReduce(), none); }
 
@@ -207,6 +285,18 @@ TEST(TopologySchedule, HierEveryRankCount) {
   sweep(algos::HierAllReduce(), none);
   sweep(algos::HierAllReduce(), twoLevels);
   sweep(algos::HierAllReduce(), threeLevels);
+  sweep(algos::HierAllReduce(), evenTwoLevels);
+  sweep(algos::HierAllReduce(), evenThreeLevels);
+}
+
+TEST(TopologySchedule, HierAllGatherEveryRankCount) {
+  for (auto topo : {none, twoLevels, evenTwoLevels, evenThreeLevels})
+    sweep(algos::HierAllGather(), topo, algos::Collective::AllGather);
+}
+
+TEST(TopologySchedule, HierReduceScatterEveryRankCount) {
+  for (auto topo : {none, twoLevels, evenTwoLevels, evenThreeLevels})
+    sweep(algos::HierReduceScatter(), topo, algos::Collective::ReduceScatter);
 }
 
 // Hand-made shapes: one host; even hosts in even racks (the perfect split at every level);
