@@ -384,8 +384,11 @@ TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
 
 // The whole-operation price of each algorithm's schedules on `topo`, for `bytes` of floats in
 // 1 MiB chunks.
-double price(std::string_view algo, const Topology& topo, size_t bytes) {
-  Case c{topo.nranks(), bytes / 4, (size_t{1} << 20) / 4, false, false, false, &topo};
+double price(std::string_view algo, const Topology& topo, size_t bytes,
+             algos::Collective coll = algos::Collective::AllReduce) {
+  // AllGather and ReduceScatter: `bytes` is the whole buffer, p blocks.
+  const size_t count = bytes / 4 / (coll == algos::Collective::AllReduce ? 1 : static_cast<size_t>(topo.nranks()));
+  Case c{topo.nranks(), count, (size_t{1} << 20) / 4, false, false, false, &topo, coll};
   const algos::CollArgs a = argsFor(c, 0);
   const algos::Algorithm* chosen = algos::selectAlgorithm(a, algo);
   EXPECT_EQ(chosen->name(), algo);
@@ -423,6 +426,18 @@ TEST(TopologyCost, TopologyAwareSchedulesWinOnSlowUplinks) {
   EXPECT_LT(price("hier", topo, large), ring);
   EXPECT_LT(price("rackring", topo, large), ring);
   printPrices("two racks, slow uplinks", topo, large);
+}
+
+// The hierarchical AllGather and ReduceScatter move single blocks over the uplinks.
+TEST(TopologyCost, HierBlockCollectivesWinOnSlowUplinks) {
+  const Topology topo = twoRacksSlowUplinks();
+  for (algos::Collective coll : {algos::Collective::AllGather, algos::Collective::ReduceScatter}) {
+    const double ring = price("ring", topo, size_t{64} << 20, coll);
+    const double hier = price("hier", topo, size_t{64} << 20, coll);
+    EXPECT_LT(hier, ring) << algos::collectiveName(coll);
+    std::printf("two racks, slow uplinks, 67108864 bytes, %s: ring %.0f us hier %.0f us\n",
+                algos::collectiveName(coll), ring, hier);
+  }
 }
 
 // Small buffers pay per message: rhd's 2 lg p and the trees' 2 lg p hops against the ring's
