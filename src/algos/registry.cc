@@ -6,6 +6,7 @@
 #include "algos/direct_gather_scatter.h"
 #include "algos/hier_allgather.h"
 #include "algos/hier_allreduce.h"
+#include "algos/hier_broadcast.h"
 #include "algos/hier_reduce_scatter.h"
 #include "algos/pairwise_alltoall.h"
 #include "algos/point_to_point.h"
@@ -50,6 +51,7 @@ std::span<const Algorithm* const> algorithms() {
   static const RackRingAllReduce rackRingAllReduce;
   static const HierAllGather hierAllGather;
   static const HierReduceScatter hierReduceScatter;
+  static const HierBroadcast hierBroadcast;
   static const TreeAllReduce treeAllReduce;
   static const HierAllReduce hierAllReduce;
   // AllReduce: direct first, for the small calls it accepts; ring for the rest. The
@@ -58,7 +60,7 @@ std::span<const Algorithm* const> algorithms() {
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
        &rhdAllReduce, &treeAllReduce, &hierAllReduce, &rackRingAllReduce, &hierAllGather,
-       &hierReduceScatter});
+       &hierReduceScatter, &hierBroadcast});
   return all;
 }
 

@@ -16,6 +16,7 @@
 #include "algos/algorithm.h"
 #include "algos/hier_allgather.h"
 #include "algos/hier_allreduce.h"
+#include "algos/hier_broadcast.h"
 #include "algos/hier_reduce_scatter.h"
 #include "algos/operation_cost.h"
 #include "algos/pattern.h"
@@ -41,6 +42,7 @@ struct Case {
   bool mixed = false;  // odd ranks in place, even ranks not
   const Topology* topo = nullptr;
   algos::Collective coll = algos::Collective::AllReduce;
+  int root = 0;
 };
 
 std::string describe(const algos::Algorithm& algo, const Case& c, SendMode mode) {
@@ -55,6 +57,7 @@ std::string describe(const algos::Algorithm& algo, const Case& c, SendMode mode)
 algos::CollArgs argsFor(const Case& c, int rank) {
   algos::CollArgs a;
   a.coll = c.coll;
+  a.root = c.root;
   a.count = c.count;
   a.average = c.average;
   a.inPlace = c.mixed ? rank % 2 == 1 : c.inPlace;
@@ -100,17 +103,24 @@ void check(const algos::Algorithm& algo, const Case& c, SendMode mode = SendMode
   for (int r = 0; r < c.n; ++r) ASSERT_EQ(ranks[r].send, before[r].send) << "sendbuff of rank " << r;
 }
 
-// AllGather and ReduceScatter, whose results sit in per-rank blocks: every block of every
-// rank's buffers ends as NCCL defines it, and nothing else changes.
+// Broadcast, AllGather and ReduceScatter: every element of every rank's buffers ends as NCCL
+// defines it, and nothing else changes (a buffer NCCL does not give a rank is empty here).
 void checkBlocks(const algos::Algorithm& algo, const Case& c, SendMode mode) {
-  SCOPED_TRACE(describe(algo, c, mode) + " " + algos::collectiveName(c.coll));
+  SCOPED_TRACE(describe(algo, c, mode) + " " + algos::collectiveName(c.coll) + " root " + std::to_string(c.root));
   const size_t count = c.count, n = static_cast<size_t>(c.n);
   std::vector<testing::SimRank> ranks(c.n), want(c.n);
   for (int r = 0; r < c.n; ++r) {
     ASSERT_TRUE(algo.supports(argsFor(c, r)));
     const bool inPlace = argsFor(c, r).inPlace;
     const size_t rank = static_cast<size_t>(r);
-    if (c.coll == algos::Collective::AllGather) {
+    if (c.coll == algos::Collective::Broadcast) {
+      std::vector<int64_t> input(count);
+      for (size_t e = 0; e < count; ++e) input[e] = value(r, e);
+      if (r != c.root || !inPlace) ranks[r].recv.assign(count, -1);
+      if (r == c.root) (inPlace ? ranks[r].recv : ranks[r].send) = input;
+      want[r] = ranks[r];
+      for (size_t e = 0; e < count; ++e) want[r].recv[e] = value(c.root, e);
+    } else if (c.coll == algos::Collective::AllGather) {
       ranks[r].recv.assign(n * count, -1);
       for (size_t e = 0; e < count; ++e) (inPlace ? ranks[r].recv[rank * count + e] : ranks[r].send.emplace_back()) = value(r, e);
       want[r] = ranks[r];
@@ -294,6 +304,23 @@ TEST(TopologySchedule, HierAllGatherEveryRankCount) {
     sweep(algos::HierAllGather(), topo, algos::Collective::AllGather);
 }
 
+// Every root, every rank count to 64, on flat, uneven and even topologies of 2 and 3 levels.
+TEST(TopologySchedule, HierBroadcastEveryRankAndRoot) {
+  const algos::HierBroadcast algo;
+  for (auto topoFor : {none, twoLevels, threeLevels, evenThreeLevels})
+    for (int n = 1; n <= 64; ++n)
+      for (int root = 0; root < n; root += n <= 16 ? 1 : 7)
+        for (size_t count : {size_t{0}, size_t{1}, size_t{29}})
+          for (size_t chunk : {size_t{1}, size_t{8}, size_t{1000}})
+            for (bool inPlace : {false, true}) {
+              if (n > 16 && chunk == 1) continue;
+              Case c{n, count, chunk, inPlace, false, false, topoFor(n), algos::Collective::Broadcast, root};
+              check(algo, c);
+              if (n <= 8) check(algo, c, SendMode::Buffered);
+              if (HasFatalFailure()) return;
+            }
+}
+
 TEST(TopologySchedule, HierReduceScatterEveryRankCount) {
   for (auto topo : {none, twoLevels, evenTwoLevels, evenThreeLevels})
     sweep(algos::HierReduceScatter(), topo, algos::Collective::ReduceScatter);
@@ -386,8 +413,9 @@ TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
 // 1 MiB chunks.
 double price(std::string_view algo, const Topology& topo, size_t bytes,
              algos::Collective coll = algos::Collective::AllReduce) {
-  // AllGather and ReduceScatter: `bytes` is the whole buffer, p blocks.
-  const size_t count = bytes / 4 / (coll == algos::Collective::AllReduce ? 1 : static_cast<size_t>(topo.nranks()));
+  // AllGather and ReduceScatter: `bytes` is the whole buffer of p blocks.
+  const bool blocks = coll == algos::Collective::AllGather || coll == algos::Collective::ReduceScatter;
+  const size_t count = bytes / 4 / (blocks ? static_cast<size_t>(topo.nranks()) : 1);
   Case c{topo.nranks(), count, (size_t{1} << 20) / 4, false, false, false, &topo, coll};
   const algos::CollArgs a = argsFor(c, 0);
   const algos::Algorithm* chosen = algos::selectAlgorithm(a, algo);
@@ -438,6 +466,23 @@ TEST(TopologyCost, HierBlockCollectivesWinOnSlowUplinks) {
     std::printf("two racks, slow uplinks, 67108864 bytes, %s: ring %.0f us hier %.0f us\n",
                 algos::collectiveName(coll), ring, hier);
   }
+}
+
+// The hierarchical broadcast crosses between the two racks by one pair of ranks, the flat
+// chain at every rack change along the rank order; so it is priced well under the chain.
+TEST(TopologyCost, HierBroadcastCrossesRacksOnce) {
+  const Topology topo = twoRacksSlowUplinks();
+  for (int root : {0, 5, 31}) {
+    Case c{topo.nranks(), 1000, 100, false, false, false, &topo, algos::Collective::Broadcast, root};
+    const auto pairs = crossings(buildAll(algos::HierBroadcast(), c), topo, 1, true);
+    size_t crossingPairs = 0;
+    for (const auto& rack : pairs) crossingPairs += rack.size();
+    EXPECT_EQ(crossingPairs, 1u) << "root " << root;
+  }
+  const double chain = price("chain", topo, size_t{64} << 20, algos::Collective::Broadcast);
+  const double hier = price("hier", topo, size_t{64} << 20, algos::Collective::Broadcast);
+  EXPECT_LT(hier, chain);
+  std::printf("two racks, slow uplinks, 67108864 bytes, ncclBroadcast: chain %.0f us hier %.0f us\n", chain, hier);
 }
 
 // Small buffers pay per message: rhd's 2 lg p and the trees' 2 lg p hops against the ring's
