@@ -4,6 +4,7 @@
 // with uneven hosts and racks, with sends that complete early or only with their receive.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -244,6 +245,32 @@ const Topology* evenTwoLevels(int n) { return even(n, false); }
 const Topology* evenThreeLevels(int n) { return even(n, true); }
 
 TEST(TopologySchedule, RhdEveryRankCount) { sweep(algos::RhdAllReduce(), none); }
+
+// Halving-doubling talks to rank ^ 2^k for each k, and past a power of two the folded pairs
+// add one partner each.
+TEST(TopologySchedule, RhdPartnersDifferInOneBit) {
+  for (int n : {2, 8, 32, 12}) {
+    int pow2 = 1;
+    while (pow2 * 2 <= n) pow2 *= 2;
+    const int extra = n - pow2;
+    const auto schedules = buildAll(algos::RhdAllReduce(), {n, 100, 7});
+    for (int r = 0; r < n; ++r) {
+      std::vector<int> want;
+      if (r < 2 * extra && r % 2 == 0) {
+        want = {r + 1};
+      } else {
+        const int vr = r < 2 * extra ? r / 2 : r - extra;
+        for (int mask = 1; mask < pow2; mask *= 2) {
+          const int peer = vr ^ mask;
+          want.push_back(peer < extra ? 2 * peer + 1 : peer + extra);
+        }
+        if (r < 2 * extra) want.push_back(r - 1);
+        std::sort(want.begin(), want.end());
+      }
+      EXPECT_EQ(schedules[r].peers, want) << "n=" << n << " rank " << r;
+    }
+  }
+}
 
 TEST(TopologySchedule, RackRingEveryRankCount) {
   sweep(algos::RackRingAllReduce(), none);
