@@ -23,7 +23,8 @@ struct HierBuilder {
   void allReduce(const std::vector<int>& members, int level, Range data) {
     if (members.size() == 1) return finishAlone(data);
     if (level >= topo.levels()) {
-      ringAllReduce(b, RingOrder{members, positionOf(members, a.rank)}, data, source, a.chunkCount, a.average);
+      const RingOrder ring{members, positionOf(members, a.rank)};
+      ringAllReduce(b, ring, data, source, a.chunkCount, a.average);
       source = Buffer::Recv;
       return;
     }

@@ -10,7 +10,8 @@ namespace braid::algos {
 // halves' full fan-in and fan-out. Inside a host the ranks form a chain, run in opposite
 // directions by the two trees, whose head joins the tree. Each half is reduced up its tree and
 // broadcast back down, chunk by chunk, so every link is busy at once after the first hops.
-// With every rank on its own host this is a double binary tree over ranks.
+// With every rank on its own host this is a double binary tree over ranks. Hosts take their
+// tree positions in nested (rack, host) order, so small subtrees stay inside a rack.
 // Cost, m hosts of g ranks, c chunks of s elements per half:
 //   2 (ceil(lg m) + g - 1 + c) (alpha + s beta)  and about n gamma;
 // latency grows with lg m instead of the ring's p, bandwidth stays about n beta per link.

@@ -107,7 +107,8 @@ void check(const algos::Algorithm& algo, const Case& c, SendMode mode = SendMode
 // Broadcast, AllGather and ReduceScatter: every element of every rank's buffers ends as NCCL
 // defines it, and nothing else changes (a buffer NCCL does not give a rank is empty here).
 void checkBlocks(const algos::Algorithm& algo, const Case& c, SendMode mode) {
-  SCOPED_TRACE(describe(algo, c, mode) + " " + algos::collectiveName(c.coll) + " root " + std::to_string(c.root));
+  SCOPED_TRACE(describe(algo, c, mode) + " " + algos::collectiveName(c.coll) + " root " +
+               std::to_string(c.root));
   const size_t count = c.count, n = static_cast<size_t>(c.n);
   std::vector<testing::SimRank> ranks(c.n), want(c.n);
   for (int r = 0; r < c.n; ++r) {
@@ -123,7 +124,8 @@ void checkBlocks(const algos::Algorithm& algo, const Case& c, SendMode mode) {
       for (size_t e = 0; e < count; ++e) want[r].recv[e] = value(c.root, e);
     } else if (c.coll == algos::Collective::AllGather) {
       ranks[r].recv.assign(n * count, -1);
-      for (size_t e = 0; e < count; ++e) (inPlace ? ranks[r].recv[rank * count + e] : ranks[r].send.emplace_back()) = value(r, e);
+      for (size_t e = 0; e < count; ++e)
+        (inPlace ? ranks[r].recv[rank * count + e] : ranks[r].send.emplace_back()) = value(r, e);
       want[r] = ranks[r];
       for (size_t b = 0; b < n; ++b)
         for (size_t e = 0; e < count; ++e) want[r].recv[b * count + e] = value(static_cast<int>(b), e);
@@ -159,7 +161,8 @@ void sweep(const algos::Algorithm& algo, const std::function<const Topology*(int
     const std::vector<size_t> counts = small ? std::vector<size_t>{0, 1, ns - 1, 7, blocks ? 13 : 3 * ns + 5}
                                        : blocks ? std::vector<size_t>{0, 1, 5}
                                                 : std::vector<size_t>{0, ns - 1, 3 * ns + 5};
-    const std::vector<size_t> chunks = small ? std::vector<size_t>{1, 4, 1 << 20} : std::vector<size_t>{3, 1 << 20};
+    const std::vector<size_t> chunks =
+        small ? std::vector<size_t>{1, 4, 1 << 20} : std::vector<size_t>{3, 1 << 20};
     for (size_t count : counts)
       for (size_t chunk : chunks)
         for (bool inPlace : {false, true})
@@ -169,7 +172,8 @@ void sweep(const algos::Algorithm& algo, const std::function<const Topology*(int
             if (::testing::Test::HasFatalFailure()) return;
           }
     // Avg (where the collective reduces), ranks mixing in place.
-    check(algo, {n, blocks ? 5 : 2 * ns + 1, 2, false, coll != algos::Collective::AllGather, true, topo, coll});
+    const bool average = coll != algos::Collective::AllGather;
+    check(algo, {n, blocks ? 5 : 2 * ns + 1, 2, false, average, true, topo, coll});
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -360,7 +364,8 @@ TEST(TopologySchedule, HierShapes) {
   const algos::LinkCost fast{0.5, 1e-4}, mid{2, 4e-4}, slow{5, 4e-3};
   std::vector<Topology> shapes;
   shapes.push_back(Topology::hostsAndRacks(std::vector<int>(6, 0), {}, fast, mid, slow));
-  shapes.push_back(Topology::hostsAndRacks({0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, {0, 0, 1, 1}, fast, mid, slow));
+  shapes.push_back(
+      Topology::hostsAndRacks({0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, {0, 0, 1, 1}, fast, mid, slow));
   shapes.push_back(Topology::hostsAndRacks({0, 0, 0, 0, 1, 1, 2, 2, 2}, {}, fast, mid, slow));
   shapes.push_back(Topology::hostsAndRacks({0, 1, 2, 3, 4, 0, 1, 2, 3, 4}, {0, 1, 1, 1, 0}, fast, mid, slow));
   shapes.push_back(Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6}, {0, 0, 0, 1, 1, 2, 2}, fast, mid, slow));
@@ -424,7 +429,8 @@ TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
       size_t count = 0;
       const auto pairs = crossings(schedules, topo, 1, true);
       for (const auto& [from, to] : pairs[0])
-        for (const algos::Step& st : schedules[from].steps) count += st.kind == algos::StepKind::Send && st.peer == to;
+        for (const algos::Step& st : schedules[from].steps)
+          count += st.kind == algos::StepKind::Send && st.peer == to;
       return count;
     };
     const auto ring = buildAll(*algos::selectAlgorithm(argsFor(c, 0), "ring"), c);
@@ -468,7 +474,8 @@ Topology twoRacksSlowUplinks() {
 
 void printPrices(const char* title, const Topology& topo, size_t bytes) {
   std::printf("%s, %zu bytes:", title, bytes);
-  for (const char* algo : {"ring", "rhd", "tree", "hier", "rackring"}) std::printf(" %s %.0f us", algo, price(algo, topo, bytes));
+  for (const char* algo : {"ring", "rhd", "tree", "hier", "rackring"})
+    std::printf(" %s %.0f us", algo, price(algo, topo, bytes));
   std::printf("\n");
 }
 
@@ -509,7 +516,8 @@ TEST(TopologyCost, HierBroadcastCrossesRacksOnce) {
   const double chain = price("chain", topo, size_t{64} << 20, algos::Collective::Broadcast);
   const double hier = price("hier", topo, size_t{64} << 20, algos::Collective::Broadcast);
   EXPECT_LT(hier, chain);
-  std::printf("two racks, slow uplinks, 67108864 bytes, ncclBroadcast: chain %.0f us hier %.0f us\n", chain, hier);
+  std::printf("two racks, slow uplinks, 67108864 bytes, ncclBroadcast: chain %.0f us hier %.0f us\n", chain,
+              hier);
 }
 
 // Small buffers pay per message: rhd's 2 lg p and the trees' 2 lg p hops against the ring's
@@ -538,11 +546,13 @@ TEST(TopologyCost, PricesWholeOperations) {
   const Topology two = Topology::flat(2);
   algos::ScheduleBuilder lonely("lonely");
   lonely.send(1, {algos::Buffer::Send, 0, 1});
-  const std::vector<algos::Schedule> unmatched = {std::move(lonely).finish(), algos::ScheduleBuilder("idle").finish()};
+  const std::vector<algos::Schedule> unmatched = {std::move(lonely).finish(),
+                                                  algos::ScheduleBuilder("idle").finish()};
   EXPECT_EQ(algos::estimateMicroseconds(unmatched, 4, two), std::numeric_limits<double>::infinity());
   algos::ScheduleBuilder waiting("waiting");
   waiting.recv(0, {algos::Buffer::Recv, 0, 1});
-  const std::vector<algos::Schedule> unsent = {algos::ScheduleBuilder("idle").finish(), std::move(waiting).finish()};
+  const std::vector<algos::Schedule> unsent = {algos::ScheduleBuilder("idle").finish(),
+                                               std::move(waiting).finish()};
   EXPECT_EQ(algos::estimateMicroseconds(unsent, 4, two), std::numeric_limits<double>::infinity());
 }
 
