@@ -1,7 +1,9 @@
-// The topology-aware AllReduce schedules (rhd, tree, hier, rackring), run in memory for every
-// rank: every element of every rank ends as the exact sum (or average) of all inputs, in place
-// and out of place, for awkward counts and chunks, on flat, two- and three-level topologies
-// with uneven hosts and racks, with sends that complete early or only with their receive.
+// The topology-aware schedules (AllReduce: rhd, tree, hier, rackring; AllGather, ReduceScatter
+// and Broadcast: hier), run in memory for every rank: every element of every rank ends as NCCL
+// defines it (exact sums and averages), in place and out of place, for awkward counts and
+// chunks, on flat, two- and three-level topologies with even and uneven hosts and racks, with
+// sends that complete early or only with their receive. Then their shapes (which ranks talk,
+// what crosses a rack) and their whole-operation prices against the flat ring and chain.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +11,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <sstream>
 
