@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "algos/algorithm.h"
 #include "algos/schedule.h"
@@ -65,6 +66,28 @@ struct ChainLinks {
 inline ChainLinks chainLinks(int rank, int nranks, int root) {
   const int pos = mod(rank - root, nranks);
   return {pos == 0 ? -1 : mod(rank - 1, nranks), pos == nranks - 1 ? -1 : mod(rank + 1, nranks)};
+}
+
+// An in-order binary tree over positions 0..m-1: position q is node q + 1, whose parent is the
+// nearest node above it with twice its lowest set bit; nodes past m are skipped. Positions
+// 0, 2, 4... are the leaves, so a tree mirrored onto the odd positions has them as its inner
+// nodes (the double binary tree). The root is the largest power of two <= m, less one.
+inline int binaryTreeParent(int q, int m) {
+  int root = 1;
+  while (root * 2 <= m) root *= 2;
+  int v = q + 1;
+  if (v == root) return -1;
+  do {
+    const int low = v & -v;
+    v = (v | (2 * low)) & ~low;
+  } while (v > m);
+  return v - 1;
+}
+inline std::vector<int> binaryTreeChildren(int q, int m) {
+  std::vector<int> children;  // at most two: the ones below and above q
+  for (int c = 0; c < m; ++c)
+    if (binaryTreeParent(c, m) == q) children.push_back(c);
+  return children;
 }
 
 }  // namespace braid::algos

@@ -4,11 +4,18 @@
 #include "algos/chain.h"
 #include "algos/direct_allreduce.h"
 #include "algos/direct_gather_scatter.h"
+#include "algos/hier_allgather.h"
+#include "algos/hier_allreduce.h"
+#include "algos/hier_broadcast.h"
+#include "algos/hier_reduce_scatter.h"
 #include "algos/pairwise_alltoall.h"
 #include "algos/point_to_point.h"
+#include "algos/rack_ring_allreduce.h"
+#include "algos/rhd_allreduce.h"
 #include "algos/ring_allgather.h"
 #include "algos/ring_allreduce.h"
 #include "algos/ring_reduce_scatter.h"
+#include "algos/tree_allreduce.h"
 
 namespace braid::algos {
 
@@ -40,11 +47,21 @@ std::span<const Algorithm* const> algorithms() {
   static const DirectScatter directScatter;
   static const PointToPointSend send;
   static const PointToPointRecv recv;
-  // selectAlgorithm's order: AllReduce direct first, for the small calls it accepts; ring for
-// the rest. The communicator chooses by cost instead (selector.h).
-  static const std::array<const Algorithm*, 11> all = {
-      &directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
-      &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv};
+  static const RhdAllReduce rhdAllReduce;
+  static const RackRingAllReduce rackRingAllReduce;
+  static const HierAllGather hierAllGather;
+  static const HierReduceScatter hierReduceScatter;
+  static const HierBroadcast hierBroadcast;
+  static const TreeAllReduce treeAllReduce;
+  static const HierAllReduce hierAllReduce;
+  // selectAlgorithm's order (the first that supports a call): AllReduce direct, for the small
+  // calls it accepts, then ring; the topology-aware builders follow. Communicators choose by
+  // cost among all of them instead (selector.h).
+  static const std::array all = std::to_array<const Algorithm*>(
+      {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
+       &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
+       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &rackRingAllReduce, &hierAllGather,
+       &hierReduceScatter, &hierBroadcast});
   return all;
 }
 

@@ -1,0 +1,175 @@
+#include "algos/operation_cost.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <vector>
+
+namespace braid::algos {
+
+namespace {
+
+class OperationSim {
+ public:
+  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo)
+      : s_(s), typeSize_(typeSize), topo_(topo), n_(static_cast<int>(s.size())) {
+    pairs_.resize(static_cast<size_t>(n_) * n_);
+    ranks_.resize(static_cast<size_t>(n_));
+    for (int r = 0; r < n_; ++r) {
+      RankState& rs = ranks_[r];
+      const size_t steps = s_[r].steps.size();
+      rs.unmet.resize(steps);
+      rs.readyAt.assign(steps, 0.0);
+      rs.ready.assign(steps, false);
+      rs.message.assign(steps, 0);
+      total_ += steps;
+      for (uint32_t i = 0; i < steps; ++i) {
+        const Step& st = s_[r].steps[i];
+        rs.unmet[i] = st.depCount;
+        if (st.kind == StepKind::Send) {
+          auto& q = pair(r, st.peer).sends;
+          rs.message[i] = q.size();
+          q.push_back(i);
+        } else if (st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce) {
+          auto& q = pair(st.peer, r).recvs;
+          rs.message[i] = q.size();
+          q.push_back(i);
+        }
+        if (st.depCount == 0) events_.push({0.0, r, i});
+      }
+    }
+    for (auto& p : pairs_) p.arrival.assign(p.sends.size(), -1.0);
+    ports_.resize(static_cast<size_t>(topo.levels()));
+    for (int l = 0; l < topo.levels(); ++l) {
+      int groups = 0;
+      for (int g : topo.groupOf[l]) groups = std::max(groups, g + 1);
+      ports_[l].assign(2 * static_cast<size_t>(groups), 0.0);  // [2g]: out, [2g + 1]: in
+    }
+  }
+
+  double run() {
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      becomeReady(e.rank, e.step, e.time);
+    }
+    bool matched = finished_ == total_;
+    for (const Pair& p : pairs_) matched = matched && p.sends.size() == p.recvs.size();
+    return matched ? end_ : std::numeric_limits<double>::infinity();
+  }
+
+ private:
+  struct Event {
+    double time;
+    int rank;
+    uint32_t step;
+    bool operator>(const Event& o) const { return time > o.time; }
+  };
+  struct Pair {  // messages from one rank to another, matched in order
+    std::vector<uint32_t> sends, recvs;
+    std::vector<double> arrival;  // per message, -1 until sent
+    size_t launched = 0;
+    double linkFree = 0.0;
+  };
+  struct RankState {
+    std::vector<uint32_t> unmet;
+    std::vector<double> readyAt;
+    std::vector<bool> ready;
+    std::vector<size_t> message;  // a send's or receive's index among its pair's messages
+  };
+
+  Pair& pair(int from, int to) { return pairs_[static_cast<size_t>(from) * n_ + to]; }
+  double bytes(const Step& st) const {
+    return static_cast<double>(std::max(st.src.count, st.dst.count) * typeSize_);
+  }
+
+  void becomeReady(int r, uint32_t i, double t) {
+    RankState& rs = ranks_[r];
+    rs.ready[i] = true;
+    rs.readyAt[i] = t;
+    const Step& st = s_[r].steps[i];
+    switch (st.kind) {
+      case StepKind::Send: launch(r, st.peer); break;
+      case StepKind::Recv:
+      case StepKind::RecvReduce: {
+        const Pair& p = pair(st.peer, r);  // a receive without its send never completes
+        if (rs.message[i] < p.arrival.size() && p.arrival[rs.message[i]] >= 0)
+          completeRecv(r, i, p.arrival[rs.message[i]]);
+        break;
+      }
+      case StepKind::Copy:
+      case StepKind::Reduce:
+      case StepKind::FinishAvg: finish(r, i, t + bytes(st) * topo_.gammaUsPerByte); break;
+    }
+  }
+
+  // Starts the pair's messages in order while their sends are ready.
+  void launch(int from, int to) {
+    Pair& p = pair(from, to);
+    RankState& rs = ranks_[from];
+    while (p.launched < p.sends.size() && rs.ready[p.sends[p.launched]]) {
+      const uint32_t i = p.sends[p.launched];
+      const double b = bytes(s_[from].steps[i]);
+      const int level = topo_.commonLevel(from, to);
+      const LinkCost& link = topo_.link[static_cast<size_t>(level)];
+      // Every port on the way must be free; each is then busy for its own level's beta.
+      double start = std::max(rs.readyAt[i], p.linkFree);
+      for (int l = 0; l < level; ++l) {
+        start = std::max({start, outPort(l, from), inPort(l, to)});
+      }
+      p.linkFree = start + b * link.betaUsPerByte;
+      for (int l = 0; l < level; ++l) {
+        const double busy = start + b * topo_.link[static_cast<size_t>(l) + 1].betaUsPerByte;
+        outPort(l, from) = busy;
+        inPort(l, to) = busy;
+      }
+      const double arrival = start + link.alphaUs + b * link.betaUsPerByte;
+      p.arrival[p.launched] = arrival;
+      finish(from, i, arrival);
+      const uint32_t recv = p.launched < p.recvs.size() ? p.recvs[p.launched] : UINT32_MAX;
+      ++p.launched;
+      if (recv != UINT32_MAX && ranks_[to].ready[recv]) completeRecv(to, recv, arrival);
+    }
+  }
+
+  double& outPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank]]; }
+  double& inPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank] + 1]; }
+
+  void completeRecv(int r, uint32_t i, double arrival) {
+    const Step& st = s_[r].steps[i];
+    const double reduce = st.kind == StepKind::RecvReduce ? bytes(st) * topo_.gammaUsPerByte : 0.0;
+    finish(r, i, std::max(ranks_[r].readyAt[i], arrival) + reduce);
+  }
+
+  void finish(int r, uint32_t i, double t) {
+    ++finished_;
+    end_ = std::max(end_, t);
+    RankState& rs = ranks_[r];
+    const Schedule& s = s_[r];
+    for (uint32_t k = s.dependentsBegin[i]; k < s.dependentsBegin[i + 1]; ++k) {
+      const uint32_t d = s.dependents[k];
+      rs.readyAt[d] = std::max(rs.readyAt[d], t);
+      if (--rs.unmet[d] == 0) events_.push({rs.readyAt[d], r, d});
+    }
+  }
+
+  std::span<const Schedule> s_;
+  size_t typeSize_;
+  const Topology& topo_;
+  int n_;
+  std::vector<Pair> pairs_;
+  std::vector<RankState> ranks_;
+  std::vector<std::vector<double>> ports_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  size_t total_ = 0, finished_ = 0;
+  double end_ = 0.0;
+};
+
+}  // namespace
+
+double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo) {
+  if (schedules.size() != static_cast<size_t>(topo.nranks())) return std::numeric_limits<double>::infinity();
+  return OperationSim(schedules, typeSize, topo).run();
+}
+
+}  // namespace braid::algos

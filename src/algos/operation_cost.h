@@ -1,0 +1,25 @@
+// Prices a whole operation on a topology: every rank's schedule run together in simulated time.
+// estimateMicroseconds(schedule, ...) in cost_model.h prices one rank's dependency chains on one
+// link type; it cannot see that a ring step waits for the predecessor's previous step, nor
+// that flows leaving a host or a rack share its uplink. Comparing algorithms across a topology
+// needs both: here a message starts once its send is ready and its links are free, arrives
+// alpha + bytes x beta later (the link of the lowest level both ranks share), and occupies the
+// pair's link and, for every group it leaves or enters on the way (host, rack, ...), that
+// group's port in that direction for bytes x beta of the level above the group. A receive
+// completes when it is ready and its message has arrived (plus bytes x gamma to reduce).
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "algos/schedule.h"
+#include "algos/topology.h"
+
+namespace braid::algos {
+
+// `schedules[r]` is rank r's schedule of one operation (the topology's nranks of them).
+// Returns the time the last step of any rank completes, in microseconds; infinity when the
+// schedules cannot complete (a message without its match, or a cycle).
+double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo);
+
+}  // namespace braid::algos
