@@ -7,10 +7,15 @@
 #include <cstring>
 
 #include "algos/cost_model.h"
+#include "algos/operation_cost.h"
 #include "core/strfmt.h"
 
 namespace braid::algos {
 namespace {
+
+// Up to this many ranks the selector prices whole operations (n schedules per candidate, once
+// per distinct call); above it, representative ranks.
+constexpr int kWholeOperationRanks = 16;
 
 int collectiveFromName(std::string_view name) {
   static constexpr const char* kNames[] = {"allreduce", "broadcast", "reduce", "allgather",
@@ -103,17 +108,28 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     out->reason += "no topology to price with";
     return Status::Ok();
   }
-  // The same representative ranks on every rank, so that every rank picks the same algorithm.
+  // Every rank prices the same thing, so every rank picks the same algorithm: the whole
+  // operation (all ranks' schedules run together, links and uplinks shared) where that is
+  // affordable, else the slowest of a few representative ranks on their own.
   const int n = args.nranks;
-  const int reps[] = {0, n / 2, n - 1, args.root};
   for (const Algorithm* algo : allowed) {
     double worst = 0.0;
-    for (int r : reps) {
-      if (r < 0 || r >= n) continue;
-      CollArgs view = args;
-      view.rank = r;
-      view.inPlace = false;  // ranks decide in-place each for itself: price what they share
-      worst = std::max(worst, estimateMicroseconds(algo->build(view), args.typeSize, *args.topology, r));
+    auto view = [&](int r) {
+      CollArgs v = args;
+      v.rank = r;
+      v.inPlace = false;  // ranks decide in-place each for itself: price what they share
+      return v;
+    };
+    if (n <= kWholeOperationRanks) {
+      std::vector<Schedule> all;
+      all.reserve(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) all.push_back(algo->build(view(r)));
+      worst = estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology);
+    } else {
+      for (int r : {0, n / 2, n - 1, args.root}) {
+        if (r < 0 || r >= n) continue;
+        worst = std::max(worst, estimateMicroseconds(algo->build(view(r)), args.typeSize, *args.topology, r));
+      }
     }
     out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
                           static_cast<int>(algo->name().size()), algo->name().data(), worst);
