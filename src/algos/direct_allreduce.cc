@@ -17,6 +17,24 @@ Schedule DirectAllReduce::build(const CollArgs& a) const {
   auto contribution = [&](int p) { return p == r && !a.inPlace ? Region{in, 0, count} : slot(p); };
   const Region result{Buffer::Recv, 0, count};
   if (count == 0) return std::move(b).finish();
+  if (n == 2) {
+    // Two ranks: reduce the peer's data straight into the result as it arrives, both ranks in
+    // the order x0 OP x1 (rank 1 puts the incoming operand first), so they agree bit for bit. In
+    // place, our input is first copied aside and sent from there, so the receive that
+    // overwrites it waits for a local copy, never for the peer.
+    const int peer = 1 - r;
+    Region source{in, 0, count};
+    if (a.inPlace) {
+      b.needScratch(count);
+      b.copy(source, Region{Buffer::Scratch, 0, count});
+      b.send(peer, Region{Buffer::Scratch, 0, count});
+    } else {
+      b.send(peer, source);
+    }
+    b.recvReduce(peer, source, result, /*incomingFirst=*/r == 1);  // both compute x0 OP x1
+    if (a.average) b.finishAvg(result);
+    return std::move(b).finish();
+  }
   b.needScratch(static_cast<size_t>(n) * count);
 
   if (a.inPlace) b.copy(Region{in, 0, count}, slot(r));

@@ -20,8 +20,9 @@ ScheduleBuilder::ScheduleBuilder(std::string algorithm) { schedule_.algorithm = 
 
 void ScheduleBuilder::send(int peer, Region src) { add(StepKind::Send, peer, src, {}); }
 void ScheduleBuilder::recv(int peer, Region dst) { add(StepKind::Recv, peer, {}, dst); }
-void ScheduleBuilder::recvReduce(int peer, Region src, Region dst) {
+void ScheduleBuilder::recvReduce(int peer, Region src, Region dst, bool incomingFirst) {
   add(StepKind::RecvReduce, peer, src, dst);
+  schedule_.steps.back().incomingFirst = incomingFirst;
 }
 void ScheduleBuilder::copy(Region src, Region dst) { add(StepKind::Copy, -1, src, dst); }
 void ScheduleBuilder::reduce(Region src, Region dst) { add(StepKind::Reduce, -1, src, dst); }

@@ -41,6 +41,9 @@ struct Step {
   Region dst;
   uint32_t depBegin = 0;  // this step waits for steps deps[depBegin, depBegin + depCount)
   uint32_t depCount = 0;
+  // RecvReduce: dst = incoming OP src instead of src OP incoming. Operand order matters for
+  // bits (NaN payloads, max(-0, +0)): algorithms use it so that every rank reduces in one order.
+  bool incomingFirst = false;
 };
 
 struct Schedule {
@@ -62,7 +65,7 @@ class ScheduleBuilder {
 
   void send(int peer, Region src);
   void recv(int peer, Region dst);
-  void recvReduce(int peer, Region src, Region dst);
+  void recvReduce(int peer, Region src, Region dst, bool incomingFirst = false);
   void copy(Region src, Region dst);
   void reduce(Region src, Region dst);
   void finishAvg(Region dst);

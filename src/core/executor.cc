@@ -25,8 +25,9 @@ using algos::StepKind;
 // ring wraps anywhere), so up to one partial element is carried between calls.
 class ReduceSink final : public transport::RecvSink {
  public:
-  ReduceSink(char* dst, const char* src, size_t typeSize, ncclDataType_t type, ncclRedOp_t op)
-      : dst_(dst), src_(src), typeSize_(typeSize), type_(type), op_(op) {}
+  ReduceSink(char* dst, const char* src, size_t typeSize, ncclDataType_t type, ncclRedOp_t op,
+             bool incomingFirst)
+      : dst_(dst), src_(src), typeSize_(typeSize), type_(type), op_(op), incomingFirst_(incomingFirst) {}
 
   void consume(size_t offset, const void* data, size_t bytes) override {
     const char* in = static_cast<const char*>(data);
@@ -39,11 +40,11 @@ class ReduceSink final : public transport::RecvSink {
       offset += take;
       if (carried_ < typeSize_) return;
       size_t at = offset - typeSize_;
-      kernels::reduce(dst_ + at, src_ + at, carry_, 1, type_, op_);
+      apply(at, carry_, 1);
       carried_ = 0;
     }
     size_t whole = bytes / typeSize_;
-    if (whole > 0) kernels::reduce(dst_ + offset, src_ + offset, in, whole, type_, op_);
+    if (whole > 0) apply(offset, in, whole);
     size_t rest = bytes - whole * typeSize_;
     if (rest > 0) {
       std::memcpy(carry_, in + whole * typeSize_, rest);
@@ -59,6 +60,12 @@ class ReduceSink final : public transport::RecvSink {
   ncclRedOp_t op_;
   char carry_[16];
   size_t carried_ = 0;
+  bool incomingFirst_;
+
+  void apply(size_t at, const void* incoming, size_t count) {
+    if (incomingFirst_) kernels::reduce(dst_ + at, incoming, src_ + at, count, type_, op_);
+    else kernels::reduce(dst_ + at, src_ + at, incoming, count, type_, op_);
+  }
 };
 
 struct StepRef {
@@ -274,7 +281,7 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
     const Plan& plan = plans_[ref.plan];
     PlanState& ps = state_[ref.plan];
     ps.sinks.emplace_back(address(ref.plan, st.dst), address(ref.plan, st.src), ps.typeSize,
-                          plan.type, plan.op);
+                          plan.type, plan.op, st.incomingFirst);
     sink = &ps.sinks.back();
   }
   return ep->postRecv(address(ref.plan, st.dst), st.dst.count * state_[ref.plan].typeSize, sink);
@@ -465,7 +472,7 @@ Status Run::setUp() {
 // and checks for timeouts and aborts now and then.
 Status Run::loop() {
   uint32_t idle = 0;
-  Waiter::Clock::time_point lastListen = Waiter::Clock::now();
+  Waiter::Clock::time_point lastListen{};  // set when the first long wait starts
   while (pending_ > 0) {
     bool moved = false;
     while (!localReady_.empty()) {
@@ -513,6 +520,7 @@ Status Run::loop() {
       // waiting, measured by the clock (idle rounds last anything from nanoseconds to a
       // scheduler slice, depending on how many ranks share the cores).
       auto now = Waiter::Clock::now();
+      if (lastListen == Waiter::Clock::time_point{}) lastListen = now;
       if (now - lastListen >= std::chrono::milliseconds(2)) {
         lastListen = now;
         std::string text;
