@@ -389,10 +389,13 @@ def text_table(header, table):
 
 
 def doc_header(args, when, command):
-    return [f"- command: `{command}`",
-            f"- date: {when}",
-            f"- machine: {machine()}",
-            f"- source: {git_revision()}"]
+    # Settings that change what Braid does travel with the results, so the command reproduces them.
+    settings = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(("BRAID_", "NCCL_")))
+    lines = [f"- command: `{' '.join(settings + [command])}`",
+             f"- date: {when}",
+             f"- machine: {machine()}",
+             f"- source: {git_revision()}"]
+    return lines
 
 
 def section(args, coll, runs, header, table, pred=None):

@@ -71,7 +71,7 @@ constexpr Var kTable[] = {
      "between processes, messages from this size are read once with process_vm_readv where the "
      "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
      "faster at every size where measured (bench/micro/shm_pingpong)"},
-    {"BRAID_SHM_ZEROCOPY_MIN_BYTES", "65536",
+    {"BRAID_SHM_ZEROCOPY_MIN_BYTES", "262144",
      "between processes, messages from this size whose buffer lies in ncclMemAlloc memory go by "
      "reference: the receiver maps the sender's pages and copies or reduces straight out of them "
      "(0: never)"},
