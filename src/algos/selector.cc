@@ -81,6 +81,31 @@ bool AlgoFilter::allows(Collective coll, std::string_view algorithm) const {
   return rule->exclude ? !listed : listed;
 }
 
+// Every rank prices the same thing, so every rank picks the same algorithm: the whole operation
+// (all ranks' schedules run together, links and uplinks shared) where that is affordable, else
+// the slowest of a few representative ranks on their own.
+double priceOperation(const Algorithm& algo, const CollArgs& args) {
+  const int n = args.nranks;
+  auto view = [&](int r) {
+    CollArgs v = args;
+    v.rank = r;
+    v.inPlace = false;  // ranks decide in-place each for itself: price what they share
+    return v;
+  };
+  if (n <= kWholeOperationRanks) {
+    std::vector<Schedule> all;
+    all.reserve(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) all.push_back(algo.build(view(r)));
+    return estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology);
+  }
+  double worst = 0.0;
+  for (int r : {0, n / 2, n - 1, args.root}) {
+    if (r < 0 || r >= n) continue;
+    worst = std::max(worst, estimateMicroseconds(algo.build(view(r)), args.typeSize, *args.topology, r));
+  }
+  return worst;
+}
+
 Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::string_view forced,
                        Choice* out) {
   *out = Choice{};
@@ -90,6 +115,7 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     if (!forced.empty() && algo->name() == forced) {
       out->algorithm = algo;
       out->reason = "forced by BRAID_ALGO";
+      if (args.topology) out->estimateUs = priceOperation(*algo, args);
       return Status::Ok();
     }
     candidates.push_back(algo);
@@ -108,29 +134,8 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     out->reason += "no topology to price with";
     return Status::Ok();
   }
-  // Every rank prices the same thing, so every rank picks the same algorithm: the whole
-  // operation (all ranks' schedules run together, links and uplinks shared) where that is
-  // affordable, else the slowest of a few representative ranks on their own.
-  const int n = args.nranks;
   for (const Algorithm* algo : allowed) {
-    double worst = 0.0;
-    auto view = [&](int r) {
-      CollArgs v = args;
-      v.rank = r;
-      v.inPlace = false;  // ranks decide in-place each for itself: price what they share
-      return v;
-    };
-    if (n <= kWholeOperationRanks) {
-      std::vector<Schedule> all;
-      all.reserve(static_cast<size_t>(n));
-      for (int r = 0; r < n; ++r) all.push_back(algo->build(view(r)));
-      worst = estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology);
-    } else {
-      for (int r : {0, n / 2, n - 1, args.root}) {
-        if (r < 0 || r >= n) continue;
-        worst = std::max(worst, estimateMicroseconds(algo->build(view(r)), args.typeSize, *args.topology, r));
-      }
-    }
+    const double worst = priceOperation(*algo, args);
     out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
                           static_cast<int>(algo->name().size()), algo->name().data(), worst);
     if (!out->algorithm || worst < out->estimateUs) {

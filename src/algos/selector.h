@@ -39,5 +39,7 @@ struct Choice {
 
 Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::string_view forced,
                        Choice* out);
+// The cost model's time for `algo` running the call (args.topology must be set), in us.
+double priceOperation(const Algorithm& algo, const CollArgs& args);
 
 }  // namespace braid::algos

@@ -65,7 +65,7 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   args.topology = &comm->topology;
   braid::Plan plan;
   plan.comm = comm;
-  BRAID_TRY(comm->schedule(args, &plan.schedule));
+  BRAID_TRY(comm->schedule(args, &plan.schedule, &plan.estimateUs));
   plan.sendbuff = sendbuff;
   plan.recvbuff = recvbuff;
   plan.type = call.type;

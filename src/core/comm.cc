@@ -150,7 +150,6 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
     if (size) BRAID_TRY(bootstrap->recv(p, kTagBlob, blob.data(), blob.size()));
     BRAID_TRY(transports[chosen[p]]->connect(peers[rank], peers[p], blob, waiter,
                                              &channels[p].endpoint));
-    channels[p].transport = transports[chosen[p]]->name();
     BRAID_INFO(kInit, "rank %d -> rank %d via %s", rank, p,
                channels[p].endpoint->describe().c_str());
   }
@@ -160,7 +159,7 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
 }
 
 Status ncclComm::schedule(const braid::algos::CollArgs& a,
-                          std::shared_ptr<const braid::algos::Schedule>* out) {
+                          std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs) {
   // Everything selection and building read from the arguments; rank, nranks and the size
   // thresholds are the communicator's.
   auto same = [&](const braid::algos::CollArgs& b) {
@@ -172,6 +171,7 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
     if (same(it->args)) {
       if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
       *out = cache_.front().schedule;
+      *estimateUs = cache_.front().estimateUs;
       return Status::Ok();
     }
   }
@@ -181,7 +181,8 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
              a.count, a.typeSize, a.nranks, static_cast<int>(choice.algorithm->name().size()),
              choice.algorithm->name().data(), choice.reason.c_str());
   auto built = std::make_shared<const braid::algos::Schedule>(choice.algorithm->build(a));
-  cache_.push_front({a, built});
+  cache_.push_front({a, choice.estimateUs, built});
+  *estimateUs = choice.estimateUs;
   constexpr size_t kCacheEntries = 64;
   if (cache_.size() > kCacheEntries) cache_.pop_back();
   *out = std::move(built);
@@ -221,12 +222,6 @@ bool ncclComm::heardFailure(std::string* text) {
   if (!bootstrap->poll(kTagFailure, &from, &data).ok() || from < 0) return false;
   text->assign(data.begin(), data.end());
   return true;
-}
-
-bool ncclComm::usesTcp() const {
-  for (const auto& ch : channels)
-    if (ch.endpoint && ch.transport == "TCP") return true;
-  return false;
 }
 
 void ncclComm::setLastError(const std::string& text) {

@@ -28,7 +28,6 @@ namespace braid {
 // posted on it (endpoints count completions; posted counts give each operation its number).
 struct PeerChannel {
   std::unique_ptr<transport::Endpoint> endpoint;
-  std::string_view transport;  // the name of the transport that made it
   uint64_t sendsPosted = 0;
   uint64_t recvsPosted = 0;
   // Signatures sent to and received from this peer so far (their numbers), and the same for the
@@ -92,8 +91,9 @@ struct ncclComm {
 
   // The schedule for `args`: the algorithm is selected and the schedule built once, then
   // reused for identical calls (a training loop repeats the same ones).
+  // *estimateUs: the cost model's price of the whole operation (ncclGroupSimulateEnd).
   braid::Status schedule(const braid::algos::CollArgs& args,
-                         std::shared_ptr<const braid::algos::Schedule>* out);
+                         std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs);
 
   // Calls that use the communicator hold a CallScope, so that ncclCommAbort from another
   // thread can wait for them to leave before it frees anything.
@@ -110,9 +110,6 @@ struct ncclComm {
   // bootstrap, heard by ranks that are waiting on data that will never come.
   void broadcastFailure(const std::string& text);
   bool heardFailure(std::string* text);
-
-  // True when some peer is reached over TCP (the cost model prices its links so).
-  bool usesTcp() const;
 
   void setLastError(const std::string& text);
   std::string lastError();
@@ -131,6 +128,7 @@ struct ncclComm {
 
   struct CacheEntry {
     braid::algos::CollArgs args;
+    double estimateUs;
     std::shared_ptr<const braid::algos::Schedule> schedule;
   };
   std::list<CacheEntry> cache_;  // most recently used first; small, so a list is enough

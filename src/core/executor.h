@@ -21,6 +21,7 @@ namespace braid {
 struct Plan {
   ncclComm* comm = nullptr;
   std::shared_ptr<const algos::Schedule> schedule;
+  double estimateUs = 0;  // the cost model's price of the whole operation
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   ncclDataType_t type = ncclFloat32;

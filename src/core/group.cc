@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "algos/cost_model.h"
-#include "kernels/reduce.h"
 
 #include "core/comm.h"
 #include "core/thread_local.h"
@@ -54,9 +52,7 @@ Status simulateEnd(float* estimatedUs) {
   // Plans of one communicator share its links; plans of different ones run side by side.
   std::vector<std::pair<const ncclComm*, double>> perComm;
   for (const Plan& p : plans) {
-    const bool tcp = p.comm->usesTcp();
-    algos::CostParams cost = tcp ? algos::tcpCost() : algos::sharedMemoryCost();
-    double us = algos::estimateMicroseconds(*p.schedule, kernels::typeSize(p.type), cost);
+    const double us = p.estimateUs;  // priced on the communicator's topology when planned
     auto it = std::find_if(perComm.begin(), perComm.end(), [&](auto& e) { return e.first == p.comm; });
     if (it == perComm.end()) perComm.emplace_back(p.comm, us);
     else it->second += us;
