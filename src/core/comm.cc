@@ -15,6 +15,7 @@
 #include "core/env.h"
 #include "core/topology_probe.h"
 #include "topo/comm_topology.h"
+#include "topo/host_topology.h"
 #include "core/log.h"
 #include "transport/registry.h"
 
@@ -97,6 +98,16 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
 // BRAID_CLUSTER_FILE when there is one, else from the probe (over the connections just made).
 // Every rank builds the same from the same data.
 Status ncclComm::buildTopology() {
+  // The host's own topology (NCCL_TOPO_FILE, else hwloc or /sys), once per process: it is what
+  // NCCL_TOPO_DUMP_FILE writes out, and a required part of a topology file that is wrong fails
+  // init here rather than later.
+  static std::once_flag hostOnce;
+  static Status hostStatus;
+  std::call_once(hostOnce, [] {
+    braid::topo::HostTopology host;
+    hostStatus = braid::topo::hostTopology(&host);
+  });
+  BRAID_TRY(hostStatus);
   braid::topo::CommTopologyInputs in;
   for (const auto& p : peers) in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
   in.intraHost = braid::algos::sharedMemoryCost().link;
