@@ -4,7 +4,7 @@
 Runs, one after another and with the same ranks and sizes (AllReduce, the default --coll):
   Braid    tools/braidrun -np N bench/perf/all_reduce_perf   (float, sum)
   OpenMPI  mpirun -np N bench/mpi/mpi_coll_perf -C allreduce  (MPI_Allreduce, float, sum)
-  Gloo     bench/gloo/gloo_allreduce_perf.py --np N            (torch.distributed "gloo")
+  Gloo     bench/gloo/gloo_coll_perf.py --coll allreduce --np N (torch.distributed "gloo")
   memcpy   bench/memcpy-rate                                   (one thread)
 parses their tables, prints one combined table and writes it as markdown to
 bench/results/<name>.md with the command line, date, machine and versions.
@@ -247,7 +247,7 @@ def run_mpi(args, coll):
 
 
 def run_gloo(args, coll):
-    name, pick = ("gloo_allreduce_perf.py", []) if coll == "allreduce" else ("gloo_coll_perf.py", ["--coll", coll])
+    name, pick = "gloo_coll_perf.py", ["--coll", coll]
     script = BENCH / "gloo" / name
     run = Run("gloo", [args.python, str(script), "--np", str(args.np)] + pick + perf_args(args, coll))
     if not shutil.which(args.python) and not Path(args.python).exists():

@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """gloo_coll_perf: one torch.distributed collective on the "gloo" backend (float; sum where it
 reduces), printed in the columns of bench/perf's binaries with their size convention and busbw
-formulas: the Gloo baseline bench/compare.py sets beside Braid for every collective but AllReduce
-(which keeps gloo_allreduce_perf.py).
+formulas: the Gloo baseline bench/compare.py sets beside Braid for every collective.
 
-  --coll allgather      all_gather_into_tensor (all_gather into views where gloo lacks it)
+  --coll allreduce      all_reduce  --coll allgather      all_gather_into_tensor (all_gather into views where gloo lacks it)
   --coll reducescatter  reduce_scatter_tensor, where this torch's gloo has it
   --coll broadcast      broadcast            --coll reduce    reduce
   --coll alltoall       all_to_all_single    --coll gather    gather    --coll scatter  scatter
@@ -14,11 +13,13 @@ A collective this torch's gloo does not implement prints why and exits with code
 available" to compare.py). In place: where torch has two buffers, the input is the rank's own
 block of the output (AllGather, Gather) or the output the rank's block of the input
 (ReduceScatter, Scatter's root), as NCCL defines it; broadcast and reduce work in place only, so
-their out-of-place column copies the input into the output first, as the AllReduce script does;
+their out-of-place column copies the input into the output first (so does all_reduce: that is
+what a PyTorch user writes for an out-of-place AllReduce);
 all_to_all_single and send/recv have no in-place form, so that column copies the buffer aside and
 receives into it.
 
-Launching works as in gloo_allreduce_perf.py: a launcher's RANK/WORLD_SIZE, or --np N.
+Under a launcher (braidrun, torchrun: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) each
+process is one rank; without one, --np N starts N copies of this script on 127.0.0.1.
 """
 import argparse
 import os
@@ -26,10 +27,11 @@ import subprocess
 import sys
 import time
 
-from gloo_allreduce_perf import fmt_time, free_port, parse_size, sizes
+from gloo_common import fmt_time, free_port, parse_size, sizes
 
 # name -> (reduces, rooted, split, busbw factor); split: the size is n blocks, the count one block
 COLLS = {
+    "allreduce": (True, False, False, lambda n: 2 * (n - 1) / n),
     "allgather": (False, False, True, lambda n: (n - 1) / n),
     "reducescatter": (True, False, True, lambda n: (n - 1) / n),
     "broadcast": (False, True, False, lambda n: 1.0),
@@ -125,14 +127,17 @@ class Bench:
                 inp.copy_(self.value(me, 0, c * n))
             call = lambda: d.reduce_scatter_tensor(out, inp)
             return c * n * 4, c, prepare, call, out, self.reduced(me * c, c)
-        if coll in ("broadcast", "reduce"):
+        if coll in ("allreduce", "broadcast", "reduce"):
             buf = R[:c]
 
             def prepare():
                 reset(buf)
                 (buf if in_place else S[:c]).copy_(self.value(me, 0, c))
-            op = (lambda: d.broadcast(buf, src=root)) if coll == "broadcast" else (lambda: d.reduce(buf, dst=root))
+            op = {"allreduce": lambda: d.all_reduce(buf), "broadcast": lambda: d.broadcast(buf, src=root),
+                  "reduce": lambda: d.reduce(buf, dst=root)}[coll]
             call = op if in_place else (lambda: (buf.copy_(S[:c]), op()))
+            if coll == "allreduce":
+                return c * 4, c, prepare, call, buf, self.reduced(0, c)
             if coll == "broadcast":
                 return c * 4, c, prepare, call, buf, self.value(root, 0, c)
             return c * 4, c, prepare, call, (buf if me == root else None), self.reduced(0, c)
