@@ -41,13 +41,17 @@ constexpr Var kTable[] = {
      "host topology XML in NCCL's schema, used instead of detection; a file that is not XML is "
      "ignored with a warning, one that breaks the schema fails init (docs/topology.md)"},
     {"BRAID_ALGO", nullptr,
-     "force an algorithm by name (e.g. ring) for every collective that it supports"},
+     "force an algorithm by name (direct, ring, rhd, tree, hier, rackring, chain, pairwise, p2p) "
+     "for every collective it implements; the cost model chooses for the others"},
     {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
      "the bootstrap root gives up (and its thread exits) after this long without a new rank"},
     {"BRAID_CHECK_MISMATCH", "1",
      "1: ranks exchange a signature of each call and fail mismatched calls (different collective, "
      "type, op, root or count) with ncclInvalidUsage naming both; 0: off"},
     {"BRAID_CHUNK_BYTES", "524288", "pipeline chunk size in bytes for schedules"},
+    {"BRAID_CLUSTER_FILE", nullptr,
+     "cluster map XML (levels, racks, hosts, link bandwidth and latency per level) that groups "
+     "hosts for hierarchical algorithms; see docs/topology.md"},
     {"BRAID_COMPRESS_BLOCK", "64",
      "INT8 block quantisation: elements per block (one scale each), 32 to 256; smaller blocks "
      "follow outliers more closely and cost more scale bytes"},
@@ -57,9 +61,6 @@ constexpr Var kTable[] = {
     {"BRAID_DIRECT_MAX_BYTES", "65536",
      "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
      "decides below it"},
-    {"BRAID_CLUSTER_FILE", nullptr,
-     "cluster map XML (levels, racks, hosts, link bandwidth and latency per level) that groups "
-     "hosts for hierarchical algorithms; see docs/topology.md"},
     {"BRAID_ISA", nullptr,
      "generic, avx2 or avx512: use this instruction set for host reductions instead of the best "
      "one the CPU has (only a lower one takes effect)"},
@@ -77,14 +78,14 @@ constexpr Var kTable[] = {
      "(0: never)"},
     {"BRAID_TCP_SLICE_BYTES", "524288",
      "TCP transport: messages larger than this are striped in slices of this size over the streams"},
-    {"BRAID_TRANSPORTS", nullptr,
-     "comma list of the transports that may be used (loopback, shm, tcp); unset: all"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
      "ncclRemoteError (peer gone) or ncclSystemError"},
     {"BRAID_TOPO_PROBE", "1000",
      "without a cluster map, spend at most this many milliseconds measuring a few host pairs to "
      "group hosts into racks by bandwidth; 0: no probe (hosts only)"},
+    {"BRAID_TRANSPORTS", nullptr,
+     "comma list of the transports that may be used (loopback, shm, tcp); unset: all"},
 };
 
 std::once_flag confOnce;
