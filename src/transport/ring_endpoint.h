@@ -6,13 +6,13 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/fifo.h"
 #include "transport/ring.h"
 #include "transport/segment.h"
 #include "transport/shared_memory.h"
@@ -91,7 +91,7 @@ class RingEndpoint final : public Endpoint {
     size_t received = 0;
     bool headerDone = false;
     uint64_t directAddr = 0;
-    SharedRegion region;  // id 0: not in a shared allocation
+    SharedRegion region{};  // id 0: not in a shared allocation
     bool direct = false;
     bool whole = false;  // the payload was in the ring before the header was stamped
   };
@@ -106,8 +106,8 @@ class RingEndpoint final : public Endpoint {
   RingEndpointConfig config_;
   RingWriter tx_;
   RingReader rx_;
-  std::deque<SendOp> sends_;
-  std::deque<RecvOp> recvs_;
+  Fifo<SendOp> sends_;
+  Fifo<RecvOp> recvs_;
   size_t sendCursor_ = 0;      // index in sends_ of the first op not fully written
   uint64_t sendsDone_ = 0, recvsDone_ = 0;
   uint64_t directPosted_ = 0;  // direct descriptors we wrote

@@ -10,9 +10,9 @@
 #include <sys/uio.h>
 
 #include <cstdint>
-#include <deque>
 #include <vector>
 
+#include "core/fifo.h"
 #include "transport/net/socket.h"
 #include "transport/transport.h"
 
@@ -80,8 +80,8 @@ class TcpEndpoint final : public Endpoint {
   std::vector<Stream> streams_;
   const size_t slice_;
   const int peerRank_;
-  std::deque<SendOp> sends_;
-  std::deque<RecvOp> recvs_;
+  Fifo<SendOp> sends_;
+  Fifo<RecvOp> recvs_;
   uint64_t sendBase_ = 0, recvBase_ = 0;  // absolute index of the fronts = completed counts
   Status error_;
 };
