@@ -1,5 +1,6 @@
 #include "core/executor.h"
 
+#include <poll.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -145,6 +146,7 @@ class Run {
   void complete(StepRef ref);
   void runLocal(StepRef ref);
   Status pump(ChannelQueue& q, bool* moved);
+  bool sleepUntilReady();
   Status failed(const Plan& plan, const Status& status);
   void abandon(ncclResult_t code);
 
@@ -153,6 +155,7 @@ class Run {
   std::vector<ChannelQueue> queues_;  // [0, nQueues_) in use
   size_t nQueues_ = 0;
   std::vector<StepRef> localReady_;
+  std::vector<pollfd> pollFds_;
   std::vector<Waiter> waiters_;
   uint32_t spinRounds_ = 64;
   size_t pending_ = 0;
@@ -468,8 +471,30 @@ Status Run::setUp() {
   return Status::Ok();
 }
 
-// Spins while data moves; when nothing moves, yields the core (ranks often outnumber cores)
-// and checks for timeouts and aborts now and then.
+// Instead of yielding: when every endpoint this run waits on can be waited on (TCP), sleeps in
+// poll() until one of them can move data, for at most kSleepMs. Ranks that outnumber the cores
+// then leave them to the ranks that have work, instead of taking turns spinning. False (and no
+// sleep) when some endpoint cannot be waited on.
+bool Run::sleepUntilReady() {
+  constexpr int kSleepMs = 2;
+  size_t n = 0;
+  for (size_t i = 0; i < nQueues_; ++i) {
+    const transport::Endpoint* ep = queues_[i].comm->channels[queues_[i].peer].endpoint.get();
+    if (!ep->busy()) continue;
+    constexpr int kRoom = 128;  // two per stream, 64 streams at most
+    if (pollFds_.size() < n + kRoom) pollFds_.resize(n + kRoom);
+    const int got = ep->waitFds(pollFds_.data() + n, kRoom);
+    if (got < 0) return false;
+    n += static_cast<size_t>(got);
+  }
+  if (n == 0) return false;
+  ::poll(pollFds_.data(), n, kSleepMs);
+  return true;
+}
+
+// Spins while data moves; when nothing moves, yields the core (ranks often outnumber cores), or
+// sleeps until a socket is ready where that is possible, and checks for timeouts and aborts now
+// and then.
 Status Run::loop() {
   uint32_t idle = 0;
   Waiter::Clock::time_point lastListen{};  // set when the first long wait starts
@@ -506,8 +531,12 @@ Status Run::loop() {
     }
     if (idle++ == 0)  // a wait starts now: timeouts measure time without progress
       for (Waiter& w : waiters_) w.restart();
-    if (idle > spinRounds_) sched_yield();
-    if ((idle & 255) == 0) {
+    bool slept = false;
+    if (idle > spinRounds_) {
+      slept = sleepUntilReady();
+      if (!slept) sched_yield();
+    }
+    if ((idle & 255) == 0 || slept) {
       for (size_t p = 0; p < plans_.size(); ++p) {
         Status st = waiters_[p].check("waiting for peers");
         if (!st.ok()) return failed(plans_[p], st);

@@ -2,6 +2,8 @@
 // collectives, schedules or data types. The executor (src/core) drives them.
 #pragma once
 
+#include <poll.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -52,6 +54,10 @@ class Endpoint {
   virtual uint64_t recvsCompleted() const = 0;
   // True when posted operations are waiting for the peer (used to decide whether to yield).
   virtual bool busy() const = 0;
+  // For a caller that would rather sleep than spin while it waits: fills up to `max` entries
+  // with the descriptors (and events) whose readiness lets progress() move data, and returns how
+  // many; -1 when the endpoint cannot be waited on that way (shared memory).
+  virtual int waitFds(pollfd* fds, int max) const { return -1; }
   virtual std::string describe() const = 0;  // for logs, e.g. "SHM/ring 4 MiB"
 };
 

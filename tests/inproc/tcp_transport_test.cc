@@ -168,7 +168,9 @@ TEST(TcpTransport, SinkDeliveryIsInOrderAndComplete) {
     if (m == 2) continue;
     EXPECT_EQ(sinks[m].outOfOrder, 0) << m;
     EXPECT_TRUE(sinks[m].got == out[m]) << m;
-    if (sizes[m] == 0) EXPECT_EQ(sinks[m].calls, 0);
+    if (sizes[m] == 0) {
+      EXPECT_EQ(sinks[m].calls, 0);
+    }
   }
 }
 
