@@ -9,6 +9,10 @@ namespace braid::algos {
 
 namespace {
 
+// The three phases of one range's AllReduce: the reduce-scatters (and folds) down to the top
+// level, the AllReduce at the top, the all-gathers (and results to folded ranks) back up.
+enum class Phase { Down, Top, Up };
+
 struct HierBuilder {
   ScheduleBuilder& b;
   const Topology& topo;
@@ -17,6 +21,11 @@ struct HierBuilder {
   // reduction has landed in recvbuff. Each stage reduces a sub-range of the last one, whose
   // first step reads what the last stage wrote, so one value serves all stages.
   Buffer source;
+  // The phase whose steps are emitted. A walk emits one phase; the walk itself (and `source`)
+  // is the same every time, so the phases of one range can be emitted apart.
+  Phase emit = Phase::Down;
+
+  bool emitting(Phase phase) const { return emit == phase; }
 
   // AllReduce of `data` among `members` (this rank among them), which are in one group at
   // every level from `level` up; stages below `level` are done.
@@ -24,7 +33,7 @@ struct HierBuilder {
     if (members.size() == 1) return finishAlone(data);
     if (level >= topo.levels()) {
       const RingOrder ring{members, positionOf(members, a.rank)};
-      ringAllReduce(b, ring, data, source, a.chunkCount, a.average);
+      if (emitting(Phase::Top)) ringAllReduce(b, ring, data, source, a.chunkCount, a.average);
       source = Buffer::Recv;
       return;
     }
@@ -36,27 +45,29 @@ struct HierBuilder {
 
     if (k >= g) {  // beyond the even split: fold into rank k mod g, get the result back
       const int base = mine[k % g];
-      sendChunks(b, base, {source, data.offset, data.count}, a.chunkCount);
-      recvChunks(b, base, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
+      if (emitting(Phase::Down)) sendChunks(b, base, {source, data.offset, data.count}, a.chunkCount);
+      if (emitting(Phase::Up)) recvChunks(b, base, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
       return;
     }
     std::vector<int> folded;  // the ranks beyond g that fold into this one, in order
     for (size_t j = g + k; j < mine.size(); j += g) folded.push_back(mine[j]);
     for (int extra : folded) {
-      forEachChunk(Range{data.offset, data.count}, a.chunkCount, [&](size_t off, size_t n) {
-        b.recvReduce(extra, {source, off, n}, {Buffer::Recv, off, n});
-      });
+      if (emitting(Phase::Down))
+        forEachChunk(Range{data.offset, data.count}, a.chunkCount, [&](size_t off, size_t n) {
+          b.recvReduce(extra, {source, off, n}, {Buffer::Recv, off, n});
+        });
       source = Buffer::Recv;
     }
 
     const std::vector<int> ring(mine.begin(), mine.begin() + static_cast<long>(g));
     const RingOrder order{ring, static_cast<int>(k)};
-    ringReduceScatter(b, order, data, source, a.chunkCount);
+    if (emitting(Phase::Down)) ringReduceScatter(b, order, data, source, a.chunkCount);
     if (g > 1) source = Buffer::Recv;
     // The k-th rank of every group holds the same piece of its group's sum: they go on up.
     std::vector<int> peers;
     for (const auto& group : groups) peers.push_back(group[k]);
     allReduce(peers, level + 1, ringPart(data, static_cast<int>(g), ringOwnedPart(order.pos, order.size())));
+    if (!emitting(Phase::Up)) return;
     ringAllGather(b, order, data, a.chunkCount);
     for (int extra : folded) sendChunks(b, extra, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
   }
@@ -65,9 +76,11 @@ struct HierBuilder {
   void finishAlone(Range data) {
     if (data.count == 0) return;
     const Region result{Buffer::Recv, data.offset, data.count};
-    if (source != Buffer::Recv) b.copy({source, data.offset, data.count}, result);
+    if (emitting(Phase::Top)) {
+      if (source != Buffer::Recv) b.copy({source, data.offset, data.count}, result);
+      if (a.average && a.nranks > 1) b.finishAvg(result);
+    }
     source = Buffer::Recv;
-    if (a.average && a.nranks > 1) b.finishAvg(result);
   }
 };
 
@@ -75,11 +88,26 @@ struct HierBuilder {
 
 bool HierAllReduce::supports(const CollArgs& args) const { return args.coll == Collective::AllReduce; }
 
+// One range: its phases in order. Pieces: piece i + 1 goes down while piece i is at the top
+// (other links: the top level's) and comes up (on the links piece i + 1 went down, after it,
+// in every rank's program alike, so the FIFO channels pair the same messages on both ends).
 Schedule HierAllReduce::build(const CollArgs& a) const {
-  ScheduleBuilder b("hier");
+  ScheduleBuilder b{std::string(name())};
   Topology flat;
   const Topology& topo = topologyOf(a, flat);
-  HierBuilder{b, topo, a, inputBuffer(a)}.allReduce(nestedOrder(topo), 0, Range{0, a.count});
+  const std::vector<int> order = nestedOrder(topo);
+  const int pieces = static_cast<int>(std::min<size_t>(static_cast<size_t>(pieces_), std::max<size_t>(a.count, 1)));
+  auto emit = [&](int piece, Phase phase) {
+    const Range r = evenPart(a.count, pieces, piece);
+    HierBuilder walk{b, topo, a, inputBuffer(a), phase};
+    walk.allReduce(order, 0, r);
+  };
+  emit(0, Phase::Down);
+  for (int i = 0; i < pieces; ++i) {
+    if (i + 1 < pieces) emit(i + 1, Phase::Down);
+    emit(i, Phase::Top);
+    emit(i, Phase::Up);
+  }
   return std::move(b).finish();
 }
 

@@ -17,11 +17,19 @@ namespace braid::algos {
 // smallest group's size) and every further rank first folds its whole buffer into one of those
 // and gets the result back at the end: correct, still hierarchical, at 2 n beta more on the
 // (cheap) links inside the group for the ranks beyond g.
+//
+// With pieces > 1 ("hierpipe") the buffer is cut into that many ranges, and the next range
+// goes down the levels while the last one crosses the top: the slow top links then run
+// alongside the fast ones below instead of after them (the cost model picks between the two).
 class HierAllReduce final : public Algorithm {
  public:
-  std::string_view name() const override { return "hier"; }
+  explicit HierAllReduce(int pieces = 1) : pieces_(pieces < 1 ? 1 : pieces) {}
+  std::string_view name() const override { return pieces_ == 1 ? "hier" : "hierpipe"; }
   bool supports(const CollArgs& args) const override;
   Schedule build(const CollArgs& args) const override;
+
+ private:
+  int pieces_;
 };
 
 }  // namespace braid::algos

@@ -54,13 +54,14 @@ std::span<const Algorithm* const> algorithms() {
   static const HierBroadcast hierBroadcast;
   static const TreeAllReduce treeAllReduce;
   static const HierAllReduce hierAllReduce;
+  static const HierAllReduce hierPipeAllReduce(4);
   // selectAlgorithm's order (the first that supports a call): AllReduce direct, for the small
   // calls it accepts, then ring; the topology-aware builders follow. Communicators choose by
   // cost among all of them instead (selector.h).
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &rackRingAllReduce, &hierAllGather,
+       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &hierPipeAllReduce, &rackRingAllReduce, &hierAllGather,
        &hierReduceScatter, &hierBroadcast});
   return all;
 }

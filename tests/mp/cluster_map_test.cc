@@ -44,4 +44,27 @@ TEST(ClusterMap, RanksGetTheMapsRacks) {
   EXPECT_NE(logs.find("ncclAllReduce count 4096"), std::string::npos) << logs;
 }
 
+// Every AllReduce algorithm, forced, runs correctly through the executor on the map's two racks
+// (the schedule tests prove the schedules; this runs them over shared memory between processes).
+TEST(ClusterMap, EveryAllReduceAlgorithmOnTwoRacks) {
+  const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
+  for (const char* algo : {"ring", "direct", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
+    auto results = braid::testing::runProcesses(
+        4,
+        [](int rank, ncclComm_t comm) {
+          for (size_t count : {size_t{1}, size_t{7}, size_t{300007}}) {
+            std::vector<int> v(count);
+            for (size_t i = 0; i < count; ++i) v[i] = static_cast<int>(i % 1000) * (rank + 1);
+            if (ncclAllReduce(v.data(), v.data(), count, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+              return 1;
+            for (size_t i = 0; i < count; ++i)
+              if (v[i] != static_cast<int>(i % 1000) * 10) return 2;
+          }
+          return 0;
+        },
+        {{"NCCL_HOSTID", "h%r"}, {"BRAID_CLUSTER_FILE", map}, {"BRAID_ALGO", algo}});
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << algo << " rank " << r;
+  }
+}
+
 }  // namespace

@@ -300,7 +300,9 @@ TEST(TopologySchedule, BinaryTreeShape) {
       int depth = 0;
       for (int v = q; algos::binaryTreeParent(v, m) >= 0; v = algos::binaryTreeParent(v, m)) ++depth;
       ASSERT_LE(1 << depth, 2 * m) << "m=" << m << " q=" << q;
-      if (q % 2 == 0) ASSERT_TRUE(algos::binaryTreeChildren(q, m).empty()) << "m=" << m << " q=" << q;
+      if (q % 2 == 0) {
+        ASSERT_TRUE(algos::binaryTreeChildren(q, m).empty()) << "m=" << m << " q=" << q;
+      }
     }
     ASSERT_EQ(roots, 1) << "m=" << m;
   }
@@ -330,6 +332,10 @@ TEST(TopologySchedule, HierEveryRankCount) {
   sweep(algos::HierAllReduce(), threeLevels);
   sweep(algos::HierAllReduce(), evenTwoLevels);
   sweep(algos::HierAllReduce(), evenThreeLevels);
+  const algos::HierAllReduce pipelined(3);
+  sweep(pipelined, none);
+  sweep(pipelined, twoLevels);
+  sweep(pipelined, evenThreeLevels);
 }
 
 TEST(TopologySchedule, HierAllGatherEveryRankCount) {
@@ -384,8 +390,10 @@ TEST(TopologySchedule, HierShapes) {
       for (size_t chunk : {size_t{1}, size_t{8}, size_t{1000}})
         for (bool inPlace : {false, true})
           for (bool average : {false, true}) {
-            check(algos::HierAllReduce(), {topo.nranks(), count, chunk, inPlace, average, false, &topo});
-            if (HasFatalFailure()) return;
+            for (int pieces : {1, 3}) {
+              check(algos::HierAllReduce(pieces), {topo.nranks(), count, chunk, inPlace, average, false, &topo});
+              if (HasFatalFailure()) return;
+            }
           }
 }
 
@@ -476,7 +484,7 @@ Topology twoRacksSlowUplinks() {
 
 void printPrices(const char* title, const Topology& topo, size_t bytes) {
   std::printf("%s, %zu bytes:", title, bytes);
-  for (const char* algo : {"ring", "rhd", "tree", "hier", "rackring"})
+  for (const char* algo : {"ring", "rhd", "tree", "hier", "hierpipe", "rackring"})
     std::printf(" %s %.0f us", algo, price(algo, topo, bytes));
   std::printf("\n");
 }
@@ -489,6 +497,8 @@ TEST(TopologyCost, TopologyAwareSchedulesWinOnSlowUplinks) {
   const double ring = price("ring", topo, large);
   EXPECT_LT(price("hier", topo, large), ring);
   EXPECT_LT(price("rackring", topo, large), ring);
+  // Pipelined, the uplinks carry one piece while the racks reduce the next.
+  EXPECT_LT(price("hierpipe", topo, large), price("hier", topo, large));
   printPrices("two racks, slow uplinks", topo, large);
 }
 
