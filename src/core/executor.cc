@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/doorbell.h"
 #include "core/log.h"
 #include "core/signature.h"
 #include "core/thread_local.h"
@@ -68,6 +69,10 @@ class ReduceSink final : public transport::RecvSink {
     else kernels::reduce(dst_ + at, src_ + at, incoming, count, type_, op_);
   }
 };
+
+// The longest a waiting rank sleeps (in poll or on doorbells) before it checks for timeouts,
+// aborts and failures again.
+constexpr std::chrono::microseconds kSleep{2000};
 
 struct StepRef {
   uint32_t plan;
@@ -147,6 +152,8 @@ class Run {
   void runLocal(StepRef ref);
   Status pump(ChannelQueue& q, bool* moved);
   bool sleepUntilReady();
+  bool raiseBells();
+  void lowerBells();
   Status failed(const Plan& plan, const Status& status);
   void abandon(ncclResult_t code);
 
@@ -156,6 +163,7 @@ class Run {
   size_t nQueues_ = 0;
   std::vector<StepRef> localReady_;
   std::vector<pollfd> pollFds_;
+  std::vector<BellWait> bells_;  // raised for a sleep; lowered once anything moves
   std::vector<Waiter> waiters_;
   uint32_t spinRounds_ = 64;
   size_t pending_ = 0;
@@ -403,6 +411,7 @@ Status Run::go(std::span<Plan> plans) {
   localReady_.clear();
   Status st = setUp();
   if (st.ok()) st = loop();
+  lowerBells();
   if (!st.ok()) abandon(st.code());
   plans_ = {};
   return st;
@@ -472,11 +481,10 @@ Status Run::setUp() {
 }
 
 // Instead of yielding: when every endpoint this run waits on can be waited on (TCP), sleeps in
-// poll() until one of them can move data, for at most kSleepMs. Ranks that outnumber the cores
+// poll() until one of them can move data, for at most kSleep. Ranks that outnumber the cores
 // then leave them to the ranks that have work, instead of taking turns spinning. False (and no
 // sleep) when some endpoint cannot be waited on.
 bool Run::sleepUntilReady() {
-  constexpr int kSleepMs = 2;
   size_t n = 0;
   for (size_t i = 0; i < nQueues_; ++i) {
     const transport::Endpoint* ep = queues_[i].comm->channels[queues_[i].peer].endpoint.get();
@@ -488,13 +496,36 @@ bool Run::sleepUntilReady() {
     n += static_cast<size_t>(got);
   }
   if (n == 0) return false;
-  ::poll(pollFds_.data(), n, kSleepMs);
+  ::poll(pollFds_.data(), n, static_cast<int>(kSleep.count() / 1000));
   return true;
 }
 
+// The same for shared memory: raises this rank's flag on the doorbell of every endpoint it waits
+// on. The loop then looks for work once more and, finding none, sleeps until a peer rings one.
+// False (flags lowered) when some endpoint has no doorbell.
+bool Run::raiseBells() {
+  if (!canWaitForBells()) return false;
+  for (size_t i = 0; i < nQueues_; ++i) {
+    transport::Endpoint* ep = queues_[i].comm->channels[queues_[i].peer].endpoint.get();
+    if (!ep->busy()) continue;
+    Doorbell* d = ep->doorbell();
+    if (!d) {
+      lowerBells();
+      return false;
+    }
+    bells_.push_back(raiseFlag(d));
+  }
+  return !bells_.empty();
+}
+
+void Run::lowerBells() {
+  for (const BellWait& b : bells_) lowerFlag(b.doorbell);
+  bells_.clear();
+}
+
 // Spins while data moves; when nothing moves, yields the core (ranks often outnumber cores), or
-// sleeps until a socket is ready where that is possible, and checks for timeouts and aborts now
-// and then.
+// sleeps until a socket is ready or a peer rings, where that is possible, and checks for
+// timeouts and aborts now and then.
 Status Run::loop() {
   uint32_t idle = 0;
   Waiter::Clock::time_point lastListen{};  // set when the first long wait starts
@@ -526,15 +557,20 @@ Status Run::loop() {
       }
     }
     if (moved) {
+      if (!bells_.empty()) lowerBells();
       idle = 0;
       continue;
     }
     if (idle++ == 0)  // a wait starts now: timeouts measure time without progress
       for (Waiter& w : waiters_) w.restart();
     bool slept = false;
-    if (idle > spinRounds_) {
-      slept = sleepUntilReady();
+    if (!bells_.empty()) {  // raised last round, and nothing moved since
+      slept = waitForBells(bells_, kSleep);
+      lowerBells();
       if (!slept) sched_yield();
+    } else if (idle > spinRounds_) {
+      slept = sleepUntilReady();
+      if (!slept && !raiseBells()) sched_yield();
     }
     if ((idle & 255) == 0 || slept) {
       for (size_t p = 0; p < plans_.size(); ++p) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/doorbell.h"
 #include "core/status.h"
 
 namespace braid::transport {
@@ -27,6 +28,9 @@ struct RingControl {
   alignas(64) std::atomic<uint64_t> head;        // producer: bytes published
   alignas(64) std::atomic<uint64_t> tail;        // consumer: bytes released
   alignas(64) std::atomic<uint64_t> directDone;  // consumer: direct transfers finished (acks)
+  // The consumer sleeps on it; the producer rings it whenever it moved data either way (new
+  // records here, or tail and acks of the ring in the other direction).
+  alignas(64) Doorbell consumerDoorbell;
   // Written once or rarely; read on slow paths only.
   alignas(64) uint64_t magic;
   uint64_t capacity;

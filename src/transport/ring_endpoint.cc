@@ -180,6 +180,7 @@ Status RingEndpoint::progress() {
     BRAID_TRY(pumpRecvs(&moved));
     if (moved) {
       idleSpins_ = 0;
+      tx_.ring().ctl()->consumerDoorbell.ringIfSleeping();  // the peer may be waiting for it
       return Status::Ok();
     }
     return busy() ? idle(peerClosed) : Status::Ok();
