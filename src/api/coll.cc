@@ -5,6 +5,7 @@
 
 #include "api/guard.h"
 #include "core/comm.h"
+#include "core/device.h"
 #include "core/group.h"
 #include "kernels/reduce.h"
 
@@ -44,10 +45,42 @@ struct Call {
   size_t inputCount = 0;     // elements of sendbuff this rank contributes (PreMulSum scales them)
 };
 
+// The bytes of sendbuff and recvbuff this rank's part of the call reads or writes (0 where NCCL
+// leaves a buffer unused on this rank).
+braid::device::Buffers extents(const ncclComm* comm, const Call& call, const void* sendbuff,
+                               const void* recvbuff) {
+  const size_t bytes = call.count * braid::kernels::typeSize(call.type);
+  const size_t all = bytes * static_cast<size_t>(comm->nranks);
+  const bool root = comm->rank == call.root;
+  size_t send = bytes, recv = bytes;
+  switch (call.coll) {
+    case Collective::Broadcast: send = root ? bytes : 0; break;
+    case Collective::Reduce: recv = root ? bytes : 0; break;
+    case Collective::AllGather: recv = all; break;
+    case Collective::ReduceScatter: send = all; break;
+    case Collective::AlltoAll: send = recv = all; break;
+    case Collective::Gather: recv = root ? all : 0; break;
+    case Collective::Scatter: send = root ? all : 0; break;
+    case Collective::Send: recv = 0; break;
+    case Collective::Recv: send = 0; break;
+    default: break;
+  }
+  return {sendbuff, send, recvbuff, recv};
+}
+
 // Plans one call; in a group the plan waits for ncclGroupEnd.
-Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff) {
+Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
+               cudaStream_t stream) {
   braid::ResolvedOp op;
   if (call.reduces) BRAID_TRY(comm->redOps.resolve(call.op, call.type, &op));
+  // Device support only: the host path never asks what its pointers are.
+  braid::device::Buffers buffers;
+  bool onDevice = false;
+  if (braid::device::enabled()) {
+    BRAID_TRY(braid::device::checkStream(stream));
+    buffers = extents(comm, call, sendbuff, recvbuff);
+    BRAID_TRY(braid::device::classify(comm, buffers, &onDevice));
+  }
   if (call.count == 0) return Status::Ok();
 
   braid::algos::CollArgs args;
@@ -81,6 +114,12 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
     plan.scalarPtr = op.scalarPtr;
     plan.inputCount = call.inputCount;
   }
+  if (onDevice) {
+    plan.onDevice = true;
+    plan.stream = stream;
+    plan.sendBytes = buffers.sendBytes;
+    plan.recvBytes = buffers.recvBytes;
+  }
   return braid::group::submit(std::move(plan));
 }
 
@@ -110,7 +149,7 @@ BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, siz
     Call c{Collective::AllReduce, count, datatype, op, true};
     c.inPlace = sendbuff == recvbuff;
     c.inputCount = count;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -124,7 +163,7 @@ BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, siz
     Call c{Collective::Broadcast, count, datatype};
     c.root = root;
     c.inPlace = sendbuff == recvbuff;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -137,7 +176,7 @@ BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t data
     Call c{Collective::Broadcast, count, datatype};
     c.root = root;
     c.inPlace = true;
-    return enqueue(comm, c, buff, buff);
+    return enqueue(comm, c, buff, buff, stream);
   });
 }
 
@@ -152,7 +191,7 @@ BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t
     c.root = root;
     c.inPlace = sendbuff == recvbuff;
     c.inputCount = count;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -166,7 +205,7 @@ BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, siz
     const size_t size = braid::kernels::typeSize(datatype);
     c.inPlace = static_cast<const char*>(sendbuff) ==
                 static_cast<const char*>(recvbuff) + static_cast<size_t>(comm->rank) * sendcount * size;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -181,7 +220,7 @@ BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
     c.inPlace = static_cast<const char*>(recvbuff) ==
                 static_cast<const char*>(sendbuff) + static_cast<size_t>(comm->rank) * recvcount * size;
     c.inputCount = recvcount * static_cast<size_t>(comm->nranks);
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -193,7 +232,7 @@ BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size
     BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::AlltoAll, count, datatype};
     c.inPlace = sendbuff == recvbuff;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -210,7 +249,7 @@ BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t
     c.inPlace = comm->rank == root &&
                 static_cast<const char*>(sendbuff) ==
                     static_cast<const char*>(recvbuff) + static_cast<size_t>(root) * count * size;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -227,7 +266,7 @@ BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_
     c.inPlace = comm->rank == root &&
                 static_cast<const char*>(recvbuff) ==
                     static_cast<const char*>(sendbuff) + static_cast<size_t>(root) * count * size;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -239,7 +278,7 @@ BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTy
     BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
     Call c{Collective::Send, count, datatype};
     c.root = peer;
-    return enqueue(comm, c, sendbuff, nullptr);
+    return enqueue(comm, c, sendbuff, nullptr, stream);
   });
 }
 
@@ -251,6 +290,6 @@ BRAID_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t d
     BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::Recv, count, datatype};
     c.root = peer;
-    return enqueue(comm, c, nullptr, recvbuff);
+    return enqueue(comm, c, nullptr, recvbuff, stream);
   });
 }

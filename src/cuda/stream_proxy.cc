@@ -1,0 +1,321 @@
+#include "cuda/stream_proxy.h"
+
+#include <cuda.h>  // types of cuStreamWaitValue32 only; the driver is reached through cudart
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/waiter.h"
+#include "cuda/kernels.h"
+#include "kernels/reduce.h"
+
+namespace braid::device {
+namespace {
+
+using WaitValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+constexpr size_t kMinBlock = 64 << 10;
+
+size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+
+bool isDeviceMemory(const void* ptr) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+}  // namespace
+
+// ---- StagingPool ----------------------------------------------------------------------------
+
+StagingPool::~StagingPool() {
+  for (char* p : all_) cudaFreeHost(p);
+}
+
+Status StagingPool::acquire(size_t bytes, char** block, size_t* size) {
+  const size_t want = std::bit_ceil(std::max(bytes, kMinBlock));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.lower_bound(want);
+    if (it != free_.end()) {
+      *size = it->first;
+      *block = it->second;
+      free_.erase(it);
+      return Status::Ok();
+    }
+  }
+  void* p = nullptr;
+  BRAID_TRY(cuda::cudaStatus(cudaHostAlloc(&p, want, cudaHostAllocPortable), "cudaHostAlloc"));
+  BRAID_INFO(kAlloc, "device staging: %zu bytes of pinned host memory", want);
+  std::lock_guard<std::mutex> lock(mu_);
+  all_.push_back(static_cast<char*>(p));
+  *block = static_cast<char*>(p);
+  *size = want;
+  return Status::Ok();
+}
+
+void StagingPool::release(char* block, size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.emplace(size, block);
+}
+
+// ---- Proxy ----------------------------------------------------------------------------------
+
+Status Proxy::create(ncclComm* comm, Proxy** out) {
+  std::unique_ptr<Proxy> proxy(new Proxy(comm));
+  BRAID_TRY(proxy->init());
+  *out = proxy.release();
+  return Status::Ok();
+}
+
+Status Proxy::init() {
+  BRAID_TRY(cuda::cudaStatus(cudaSetDevice(comm_->cudaDev), "cudaSetDevice"));
+  void* flag = nullptr;
+  BRAID_TRY(cuda::cudaStatus(cudaHostAlloc(&flag, 64, cudaHostAllocMapped | cudaHostAllocPortable),
+                             "cudaHostAlloc (flag)"));
+  flag_ = static_cast<uint32_t*>(flag);
+  __atomic_store_n(flag_, 0u, __ATOMIC_RELEASE);
+  BRAID_TRY(cuda::cudaStatus(cudaHostGetDevicePointer(&flagDevice_, flag, 0), "cudaHostGetDevicePointer"));
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  void* fn = nullptr;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault,
+                                       &found) == cudaSuccess &&
+      found == cudaDriverEntryPointSuccess)
+    waitValue_ = fn;
+  else
+    cudaGetLastError();
+  BRAID_INFO(kProxy, "rank %d: device progress thread on CUDA device %d, streams wait with %s",
+             comm_->rank, comm_->cudaDev, waitValue_ ? "cuStreamWaitValue32" : "a wait kernel");
+  thread_ = std::thread([this] { loop(); });
+  return Status::Ok();
+}
+
+Proxy::~Proxy() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  reap(true);
+  if (flag_) cudaFreeHost(flag_);
+}
+
+// Staging for one plan, and the copy of its input onto its stream. Where sendbuff and recvbuff
+// overlap (in place), one staging region keeps their distance, so the schedule built for the
+// call's aliasing addresses the staging the same way.
+Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
+  const auto send = reinterpret_cast<uintptr_t>(plan.sendbuff);
+  const auto recv = reinterpret_cast<uintptr_t>(plan.recvbuff);
+  const size_t sb = plan.sendBytes, rb = plan.recvBytes;
+  const bool overlap = sb && rb && send < recv + rb && recv < send + sb;
+  const bool deviceScalar = plan.preMul && plan.scalarPtr && isDeviceMemory(plan.scalarPtr);
+  uintptr_t lo = 0;
+  size_t bytes = 0;
+  if (overlap) {
+    lo = std::min(send, recv);
+    bytes = align64(std::max(send + sb, recv + rb) - lo);
+  } else {
+    bytes = align64(sb) + align64(rb);
+  }
+  const size_t scalarAt = bytes;
+  if (deviceScalar) bytes += 64;
+
+  Block block{};
+  BRAID_TRY(pool_.acquire(bytes, &block.ptr, &block.size));
+  batch.blocks.push_back(block);
+  char* hostSend = nullptr;
+  char* hostRecv = nullptr;
+  if (overlap) {
+    hostSend = block.ptr + (send - lo);
+    hostRecv = block.ptr + (recv - lo);
+  } else {
+    if (sb) hostSend = block.ptr;
+    if (rb) hostRecv = block.ptr + align64(sb);
+  }
+  // A buffer unused on this rank keeps only its aliasing (Broadcast off the root, in place).
+  if (!sb && send == recv) hostSend = hostRecv;
+  if (!rb && recv == send) hostRecv = hostSend;
+
+  if (sb)
+    BRAID_TRY(cuda::cudaStatus(cudaMemcpyAsync(hostSend, plan.sendbuff, sb, cudaMemcpyDeviceToHost,
+                                               plan.stream), "cudaMemcpyAsync (input)"));
+  if (deviceScalar) {
+    BRAID_TRY(cuda::cudaStatus(cudaMemcpyAsync(block.ptr + scalarAt, plan.scalarPtr,
+                                               kernels::typeSize(plan.type), cudaMemcpyDeviceToHost,
+                                               plan.stream), "cudaMemcpyAsync (scalar)"));
+    plan.scalarPtr = block.ptr + scalarAt;
+  }
+  if (rb) outputs->push_back({plan.recvbuff, hostRecv, rb, plan.stream});
+  plan.sendbuff = hostSend;
+  plan.recvbuff = hostRecv;
+  return Status::Ok();
+}
+
+Status Proxy::waitOn(cudaStream_t stream, uint32_t seq) {
+  if (waitValue_) {
+    CUresult r = reinterpret_cast<WaitValueFn>(waitValue_)(
+        stream, reinterpret_cast<CUdeviceptr>(flagDevice_), seq, CU_STREAM_WAIT_VALUE_GEQ);
+    if (r == CUDA_SUCCESS) return Status::Ok();
+    if (r != CUDA_ERROR_NOT_SUPPORTED)
+      return {ncclUnhandledCudaError, strfmt("cuStreamWaitValue32: CUresult %d", int(r))};
+    BRAID_INFO(kProxy, "cuStreamWaitValue32 is not supported here: streams wait with a kernel");
+    waitValue_ = nullptr;
+  }
+  return cuda::waitFlagKernel(static_cast<const volatile uint32_t*>(flagDevice_), seq, stream);
+}
+
+Status Proxy::submit(std::vector<Plan> plans) {
+  std::lock_guard<std::mutex> guard(submitMu_);
+  reap(false);
+  auto batch = std::make_unique<Batch>();
+  batch->plans = std::move(plans);
+  std::vector<cudaStream_t> streams;
+  for (const Plan& p : batch->plans)
+    if (std::find(streams.begin(), streams.end(), p.stream) == streams.end())
+      streams.push_back(p.stream);
+
+  // Until a stream waits on the flag, a failure can still be undone here.
+  std::vector<Output> outputs;
+  Status st;
+  for (Plan& p : batch->plans)
+    if (st.ok()) st = stage(*batch, p, &outputs);
+  for (cudaStream_t s : streams) {
+    if (!st.ok()) break;
+    cudaEvent_t ev = nullptr;
+    st = cuda::cudaStatus(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+    if (!st.ok()) break;
+    batch->inputsReady.push_back(ev);
+    st = cuda::cudaStatus(cudaEventRecord(ev, s), "cudaEventRecord");
+  }
+  if (!st.ok()) {
+    for (cudaStream_t s : streams) cudaStreamSynchronize(s);  // input copies may still target staging
+    destroy(*batch);
+    return st;
+  }
+
+  // From the first wait on, the batch must reach the proxy, which releases the streams.
+  batch->seq = ++issued_;
+  for (cudaStream_t s : streams)
+    if (batch->failed.ok()) batch->failed = waitOn(s, batch->seq);
+  for (const Output& o : outputs)
+    if (batch->failed.ok())
+      batch->failed = cuda::cudaStatus(
+          cudaMemcpyAsync(o.device, o.host, o.bytes, cudaMemcpyHostToDevice, o.stream),
+          "cudaMemcpyAsync (output)");
+  for (cudaStream_t s : streams) {
+    cudaEvent_t ev = nullptr;
+    if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) break;
+    batch->outputsDone.push_back(ev);
+    cudaEventRecord(ev, s);
+  }
+  Status result = batch->failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(batch));
+  }
+  work_.notify_one();
+  return result;
+}
+
+// Inputs are ready when the user's streams have reached the copies. Only an abort ends the wait:
+// the stream may be busy with the application's own work for as long as it likes.
+Status Proxy::waitInputs(const Batch& batch) {
+  Waiter waiter(0, &comm_->abortFlag);
+  for (cudaEvent_t ev : batch.inputsReady) {
+    for (uint32_t round = 0;; ++round) {
+      cudaError_t err = cudaEventQuery(ev);
+      if (err == cudaSuccess) break;
+      if (err != cudaErrorNotReady) return cuda::cudaStatus(err, "waiting for the input copies");
+      BRAID_TRY(waiter.check("waiting for the input copies"));
+      if (round < 64) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  return Status::Ok();
+}
+
+void Proxy::loop() {
+  cudaSetDevice(comm_->cudaDev);
+  for (;;) {
+    Batch* batch = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      batch = queue_.front().get();
+    }
+    Status st = batch->failed;
+    if (st.ok() && comm_->asyncError.load() != ncclSuccess)
+      st = {comm_->asyncError.load(), "the communicator failed earlier"};
+    if (st.ok()) st = waitInputs(*batch);
+    if (st.ok()) st = execute(batch->plans);
+    if (!st.ok()) {
+      // Reported as NCCL does for work on a stream: through ncclCommGetAsyncError.
+      comm_->markFailed(st.code());
+      comm_->setLastError(st.message());
+      BRAID_WARN("rank %d: device collective failed: %s", comm_->rank, st.message().c_str());
+    }
+    // Staging holds the outputs (plain stores, ordered before this one): release the streams.
+    __atomic_store_n(flag_, batch->seq, __ATOMIC_RELEASE);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      completed_ = batch->seq;
+      retired_.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    ran_.notify_all();
+  }
+}
+
+Status Proxy::drain() {
+  uint32_t target;
+  {
+    std::lock_guard<std::mutex> guard(submitMu_);
+    target = issued_;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  while (int32_t(completed_ - target) < 0) {
+    if (comm_->abortFlag.load()) return invalidUsage("communicator aborted");
+    ran_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+  return Status::Ok();
+}
+
+void Proxy::reap(bool wait) {
+  for (;;) {
+    std::unique_ptr<Batch> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (retired_.empty()) return;
+      bool done = true;
+      for (cudaEvent_t ev : retired_.front()->outputsDone) {
+        if (wait) cudaEventSynchronize(ev);
+        else if (cudaEventQuery(ev) != cudaSuccess) done = false;
+      }
+      cudaGetLastError();
+      if (!done) return;
+      batch = std::move(retired_.front());
+      retired_.pop_front();
+    }
+    destroy(*batch);
+  }
+}
+
+void Proxy::destroy(Batch& batch) {
+  for (cudaEvent_t ev : batch.inputsReady) cudaEventDestroy(ev);
+  for (cudaEvent_t ev : batch.outputsDone) cudaEventDestroy(ev);
+  for (const Block& b : batch.blocks) pool_.release(b.ptr, b.size);
+  batch.inputsReady.clear();
+  batch.outputsDone.clear();
+  batch.blocks.clear();
+}
+
+}  // namespace braid::device
