@@ -12,8 +12,11 @@
 # does not stop the later ones (those that need the build skip when it failed), and the table
 # shows each stage's outcome. Aim: under 8 minutes on 16 cores.
 #
-# Environment: BRAID_GPU_CHECK_QUICK=1 runs smaller perf sweeps; GPU_CHECK_DRY=1 (tools/gpu-check
-# self-test, no GPU) stops after the configure stage.
+# On the device tool only a few files come back from $OUT, so pack the folder, e.g.
+#   bash tools/gpu-check.sh /tmp/gc; tar czf $OUT/gpu-check.tgz -C /tmp gc; cp /tmp/gc/summary.md $OUT/
+#
+# Environment: BRAID_GPU_CHECK_QUICK=1 runs smaller perf sweeps; GPU_CHECK_DRY=1 stops after the
+# configure stage (to test the dependency path on a machine without a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -79,7 +82,9 @@ unpack_debs() {
   fi
   for d in "${debs[@]}"; do
     echo "unpacking $(basename "$d")"
-    dpkg-deb -x "$d" "$deps" || dpkg -x "$d" "$deps" || return 1
+    if command -v dpkg-deb >/dev/null; then dpkg-deb -x "$d" "$deps" || return 1
+    else (cd "$deps" && ar p "$d" "$(ar t "$d" | grep '^data\.tar')" | tar -x -a -f - 2>/dev/null ||
+          ar p "$d" "$(ar t "$d" | grep '^data\.tar')" | tar -xJ -C "$deps") || return 1; fi
   done
   ls "$deps/usr/lib/x86_64-linux-gnu" | head -40
 }

@@ -15,8 +15,11 @@ std::string unavailable();
 void setDevice(int device);
 void* alloc(size_t bytes);  // zeroed
 void release(void* ptr);
-void toDevice(void* dst, const void* src, size_t bytes);
-void toHost(void* dst, const void* src, size_t bytes);
+// On `stream`, then waits for it: a plain cudaMemcpy runs on the legacy stream, which a
+// non-blocking stream does not wait for (and from pageable memory it may return before the copy
+// lands); a device-wide wait could stall behind another rank's stream waiting on this one.
+void toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+void toHost(void* dst, const void* src, size_t bytes, cudaStream_t stream);
 cudaStream_t newStream();
 void destroyStream(cudaStream_t stream);
 void sync(cudaStream_t stream);

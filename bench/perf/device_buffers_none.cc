@@ -17,8 +17,8 @@ namespace {
 void setDevice(int) { none(); }
 void* alloc(size_t) { none(); }
 void release(void*) {}
-void toDevice(void*, const void*, size_t) { none(); }
-void toHost(void*, const void*, size_t) { none(); }
+void toDevice(void*, const void*, size_t, cudaStream_t) { none(); }
+void toHost(void*, const void*, size_t, cudaStream_t) { none(); }
 cudaStream_t newStream() { none(); }
 void destroyStream(cudaStream_t) {}
 void sync(cudaStream_t) { none(); }

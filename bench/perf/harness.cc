@@ -271,7 +271,7 @@ class RankRunner {
     if (stream_) {
       char* host = mirrorOf(buf);
       fillInputAt(a, host);
-      device::toDevice(buf, host, a.shape.sendCount * typeSize(a.type));
+      device::toDevice(buf, host, a.shape.sendCount * typeSize(a.type), stream_);
       return;
     }
     fillInputAt(a, buf);
@@ -309,12 +309,12 @@ class RankRunner {
       // Past everything the call may touch: ReduceScatter's in-place output is followed by
       // other ranks' input, not by free bytes.
       std::memset(hostBase + span * ts, kGuardByte, kGuardBytes);
-      if (stream_) device::toDevice(base, hostBase, span * ts + kGuardBytes);
+      if (stream_) device::toDevice(base, hostBase, span * ts + kGuardBytes, stream_);
       fillInput(a, send);
       runOnce(a, send, recv);
       if (stream_) {
         device::sync(stream_);
-        device::toHost(hostBase, base, span * ts + kGuardBytes);
+        device::toHost(hostBase, base, span * ts + kGuardBytes, stream_);
         recv = mirrorOf(recv);
       }
       char* guard = hostBase + span * ts;

@@ -76,7 +76,19 @@ Status Proxy::create(ncclComm* comm, Proxy** out) {
 }
 
 Status Proxy::init() {
+  // The caller's current device is the caller's: the flag is made on the communicator's and the
+  // caller's restored (one thread may drive communicators of several devices in a group).
+  int callerDev = -1;
+  BRAID_TRY(cuda::cudaStatus(cudaGetDevice(&callerDev), "cudaGetDevice"));
   BRAID_TRY(cuda::cudaStatus(cudaSetDevice(comm_->cudaDev), "cudaSetDevice"));
+  Status st = makeFlag();
+  cudaSetDevice(callerDev);
+  BRAID_TRY(st);
+  thread_ = std::thread([this] { loop(); });
+  return Status::Ok();
+}
+
+Status Proxy::makeFlag() {
   void* flag = nullptr;
   BRAID_TRY(cuda::cudaStatus(cudaHostAlloc(&flag, 64, cudaHostAllocMapped | cudaHostAllocPortable),
                              "cudaHostAlloc (flag)"));
@@ -93,7 +105,6 @@ Status Proxy::init() {
     cudaGetLastError();
   BRAID_INFO(kProxy, "rank %d: device progress thread on CUDA device %d, streams wait with %s",
              comm_->rank, comm_->cudaDev, waitValue_ ? "cuStreamWaitValue32" : "a wait kernel");
-  thread_ = std::thread([this] { loop(); });
   return Status::Ok();
 }
 

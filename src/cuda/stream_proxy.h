@@ -83,6 +83,7 @@ class Proxy {
 
   explicit Proxy(ncclComm* comm) : comm_(comm) {}
   Status init();
+  Status makeFlag();
   Status stage(Batch& batch, Plan& plan, std::vector<Output>* outputs);
   Status waitOn(cudaStream_t stream, uint32_t seq);
   Status waitInputs(const Batch& batch);

@@ -33,7 +33,11 @@ std::string cudaText(cudaError_t e) { return cudaGetErrorString(e); }
       return std::string(#expr) + ": " + ncclGetErrorString(r_) + ": " + ncclGetLastError(comm); \
   } while (0)
 
-// Each rank thread works on its communicator's device with a stream of its own.
+// Each rank thread works on its communicator's device with a stream of its own. Buffers are
+// allocated before the first collective and freed after the last: cudaFree waits for the whole
+// device, where another rank's stream may be waiting for this rank's next call. Copies go on the
+// rank's (non-blocking) stream: a plain cudaMemcpy runs on the legacy stream, which such a stream
+// does not wait for.
 struct RankDevice {
   cudaStream_t stream = nullptr;
   std::vector<void*> buffers;
@@ -75,10 +79,11 @@ TEST_F(GpuCollectives, AllReduceEverySizeOnTheCallersStream) {
     expectAllOk(runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
       RankDevice d;
       if (auto e = d.init(comm); !e.empty()) return e;
-      for (size_t count = 2; count <= (size_t(16) << 20); count *= 8) {
-        float *send, *recv;
-        if (auto e = d.alloc(count * 4, &send); !e.empty()) return e;
-        if (auto e = d.alloc(count * 4, &recv); !e.empty()) return e;
+      const size_t maxCount = size_t(16) << 20;
+      float *send, *recv;
+      if (auto e = d.alloc(maxCount * 4, &send); !e.empty()) return e;
+      if (auto e = d.alloc(maxCount * 4, &recv); !e.empty()) return e;
+      for (size_t count = 2; count <= maxCount; count *= 8) {
         std::vector<float> in(count), out(count, -1), inPlace(count, -1);
         for (size_t i = 0; i < count; ++i) in[i] = float((i * 7 + rank * 3) % 100);
         RANK_CUDA(cudaMemcpyAsync(send, in.data(), count * 4, cudaMemcpyHostToDevice, d.stream));
@@ -96,8 +101,6 @@ TEST_F(GpuCollectives, AllReduceEverySizeOnTheCallersStream) {
                    std::to_string(out[i]) + " / " + std::to_string(inPlace[i]) + ", want " +
                    std::to_string(want);
         }
-        for (void* p : d.buffers) cudaFree(p);
-        d.buffers.clear();
       }
       return "";
     }));
@@ -207,8 +210,9 @@ TEST_F(GpuCollectives, GroupOverTwoStreams) {
     if (auto e = d.alloc(n * 2 * 4, &b); !e.empty()) return e;
     if (auto e = d.alloc(n * 4, &c); !e.empty()) return e;
     std::vector<float> in(n, float(rank + 1)), outA(n), outB(2 * n);
-    RANK_CUDA(cudaMemcpy(a, in.data(), n * 4, cudaMemcpyHostToDevice));
-    RANK_CUDA(cudaMemcpy(c, in.data(), n * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemcpyAsync(a, in.data(), n * 4, cudaMemcpyHostToDevice, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(c, in.data(), n * 4, cudaMemcpyHostToDevice, d.stream));
+    RANK_CUDA(cudaStreamSynchronize(d.stream));  // c is read on the other stream
     RANK_NCCL(ncclGroupStart(), comm);
     RANK_NCCL(ncclAllReduce(a, a, n, ncclFloat32, ncclSum, comm, d.stream), comm);
     RANK_NCCL(ncclAllGather(c, b, n, ncclFloat32, comm, other), comm);
@@ -254,19 +258,20 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     if (attr.type != cudaMemoryTypeDevice) return "ncclMemAlloc gave no device memory";
     void* handle = nullptr;
     RANK_NCCL(ncclCommRegister(comm, mem, 1 << 20, &handle), comm);
-    RANK_CUDA(cudaMemcpy(mem, host.data(), 1024 * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemcpyAsync(mem, host.data(), 1024 * 4, cudaMemcpyHostToDevice, d.stream));
     RANK_NCCL(ncclAllReduce(mem, mem, 1024, ncclFloat32, ncclSum, comm, d.stream), comm);
-    RANK_CUDA(cudaStreamSynchronize(d.stream));
     std::vector<float> out(1024);
-    RANK_CUDA(cudaMemcpy(out.data(), mem, 1024 * 4, cudaMemcpyDeviceToHost));
+    RANK_CUDA(cudaMemcpyAsync(out.data(), mem, 1024 * 4, cudaMemcpyDeviceToHost, d.stream));
+    RANK_CUDA(cudaStreamSynchronize(d.stream));
     RANK_NCCL(ncclCommDeregister(comm, handle), comm);
-    RANK_NCCL(ncclMemFree(mem), comm);
     for (float v : out)
       if (v != 2.0f) return "AllReduce on ncclMemAlloc memory gave " + std::to_string(v);
-    // A host-memory call after device work on the same communicator still works.
+    // A host-memory call after device work on the same communicator still works; it is also the
+    // barrier after which freeing (a device-wide wait) cannot stall the other rank.
     std::vector<float> h(8, float(rank));
     RANK_NCCL(ncclAllReduce(h.data(), h.data(), 8, ncclFloat32, ncclSum, comm, nullptr), comm);
     if (h[0] != 1.0f) return "host AllReduce after device work gave " + std::to_string(h[0]);
+    RANK_NCCL(ncclMemFree(mem), comm);
     return "";
   }));
 }
