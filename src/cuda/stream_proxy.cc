@@ -19,6 +19,9 @@ namespace {
 using WaitValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
 constexpr size_t kMinBlock = 64 << 10;
+// Pinned staging one communicator keeps before new calls wait for earlier ones to finish on their
+// streams (as NCCL's calls block when its queue is full): two 1 GiB out-of-place AllReduces.
+constexpr size_t kStagingBudget = size_t(4) << 30;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
@@ -39,8 +42,14 @@ StagingPool::~StagingPool() {
   for (char* p : all_) cudaFreeHost(p);
 }
 
-Status StagingPool::acquire(size_t bytes, char** block, size_t* size) {
+size_t StagingPool::pinnedAfter(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pinned_ + std::bit_ceil(std::max(bytes, kMinBlock));
+}
+
+Status StagingPool::acquire(size_t bytes, bool mayAllocate, char** block, size_t* size) {
   const size_t want = std::bit_ceil(std::max(bytes, kMinBlock));
+  *block = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.lower_bound(want);
@@ -51,11 +60,13 @@ Status StagingPool::acquire(size_t bytes, char** block, size_t* size) {
       return Status::Ok();
     }
   }
+  if (!mayAllocate) return Status::Ok();
   void* p = nullptr;
   BRAID_TRY(cuda::cudaStatus(cudaHostAlloc(&p, want, cudaHostAllocPortable), "cudaHostAlloc"));
   BRAID_INFO(kAlloc, "device staging: %zu bytes of pinned host memory", want);
   std::lock_guard<std::mutex> lock(mu_);
   all_.push_back(static_cast<char*>(p));
+  pinned_ += want;
   *block = static_cast<char*>(p);
   *size = want;
   return Status::Ok();
@@ -140,7 +151,7 @@ Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
   if (deviceScalar) bytes += 64;
 
   Block block{};
-  BRAID_TRY(pool_.acquire(bytes, &block.ptr, &block.size));
+  BRAID_TRY(acquire(bytes, &block));
   batch.blocks.push_back(block);
   char* hostSend = nullptr;
   char* hostRecv = nullptr;
@@ -168,6 +179,29 @@ Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
   plan.sendbuff = hostSend;
   plan.recvbuff = hostRecv;
   return Status::Ok();
+}
+
+Status Proxy::acquire(size_t bytes, Block* block) {
+  for (;;) {
+    bool idle;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      idle = queue_.empty() && retired_.empty();
+    }
+    // Nothing in flight to wait for: allocate even past the budget (one call may need more).
+    const bool mayAllocate = idle || pool_.pinnedAfter(bytes) <= kStagingBudget;
+    BRAID_TRY(pool_.acquire(bytes, mayAllocate, &block->ptr, &block->size));
+    if (block->ptr) return Status::Ok();
+    // Wait for the oldest batch to finish on its streams, then take its staging back.
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (retired_.empty() && !queue_.empty()) {
+        if (comm_->abortFlag.load()) return invalidUsage("communicator aborted");
+        ran_.wait_for(lock, std::chrono::milliseconds(10));
+      }
+    }
+    reap(true);
+  }
 }
 
 Status Proxy::waitOn(cudaStream_t stream, uint32_t seq) {

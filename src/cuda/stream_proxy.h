@@ -31,7 +31,8 @@ struct ncclComm;
 
 namespace braid::device {
 
-// Pinned host blocks for staging, kept for reuse until the communicator goes.
+// Pinned host blocks for staging, kept for reuse until the communicator goes (freeing pinned
+// memory waits for the whole device, which could stall behind another rank's stream).
 class StagingPool {
  public:
   StagingPool() = default;
@@ -39,11 +40,15 @@ class StagingPool {
   StagingPool& operator=(const StagingPool&) = delete;
   ~StagingPool();
 
-  Status acquire(size_t bytes, char** block, size_t* size);
+  // A free block of at least `bytes`; a new one only when `mayAllocate` (else *block is null).
+  Status acquire(size_t bytes, bool mayAllocate, char** block, size_t* size);
   void release(char* block, size_t size);
+  // Bytes a new block for `bytes` would add to those already pinned.
+  size_t pinnedAfter(size_t bytes);
 
  private:
   std::mutex mu_;
+  size_t pinned_ = 0;
   std::multimap<size_t, char*> free_;
   std::vector<char*> all_;
 };
@@ -85,6 +90,8 @@ class Proxy {
   Status init();
   Status makeFlag();
   Status stage(Batch& batch, Plan& plan, std::vector<Output>* outputs);
+  // Staging within the budget: past it, waits for batches in flight to give theirs back.
+  Status acquire(size_t bytes, Block* block);
   Status waitOn(cudaStream_t stream, uint32_t seq);
   Status waitInputs(const Batch& batch);
   void loop();
