@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/env.h"
 #include "core/executor.h"
 #include "core/log.h"
 #include "cuda/kernels.h"
@@ -49,6 +50,10 @@ Status kindOf(const void* ptr, const char* name, Kind* kind) {
 void probe() {
   static std::once_flag once;
   std::call_once(once, [] {
+    if (env::getInt("BRAID_CUDA") == 0) {
+      BRAID_INFO(kInit, "CUDA: BRAID_CUDA=0: device-memory support off, host memory only");
+      return;
+    }
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -274,6 +275,22 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     RANK_NCCL(ncclMemFree(mem), comm);
     return "";
   }));
+}
+
+// BRAID_CUDA=0 keeps a process on host memory only, device present or not.
+TEST_F(GpuCollectives, BraidCudaZeroSwitchesDeviceSupportOff) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: the probe has not run
+  EXPECT_EXIT(
+      {
+        setenv("BRAID_CUDA", "0", 1);
+        ncclComm_t comm = nullptr;
+        int dev = 0;
+        if (ncclCommInitAll(&comm, 1, nullptr) != ncclSuccess) std::exit(2);
+        if (ncclCommCuDevice(comm, &dev) != ncclSuccess) std::exit(3);
+        ncclCommDestroy(comm);
+        std::exit(dev == -1 ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
