@@ -10,10 +10,12 @@
 # travels with the working tree: .device-debs/*.deb (tools/gpu-debs.sh downloads them on a machine
 # with apt) are unpacked into a private prefix. Every stage is bounded by a timeout, a failed stage
 # does not stop the later ones (those that need the build skip when it failed), and the table
-# shows each stage's outcome. Aim: under 8 minutes on 16 cores.
+# shows each stage's outcome. The whole run keeps to BRAID_GPU_CHECK_BUDGET seconds (480): stage
+# limits shrink to what is left, and what no longer fits is skipped (most important stages run
+# first). LOGDIR/summary.md is rewritten after every stage.
 #
 # On the device tool only a few files come back from $OUT, so pack the folder, e.g.
-#   bash tools/gpu-check.sh /tmp/gc; tar czf $OUT/gpu-check.tgz -C /tmp gc; cp /tmp/gc/summary.md $OUT/
+#   timeout 560 bash tools/gpu-check.sh /tmp/gc; tar czf $OUT/gpu-check.tgz -C /tmp gc; cp /tmp/gc/summary.md $OUT/
 #
 # Environment: BRAID_GPU_CHECK_QUICK=1 runs smaller perf sweeps; GPU_CHECK_DRY=1 stops after the
 # configure stage (to test the dependency path on a machine without a GPU).
@@ -27,16 +29,26 @@ logs=$(cd "$logs" && pwd)
 build=${BRAID_GPU_BUILD:-$root/build-gpu}
 deps=${BRAID_GPU_DEPS:-/tmp/braid-gpu-deps}
 jobs=${BRAID_GPU_JOBS:-16}
+# The whole run's budget: each stage's limit is cut to what is left, and stages that no longer
+# fit are skipped, so the table is always written in time (the device tool allows 600 s a call).
+budget=${BRAID_GPU_CHECK_BUDGET:-480}
 start=$(date +%s)
 export root logs build deps jobs
 
 declare -a names results seconds notes
-# stage NAME TIMEOUT_SECONDS COMMAND...: runs COMMAND with its output in LOGDIR/NAME.log.
+# stage NAME TIMEOUT_SECONDS COMMAND...: runs COMMAND with its output in LOGDIR/NAME.log, then
+# rewrites the summary (so a run cut short still leaves the table of what ran).
 stage() {
   local name=$1 limit=$2
   shift 2
-  local t0 rc
+  local t0 rc left
   t0=$(date +%s)
+  left=$((budget - (t0 - start) - 5))
+  if ((left < 15)); then
+    skip "$name" "time budget spent"
+    return 125
+  fi
+  ((limit > left)) && limit=$left
   echo "== $name (limit ${limit}s)"
   # Shell functions run through bash -c (timeout runs programs only); they are exported below.
   timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >"$logs/$name.log" 2>&1
@@ -49,11 +61,35 @@ stage() {
   notes+=("${note:-}")
   note=""
   tail -n 3 "$logs/$name.log" | sed 's/^/   /'
+  summary
   return $rc
 }
 skip() {
   names+=("$1"); results+=("SKIP"); seconds+=(0); notes+=("$2")
   echo "== $1: skipped ($2)"
+  summary
+}
+
+# The table, with the headline numbers from the logs: the kernel/copy ratio, the largest
+# AllReduce row's bus bandwidth and wrong counts, the PyTorch verdicts.
+summary() {
+  local bw_line r n
+  bw_line=$(grep -h "float sum reduce / cudaMemcpy" "$logs/kernel-bw.log" 2>/dev/null | sed 's/^# //')
+  {
+    echo "# tools/gpu-check.sh, $(date -u +%Y-%m-%dT%H:%MZ), $(($(date +%s) - start)) s"
+    echo
+    echo "| stage | result | seconds | note |"
+    echo "|---|---|---|---|"
+    for i in "${!names[@]}"; do echo "| ${names[$i]} | ${results[$i]} | ${seconds[$i]} | ${notes[$i]} |"; done
+    echo
+    [[ -n "$bw_line" ]] && echo "- kernel bandwidth: $bw_line"
+    for n in 1 2 4; do
+      r=$(grep -hE '^ +[0-9]+ +[0-9]+ +float' "$logs/allreduce-np$n.log" 2>/dev/null | tail -1 |
+          awk '{print $1" B: busbw "$8" / "$12" GB/s (out of place / in place), wrong "$9" / "$13}')
+      [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n} ranks, largest size: $r"
+    done
+    grep -h "^torch_check " "$logs"/torch-np*.log 2>/dev/null | sed "s/^/- /"
+  } >"$logs/summary.md"
 }
 
 # ---- environment ---------------------------------------------------------------------------
@@ -115,7 +151,7 @@ fi
 perf_bins=(all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf)
 if ((configured == 0)); then
   # Only what the check runs: the library, the GPU tests, the perf binaries, the launcher.
-  stage build 420 cmake --build "$build" -j"$jobs" --target nccl braid gpu_kernels_test \
+  stage build 300 cmake --build "$build" -j"$jobs" --target nccl braid gpu_kernels_test \
     gpu_collectives_test cuda-kernel-bw braidrun "${perf_bins[@]}" && built=1
 else
   skip build "configure failed"
@@ -128,7 +164,7 @@ export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 # ---- GPU tests -------------------------------------------------------------------------------
 gpu_tests() {
   local out="$logs/gpu-tests.ctest.txt"
-  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 240 2>&1 | tee "$out"
+  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 -j2 2>&1 | tee "$out"
   ((PIPESTATUS[0] == 0)) || return 1
   # On a GPU machine a skipped GPU test is a failure: no device was usable.
   if grep -q "(Skipped)" "$out"; then
@@ -137,56 +173,40 @@ gpu_tests() {
   fi
 }
 export -f gpu_tests
-if ((built)); then stage gpu-tests 240 gpu_tests; else skip gpu-tests "no build"; fi
+if ((built)); then stage gpu-tests 150 gpu_tests; else skip gpu-tests "no build"; fi
 
-# ---- kernel bandwidth --------------------------------------------------------------------------
-if ((built)); then stage kernel-bw 90 "$build/bench/cuda/cuda-kernel-bw" 256 20; else skip kernel-bw "no build"; fi
-
-# ---- perf binaries on device buffers -----------------------------------------------------------
+# ---- the rest, most important first (a stage the budget no longer fits is skipped) ----------
 perf="$build/bench/perf"
 run_perf() {  # ranks binary args...
   local n=$1 bin=$2
   shift 2
-  "$build/tools/braidrun" -np "$n" --timeout 150 -- "$perf/$bin" -G 1 "$@"
+  "$build/tools/braidrun" -np "$n" --timeout 200 -- "$perf/$bin" -G 1 "$@"
 }
+torch_check() { python3 "$root/tools/torch_check.py" --lib "$build/libnccl.so.2" --world "$1" --timeout 150; }
 export perf
-export -f run_perf
+export -f run_perf torch_check
+# AllReduce: every power of two from 8 B to 1 GiB, checked (-c 1).
+if [[ -n "${BRAID_GPU_CHECK_QUICK:-}" ]]; then ar=(-b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
+else ar=(-b 8 -e 1G -f 2 -n 2 -w 1 -c 1); fi
+small=(-b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
 if ((built)); then
-  # AllReduce: every power of two from 8 B to 1 GiB, checked (-c 1), at 1, 2 and 4 ranks.
-  if [[ -n "${BRAID_GPU_CHECK_QUICK:-}" ]]; then ar=(-b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
-  else ar=(-b 8 -e 1G -f 2 -n 3 -w 1 -c 1); fi
-  for n in 1 2 4; do stage "allreduce-np$n" 170 run_perf "$n" all_reduce_perf "${ar[@]}"; done
+  stage kernel-bw 60 "$build/bench/cuda/cuda-kernel-bw" 256 20
+  stage allreduce-np2 150 run_perf 2 all_reduce_perf "${ar[@]}"
+  stage torch-np2 150 torch_check 2
+  stage allreduce-np4 150 run_perf 4 all_reduce_perf "${ar[@]}"
+  stage torch-np4 150 torch_check 4
+  stage allreduce-np1 90 run_perf 1 all_reduce_perf "${ar[@]}"
   for bin in all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf; do
-    stage "${bin%_perf}-np4" 60 run_perf 4 "$bin" -b 8 -e 64M -f 8 -n 3 -w 1 -c 1
+    stage "${bin%_perf}-np4" 45 run_perf 4 "$bin" "${small[@]}"
   done
 else
+  skip kernel-bw "no build"
   skip perf "no build"
-fi
-
-# ---- PyTorch -------------------------------------------------------------------------------
-if ((built)); then
-  for n in 2 4; do
-    stage "torch-np$n" 170 python3 "$root/tools/torch_check.py" --lib "$build/libnccl.so.2" --world "$n" --timeout 150
-  done
-else
   skip torch "no build"
 fi
 
 # ---- table -----------------------------------------------------------------------------------
-# Headline numbers from the logs: the kernel/copy ratio and the largest AllReduce row's busbw.
-bw_line=$(grep -h "float sum reduce / cudaMemcpy" "$logs/kernel-bw.log" 2>/dev/null | sed 's/^# //')
-ar_row() { grep -hE '^ +[0-9]+ +[0-9]+ +float' "$logs/allreduce-np$1.log" 2>/dev/null | tail -1 | awk '{print $1" B: "$8" GB/s busbw, wrong "$9"/"$13}'; }
-{
-  echo "# tools/gpu-check.sh, $(date -u +%Y-%m-%dT%H:%MZ), $(($(date +%s) - start)) s"
-  echo
-  echo "| stage | result | seconds |"
-  echo "|---|---|---|"
-  for i in "${!names[@]}"; do echo "| ${names[$i]} | ${results[$i]} | ${seconds[$i]} |"; done
-  echo
-  [[ -n "$bw_line" ]] && echo "- kernel bandwidth: $bw_line"
-  for n in 1 2 4; do r=$(ar_row $n); [[ -n "$r" ]] && echo "- AllReduce ${n} ranks, largest size: $r"; done
-  grep -h "^torch_check " "$logs"/torch-np*.log 2>/dev/null | sed "s/^/- /"
-} >"$logs/summary.md"
+summary
 echo
 cat "$logs/summary.md"
 grep -q "| \(FAIL\|TIMEOUT\)" "$logs/summary.md" && exit 1
