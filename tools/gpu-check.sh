@@ -130,6 +130,12 @@ stage deps 120 unpack_debs
 # ---- configure and build -------------------------------------------------------------------
 generator=""
 command -v ninja >/dev/null && generator="Ninja"
+# nvcc where CMake looks for it (PATH, else CUDACXX), and the toolkit's libraries for the tests.
+if ! command -v nvcc >/dev/null && [[ -z "${CUDACXX:-}" ]]; then
+  for c in /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc; do
+    [[ -x "$c" ]] && export CUDACXX=$c && break
+  done
+fi
 configure() {
   rm -rf "$build"
   # sm_90 machine code and compute_90 PTX: the H200 only, to keep the build short. hwloc and
