@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "core/device.h"
 #include "core/group.h"
+#include "core/plan.h"
 #include "kernels/reduce.h"
 
 using braid::Status;
@@ -33,40 +34,7 @@ Status checkRank(const ncclComm* comm, int r, const char* name) {
   return Status::Ok();
 }
 
-// One call's description: what enqueue() needs besides the buffers.
-struct Call {
-  Collective coll;
-  size_t count;
-  ncclDataType_t type;
-  ncclRedOp_t op = ncclSum;  // reductions only
-  bool reduces = false;
-  int root = -1;             // root or peer; -1 when the collective has none
-  bool inPlace = false;
-  size_t inputCount = 0;     // elements of sendbuff this rank contributes (PreMulSum scales them)
-};
-
-// The bytes of sendbuff and recvbuff this rank's part of the call reads or writes (0 where NCCL
-// leaves a buffer unused on this rank).
-braid::device::Buffers extents(const ncclComm* comm, const Call& call, const void* sendbuff,
-                               const void* recvbuff) {
-  const size_t bytes = call.count * braid::kernels::typeSize(call.type);
-  const size_t all = bytes * static_cast<size_t>(comm->nranks);
-  const bool root = comm->rank == call.root;
-  size_t send = bytes, recv = bytes;
-  switch (call.coll) {
-    case Collective::Broadcast: send = root ? bytes : 0; break;
-    case Collective::Reduce: recv = root ? bytes : 0; break;
-    case Collective::AllGather: recv = all; break;
-    case Collective::ReduceScatter: send = all; break;
-    case Collective::AlltoAll: send = recv = all; break;
-    case Collective::Gather: recv = root ? all : 0; break;
-    case Collective::Scatter: send = root ? all : 0; break;
-    case Collective::Send: recv = 0; break;
-    case Collective::Recv: send = 0; break;
-    default: break;
-  }
-  return {sendbuff, send, recvbuff, recv};
-}
+using braid::Call;
 
 // Plans one call; in a group the plan waits for ncclGroupEnd.
 Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
@@ -78,42 +46,12 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   bool onDevice = false;
   if (braid::device::enabled()) {
     BRAID_TRY(braid::device::checkStream(stream));
-    buffers = extents(comm, call, sendbuff, recvbuff);
+    buffers = braid::extents(comm, call, sendbuff, recvbuff);
     BRAID_TRY(braid::device::classify(comm, buffers, &onDevice));
   }
   if (call.count == 0) return Status::Ok();
-
-  braid::algos::CollArgs args;
-  args.coll = call.coll;
-  args.count = call.count;
-  args.average = op.average;
-  args.root = call.root < 0 ? 0 : call.root;
-  // PreMulSum runs out of place: the executor scales the input into a buffer of its own.
-  args.inPlace = call.inPlace && !op.preMul;
-  args.rank = comm->rank;
-  args.nranks = comm->nranks;
-  args.typeSize = braid::kernels::typeSize(call.type);
-  args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
-  args.directMaxBytes = comm->directMaxBytes;
-  args.topology = &comm->topology;
   braid::Plan plan;
-  plan.comm = comm;
-  BRAID_TRY(comm->schedule(args, &plan.schedule, &plan.estimateUs));
-  plan.sendbuff = sendbuff;
-  plan.recvbuff = recvbuff;
-  plan.type = call.type;
-  plan.op = op.reduce;
-  plan.coll = call.coll;
-  plan.count = call.count;
-  plan.userOp = call.reduces ? call.op : ncclSum;
-  plan.reduces = call.reduces;
-  plan.root = call.root;
-  if (op.preMul) {
-    plan.preMul = true;
-    plan.scalarBits = op.scalarBits;
-    plan.scalarPtr = op.scalarPtr;
-    plan.inputCount = call.inputCount;
-  }
+  BRAID_TRY(braid::makePlan(comm, call, op, sendbuff, recvbuff, &plan));
   if (onDevice) {
     plan.onDevice = true;
     plan.stream = stream;

@@ -15,7 +15,8 @@
 #include "core/executor.h"
 #include "core/log.h"
 #include "cuda/kernels.h"
-#include "cuda/stream_proxy.h"
+#include "core/stream_proxy.h"
+#include "cuda/cuda_stream_ops.h"
 
 namespace braid::device {
 namespace {
@@ -134,7 +135,11 @@ Status submit(std::span<Plan> plans) {
   for (const Plan& p : plans)
     if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
   for (ncclComm* comm : comms) {
-    if (!comm->deviceProxy) BRAID_TRY(Proxy::create(comm, &comm->deviceProxy));
+    if (!comm->deviceProxy) {
+      std::unique_ptr<StreamOps> ops;
+      BRAID_TRY(cuda::makeStreamOps(comm->cudaDev, &ops));
+      BRAID_TRY(Proxy::create(comm, std::move(ops), &comm->deviceProxy));
+    }
     std::vector<Plan> batch;
     for (Plan& p : plans)
       if (p.comm == comm) batch.push_back(std::move(p));

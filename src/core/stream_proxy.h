@@ -3,7 +3,7 @@
 //
 //   caller, on the user's stream(s), without blocking:
 //     copy inputs device -> pinned staging; record "inputs ready";
-//     wait until the proxy's flag reaches this batch's number (cuStreamWaitValue32 on
+//     wait until the proxy's flag reaches this batch's number (with CUDA: cuStreamWaitValue32 on
 //     host-mapped memory, or a one-thread kernel polling it where stream memory operations are
 //     not supported); copy outputs staging -> device; record "outputs done".
 //   proxy thread:
@@ -11,10 +11,9 @@
 //     the executor and the transports, then write the batch's number to the flag.
 //
 // So the call returns at once, work after it on the stream sees the result, and the host
-// algorithms, transports and kernels serve device memory unchanged.
+// algorithms, transports and kernels serve device memory unchanged. The runtime is reached only
+// through StreamOps, so this file has no CUDA in it and is tested without a GPU.
 #pragma once
-
-#include <cuda_runtime.h>
 
 #include <condition_variable>
 #include <deque>
@@ -26,6 +25,7 @@
 
 #include "core/executor.h"
 #include "core/status.h"
+#include "core/stream_ops.h"
 
 struct ncclComm;
 
@@ -35,7 +35,7 @@ namespace braid::device {
 // memory waits for the whole device, which could stall behind another rank's stream).
 class StagingPool {
  public:
-  StagingPool() = default;
+  explicit StagingPool(StreamOps& ops) : ops_(ops) {}
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
   ~StagingPool();
@@ -47,6 +47,7 @@ class StagingPool {
   size_t pinnedAfter(size_t bytes);
 
  private:
+  StreamOps& ops_;
   std::mutex mu_;
   size_t pinned_ = 0;
   std::multimap<size_t, char*> free_;
@@ -55,7 +56,8 @@ class StagingPool {
 
 class Proxy {
  public:
-  static Status create(ncclComm* comm, Proxy** out);
+  // Takes `ops`, the communicator's runtime (with CUDA: device.cc makes it).
+  static Status create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out);
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
   // Runs what is queued (it fails at once after an abort), releases every waiting stream, and
@@ -80,19 +82,17 @@ class Proxy {
   };
   struct Batch {
     std::vector<Plan> plans;
-    std::vector<cudaEvent_t> inputsReady, outputsDone;
+    std::vector<Event> inputsReady, outputsDone;
     std::vector<Block> blocks;
     uint32_t seq = 0;
     Status failed;  // enqueueing failed after a stream was told to wait: run nothing, release it
   };
 
-  explicit Proxy(ncclComm* comm) : comm_(comm) {}
-  Status init();
-  Status makeFlag();
+  Proxy(ncclComm* comm, std::unique_ptr<StreamOps> ops)
+      : comm_(comm), ops_(std::move(ops)), pool_(*ops_) {}
   Status stage(Batch& batch, Plan& plan, std::vector<Output>* outputs);
   // Staging within the budget: past it, waits for batches in flight to give theirs back.
   Status acquire(size_t bytes, Block* block);
-  Status waitOn(cudaStream_t stream, uint32_t seq);
   Status waitInputs(const Batch& batch);
   void loop();
   // Returns the staging of batches whose output copies are done (all of them when `wait`).
@@ -100,10 +100,8 @@ class Proxy {
   void destroy(Batch& batch);
 
   ncclComm* comm_;
+  std::unique_ptr<StreamOps> ops_;
   StagingPool pool_;
-  uint32_t* flag_ = nullptr;  // pinned and mapped: the proxy writes it, streams wait on it
-  void* flagDevice_ = nullptr;
-  void* waitValue_ = nullptr;  // cuStreamWaitValue32, null: the wait kernel
 
   std::mutex submitMu_;  // one submit at a time, so batch numbers follow stream order
   uint32_t issued_ = 0;  // under submitMu_

@@ -1,6 +1,4 @@
-#include "cuda/stream_proxy.h"
-
-#include <cuda.h>  // types of cuStreamWaitValue32 only; the driver is reached through cudart
+#include "core/stream_proxy.h"
 
 #include <algorithm>
 #include <bit>
@@ -10,13 +8,10 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/waiter.h"
-#include "cuda/kernels.h"
 #include "kernels/reduce.h"
 
 namespace braid::device {
 namespace {
-
-using WaitValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
 constexpr size_t kMinBlock = 64 << 10;
 // Pinned staging one communicator keeps before new calls wait for earlier ones to finish on their
@@ -25,21 +20,12 @@ constexpr size_t kStagingBudget = size_t(4) << 30;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
-bool isDeviceMemory(const void* ptr) {
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
-}
-
 }  // namespace
 
 // ---- StagingPool ----------------------------------------------------------------------------
 
 StagingPool::~StagingPool() {
-  for (char* p : all_) cudaFreeHost(p);
+  for (char* p : all_) ops_.freeStaging(p);
 }
 
 size_t StagingPool::pinnedAfter(size_t bytes) {
@@ -62,7 +48,7 @@ Status StagingPool::acquire(size_t bytes, bool mayAllocate, char** block, size_t
   }
   if (!mayAllocate) return Status::Ok();
   void* p = nullptr;
-  BRAID_TRY(cuda::cudaStatus(cudaHostAlloc(&p, want, cudaHostAllocPortable), "cudaHostAlloc"));
+  BRAID_TRY(ops_.allocStaging(want, &p));
   BRAID_INFO(kAlloc, "device staging: %zu bytes of pinned host memory", want);
   std::lock_guard<std::mutex> lock(mu_);
   all_.push_back(static_cast<char*>(p));
@@ -79,43 +65,13 @@ void StagingPool::release(char* block, size_t size) {
 
 // ---- Proxy ----------------------------------------------------------------------------------
 
-Status Proxy::create(ncclComm* comm, Proxy** out) {
-  std::unique_ptr<Proxy> proxy(new Proxy(comm));
-  BRAID_TRY(proxy->init());
+Status Proxy::create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out) {
+  std::unique_ptr<Proxy> proxy(new Proxy(comm, std::move(ops)));
+  __atomic_store_n(proxy->ops_->flag(), 0u, __ATOMIC_RELEASE);
+  BRAID_INFO(kProxy, "rank %d: device progress thread for device %d, streams wait with %s",
+             comm->rank, comm->cudaDev, proxy->ops_->describe());
+  proxy->thread_ = std::thread([p = proxy.get()] { p->loop(); });
   *out = proxy.release();
-  return Status::Ok();
-}
-
-Status Proxy::init() {
-  // The caller's current device is the caller's: the flag is made on the communicator's and the
-  // caller's restored (one thread may drive communicators of several devices in a group).
-  int callerDev = -1;
-  BRAID_TRY(cuda::cudaStatus(cudaGetDevice(&callerDev), "cudaGetDevice"));
-  BRAID_TRY(cuda::cudaStatus(cudaSetDevice(comm_->cudaDev), "cudaSetDevice"));
-  Status st = makeFlag();
-  cudaSetDevice(callerDev);
-  BRAID_TRY(st);
-  thread_ = std::thread([this] { loop(); });
-  return Status::Ok();
-}
-
-Status Proxy::makeFlag() {
-  void* flag = nullptr;
-  BRAID_TRY(cuda::cudaStatus(cudaHostAlloc(&flag, 64, cudaHostAllocMapped | cudaHostAllocPortable),
-                             "cudaHostAlloc (flag)"));
-  flag_ = static_cast<uint32_t*>(flag);
-  __atomic_store_n(flag_, 0u, __ATOMIC_RELEASE);
-  BRAID_TRY(cuda::cudaStatus(cudaHostGetDevicePointer(&flagDevice_, flag, 0), "cudaHostGetDevicePointer"));
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  void* fn = nullptr;
-  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault,
-                                       &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess)
-    waitValue_ = fn;
-  else
-    cudaGetLastError();
-  BRAID_INFO(kProxy, "rank %d: device progress thread on CUDA device %d, streams wait with %s",
-             comm_->rank, comm_->cudaDev, waitValue_ ? "cuStreamWaitValue32" : "a wait kernel");
   return Status::Ok();
 }
 
@@ -127,7 +83,6 @@ Proxy::~Proxy() {
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
   reap(true);
-  if (flag_) cudaFreeHost(flag_);
 }
 
 // Staging for one plan, and the copy of its input onto its stream. Where sendbuff and recvbuff
@@ -138,7 +93,7 @@ Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
   const auto recv = reinterpret_cast<uintptr_t>(plan.recvbuff);
   const size_t sb = plan.sendBytes, rb = plan.recvBytes;
   const bool overlap = sb && rb && send < recv + rb && recv < send + sb;
-  const bool deviceScalar = plan.preMul && plan.scalarPtr && isDeviceMemory(plan.scalarPtr);
+  const bool deviceScalar = plan.preMul && plan.scalarPtr && ops_->isDeviceMemory(plan.scalarPtr);
   uintptr_t lo = 0;
   size_t bytes = 0;
   if (overlap) {
@@ -166,13 +121,10 @@ Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
   if (!sb && send == recv) hostSend = hostRecv;
   if (!rb && recv == send) hostRecv = hostSend;
 
-  if (sb)
-    BRAID_TRY(cuda::cudaStatus(cudaMemcpyAsync(hostSend, plan.sendbuff, sb, cudaMemcpyDeviceToHost,
-                                               plan.stream), "cudaMemcpyAsync (input)"));
+  if (sb) BRAID_TRY(ops_->copyToHost(hostSend, plan.sendbuff, sb, plan.stream));
   if (deviceScalar) {
-    BRAID_TRY(cuda::cudaStatus(cudaMemcpyAsync(block.ptr + scalarAt, plan.scalarPtr,
-                                               kernels::typeSize(plan.type), cudaMemcpyDeviceToHost,
-                                               plan.stream), "cudaMemcpyAsync (scalar)"));
+    BRAID_TRY(ops_->copyToHost(block.ptr + scalarAt, plan.scalarPtr, kernels::typeSize(plan.type),
+                               plan.stream));
     plan.scalarPtr = block.ptr + scalarAt;
   }
   if (rb) outputs->push_back({plan.recvbuff, hostRecv, rb, plan.stream});
@@ -204,19 +156,6 @@ Status Proxy::acquire(size_t bytes, Block* block) {
   }
 }
 
-Status Proxy::waitOn(cudaStream_t stream, uint32_t seq) {
-  if (waitValue_) {
-    CUresult r = reinterpret_cast<WaitValueFn>(waitValue_)(
-        stream, reinterpret_cast<CUdeviceptr>(flagDevice_), seq, CU_STREAM_WAIT_VALUE_GEQ);
-    if (r == CUDA_SUCCESS) return Status::Ok();
-    if (r != CUDA_ERROR_NOT_SUPPORTED)
-      return {ncclUnhandledCudaError, strfmt("cuStreamWaitValue32: CUresult %d", int(r))};
-    BRAID_INFO(kProxy, "cuStreamWaitValue32 is not supported here: streams wait with a kernel");
-    waitValue_ = nullptr;
-  }
-  return cuda::waitFlagKernel(static_cast<const volatile uint32_t*>(flagDevice_), seq, stream);
-}
-
 Status Proxy::submit(std::vector<Plan> plans) {
   std::lock_guard<std::mutex> guard(submitMu_);
   reap(false);
@@ -234,14 +173,19 @@ Status Proxy::submit(std::vector<Plan> plans) {
     if (st.ok()) st = stage(*batch, p, &outputs);
   for (cudaStream_t s : streams) {
     if (!st.ok()) break;
-    cudaEvent_t ev = nullptr;
-    st = cuda::cudaStatus(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
-    if (!st.ok()) break;
-    batch->inputsReady.push_back(ev);
-    st = cuda::cudaStatus(cudaEventRecord(ev, s), "cudaEventRecord");
+    Event ev = nullptr;
+    st = ops_->record(s, &ev);
+    if (ev) batch->inputsReady.push_back(ev);
   }
   if (!st.ok()) {
-    for (cudaStream_t s : streams) cudaStreamSynchronize(s);  // input copies may still target staging
+    // Input copies may still target the staging: let them land before it is reused.
+    for (cudaStream_t s : streams) {
+      Event ev = nullptr;
+      if (ops_->record(s, &ev).ok() && ev) {
+        ops_->synchronize(ev);
+        ops_->destroy(ev);
+      }
+    }
     destroy(*batch);
     return st;
   }
@@ -249,17 +193,12 @@ Status Proxy::submit(std::vector<Plan> plans) {
   // From the first wait on, the batch must reach the proxy, which releases the streams.
   batch->seq = ++issued_;
   for (cudaStream_t s : streams)
-    if (batch->failed.ok()) batch->failed = waitOn(s, batch->seq);
+    if (batch->failed.ok()) batch->failed = ops_->waitFlag(s, batch->seq);
   for (const Output& o : outputs)
-    if (batch->failed.ok())
-      batch->failed = cuda::cudaStatus(
-          cudaMemcpyAsync(o.device, o.host, o.bytes, cudaMemcpyHostToDevice, o.stream),
-          "cudaMemcpyAsync (output)");
+    if (batch->failed.ok()) batch->failed = ops_->copyToDevice(o.device, o.host, o.bytes, o.stream);
   for (cudaStream_t s : streams) {
-    cudaEvent_t ev = nullptr;
-    if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) break;
-    batch->outputsDone.push_back(ev);
-    cudaEventRecord(ev, s);
+    Event ev = nullptr;
+    if (ops_->record(s, &ev).ok() && ev) batch->outputsDone.push_back(ev);
   }
   Status result = batch->failed;
   {
@@ -274,11 +213,11 @@ Status Proxy::submit(std::vector<Plan> plans) {
 // the stream may be busy with the application's own work for as long as it likes.
 Status Proxy::waitInputs(const Batch& batch) {
   Waiter waiter(0, &comm_->abortFlag);
-  for (cudaEvent_t ev : batch.inputsReady) {
+  for (Event ev : batch.inputsReady) {
     for (uint32_t round = 0;; ++round) {
-      cudaError_t err = cudaEventQuery(ev);
-      if (err == cudaSuccess) break;
-      if (err != cudaErrorNotReady) return cuda::cudaStatus(err, "waiting for the input copies");
+      bool done = false;
+      BRAID_TRY(ops_->query(ev, &done).withContext("waiting for the input copies"));
+      if (done) break;
       BRAID_TRY(waiter.check("waiting for the input copies"));
       if (round < 64) std::this_thread::yield();
       else std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -288,7 +227,7 @@ Status Proxy::waitInputs(const Batch& batch) {
 }
 
 void Proxy::loop() {
-  cudaSetDevice(comm_->cudaDev);
+  ops_->bindThread();
   for (;;) {
     Batch* batch = nullptr;
     {
@@ -309,7 +248,7 @@ void Proxy::loop() {
       BRAID_WARN("rank %d: device collective failed: %s", comm_->rank, st.message().c_str());
     }
     // Staging holds the outputs (plain stores, ordered before this one): release the streams.
-    __atomic_store_n(flag_, batch->seq, __ATOMIC_RELEASE);
+    __atomic_store_n(ops_->flag(), batch->seq, __ATOMIC_RELEASE);
     {
       std::lock_guard<std::mutex> lock(mu_);
       completed_ = batch->seq;
@@ -341,11 +280,11 @@ void Proxy::reap(bool wait) {
       std::lock_guard<std::mutex> lock(mu_);
       if (retired_.empty()) return;
       bool done = true;
-      for (cudaEvent_t ev : retired_.front()->outputsDone) {
-        if (wait) cudaEventSynchronize(ev);
-        else if (cudaEventQuery(ev) != cudaSuccess) done = false;
+      for (Event ev : retired_.front()->outputsDone) {
+        bool finished = false;
+        if (wait) ops_->synchronize(ev);
+        else if (!ops_->query(ev, &finished).ok() || !finished) done = false;
       }
-      cudaGetLastError();
       if (!done) return;
       batch = std::move(retired_.front());
       retired_.pop_front();
@@ -355,8 +294,8 @@ void Proxy::reap(bool wait) {
 }
 
 void Proxy::destroy(Batch& batch) {
-  for (cudaEvent_t ev : batch.inputsReady) cudaEventDestroy(ev);
-  for (cudaEvent_t ev : batch.outputsDone) cudaEventDestroy(ev);
+  for (Event ev : batch.inputsReady) ops_->destroy(ev);
+  for (Event ev : batch.outputsDone) ops_->destroy(ev);
   for (const Block& b : batch.blocks) pool_.release(b.ptr, b.size);
   batch.inputsReady.clear();
   batch.outputsDone.clear();
