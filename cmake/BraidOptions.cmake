@@ -1,6 +1,8 @@
 # Resolves the AUTO options to ON/OFF from what this machine has.
 include(CheckLanguage)
 
+# CUDA: AUTO builds the device-memory path when nvcc is found (no GPU or driver is needed to
+# build; at run time a missing driver or device only switches device support off).
 if(BRAID_WITH_CUDA STREQUAL "AUTO")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
@@ -13,9 +15,33 @@ elseif(BRAID_WITH_CUDA)
 else()
   set(BRAID_CUDA_FOUND OFF)
 endif()
-# Device-memory support is not built yet (see README's feature table); the option is
-# resolved so that configure reports what it would do.
-message(STATUS "Braid: CUDA toolkit ${BRAID_CUDA_FOUND} (device-memory path not built yet)")
+# sm_80 and sm_90 machine code plus compute_90 PTX (what "90" means to CMake: SASS and PTX), so
+# newer GPUs JIT the PTX.
+set(BRAID_CUDA_ARCHITECTURES "80-real;90" CACHE STRING "CUDA architectures Braid's kernels are built for")
+# Fast development builds: instantiate the device kernels for these types and ops only (nccl-tests
+# names: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2; ops sum
+# prod max min). Calls on anything else return ncclInvalidUsage naming the option.
+set(BRAID_CUDA_TYPES "all" CACHE STRING "Data types the CUDA kernels are built for (all, or a ;-list)")
+set(BRAID_CUDA_OPS "all" CACHE STRING "Reduction ops the CUDA kernels are built for (all, or a ;-list)")
+if(BRAID_CUDA_FOUND)
+  if(NOT CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES ${BRAID_CUDA_ARCHITECTURES})
+  endif()
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  # CUDA sources are C++20 like the rest; CMake 3.25 knows no C++20 flag for nvcc (nvcc 12+
+  # takes -std=c++20), so it is taught here.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  message(STATUS "Braid: CUDA ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures "
+                 "${CMAKE_CUDA_ARCHITECTURES}, types ${BRAID_CUDA_TYPES}, ops ${BRAID_CUDA_OPS})")
+else()
+  message(STATUS "Braid: CUDA OFF (host memory only)")
+endif()
 
 if(BRAID_WITH_VERBS STREQUAL "AUTO")
   find_path(BRAID_VERBS_INCLUDE infiniband/verbs.h)

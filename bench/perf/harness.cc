@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algo_log.h"
+#include "device_buffers.h"
 #include "dtype.h"
 #include "options.h"
 #include "table.h"
@@ -49,8 +50,10 @@ void ncclOk(ncclResult_t r, ncclComm_t comm, int rank, const char* what) {
 
 struct FreeDeleter {
   bool fromNccl = false;  // ncclMemAlloc'ed (-R 1)
+  bool onDevice = false;  // cudaMalloc'ed (-G 1)
   void operator()(void* p) const {
     if (fromNccl) ncclMemFree(p);
+    else if (onDevice) device::release(p);
     else std::free(p);
   }
 };
@@ -71,6 +74,13 @@ std::unique_ptr<char, FreeDeleter> allocHost(size_t bytes, bool fromNccl = false
   }
   std::memset(p, 0, rounded);  // touch every page now rather than inside the first timed op
   return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(p), FreeDeleter{fromNccl});
+}
+
+// -G 1: device memory (zeroed), with the same room for guard bytes.
+std::unique_ptr<char, FreeDeleter> allocDevice(size_t bytes) {
+  size_t rounded = (bytes + kGuardBytes + kPage - 1) / kPage * kPage;
+  return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(device::alloc(rounded)),
+                                            FreeDeleter{false, true});
 }
 
 // Elements of the one buffer an in-place call uses.
@@ -101,6 +111,16 @@ class RankRunner {
         program_(program), printer_(rank == 0), round_(round), out_(out) {}
 
   int run(const ncclUniqueId& id) {
+    if (opts_.deviceBuffers) {
+      // The communicator binds to the device current at init: one GPU here, every rank on it
+      // (Braid allows several ranks per device).
+      if (std::string why = device::unavailable(); !why.empty()) {
+        std::fprintf(stderr, "%s: -G 1: %s\n", program_, why.c_str());
+        return 2;
+      }
+      device::setDevice(0);
+      stream_ = device::newStream();
+    }
     ncclOk(ncclCommInitRank(&comm_, nranks_, id, rank_), nullptr, rank_, "ncclCommInitRank");
     small_ = allocHost(nranks_ * sizeof(RankInfo));
     describeRanks();
@@ -131,6 +151,10 @@ class RankRunner {
     }
     deregister();
     ncclOk(ncclCommDestroy(comm_), nullptr, rank_, "ncclCommDestroy");
+    send_.reset();
+    recv_.reset();
+    inPlace_.reset();
+    if (stream_) device::destroyStream(stream_);
     return wrongTotal_ > 0 ? 1 : 0;
   }
 
@@ -158,10 +182,20 @@ class RankRunner {
       inPlace = std::max(inPlace, inPlaceElements(s) * ts);
     }
     const bool fromNccl = opts_.registerBuffers != 0;
+    barrier_ = allocHost(sizeof(double) * 4);
+    if (opts_.deviceBuffers) {
+      // Device buffers, each with a host mirror where inputs are made and results checked.
+      send_ = allocDevice(send);
+      recv_ = allocDevice(recv);
+      inPlace_ = allocDevice(inPlace);
+      mirrors_.push_back({send_.get(), allocHost(send), send});
+      mirrors_.push_back({recv_.get(), allocHost(recv), recv});
+      mirrors_.push_back({inPlace_.get(), allocHost(inPlace), inPlace});
+      return;
+    }
     send_ = allocHost(send, fromNccl);
     recv_ = allocHost(recv, fromNccl);
     inPlace_ = allocHost(inPlace, fromNccl);
-    barrier_ = allocHost(sizeof(double) * 4);
     if (!fromNccl) return;
     // -R 1, as in nccl-tests: the buffers are registered with the communicator.
     for (auto [p, bytes] : {std::pair{send_.get(), send}, {recv_.get(), recv}, {inPlace_.get(), inPlace}}) {
@@ -183,7 +217,8 @@ class RankRunner {
   }
 
   void runOnce(const Args& a, const void* send, void* recv) {
-    call(coll_.run(a, send, recv, comm_, nullptr), coll_.name);
+    call(coll_.run(a, send, recv, comm_, stream_), coll_.name);
+    if (opts_.blocking && stream_) device::sync(stream_);
     if (opts_.blocking) {
       // With host memory and no stream the call itself is the wait; asking for the async
       // error is what a blocking host program does next.
@@ -201,6 +236,7 @@ class RankRunner {
       for (int j = 0; j < opts_.aggIters; ++j) runOnce(a, send, recv);
       if (opts_.aggIters > 1) call(ncclGroupEnd(), "ncclGroupEnd");
     }
+    if (stream_) device::sync(stream_);  // the calls only enqueued their work
     double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return iters ? sec / (static_cast<double>(iters) * opts_.aggIters) : 0;
   }
@@ -221,7 +257,27 @@ class RankRunner {
     const Args* args;
   };
 
+  // -G 1: the host mirror of a device address inside one of the buffers.
+  char* mirrorOf(const void* p) {
+    for (Mirror& m : mirrors_) {
+      const char* base = m.device;
+      if (p >= base && p < base + m.bytes + kGuardBytes) return m.host.get() + (static_cast<const char*>(p) - base);
+    }
+    std::fprintf(stderr, "rank %d: internal: %p is in no device buffer\n", rank_, p);
+    std::exit(1);
+  }
+
   void fillInput(const Args& a, void* buf) {
+    if (stream_) {
+      char* host = mirrorOf(buf);
+      fillInputAt(a, host);
+      device::toDevice(buf, host, a.shape.sendCount * typeSize(a.type), stream_);
+      return;
+    }
+    fillInputAt(a, buf);
+  }
+
+  void fillInputAt(const Args& a, void* buf) {
     ValueCtx ctx{&coll_, &a};
     fillValues(buf, a.shape.sendCount, a.type,
                [](const void* p, size_t i) {
@@ -247,13 +303,21 @@ class RankRunner {
       // shared buffer (AllGather's other blocks), then the input goes into its send part.
       size_t span = inPlace ? inPlaceElements(s) : s.recvCount;
       char* base = inPlace ? inPlace_.get() : recv;
-      std::memset(base, 0xFF, span * ts);
-      fillInput(a, send);
+      // -G 1: prepared and checked in the host mirror, copied to and from the device around the call.
+      char* hostBase = stream_ ? mirrorOf(base) : base;
+      std::memset(hostBase, 0xFF, span * ts);
       // Past everything the call may touch: ReduceScatter's in-place output is followed by
       // other ranks' input, not by free bytes.
-      char* guard = base + span * ts;
-      std::memset(guard, kGuardByte, kGuardBytes);
+      std::memset(hostBase + span * ts, kGuardByte, kGuardBytes);
+      if (stream_) device::toDevice(base, hostBase, span * ts + kGuardBytes, stream_);
+      fillInput(a, send);
       runOnce(a, send, recv);
+      if (stream_) {
+        device::sync(stream_);
+        device::toHost(hostBase, base, span * ts + kGuardBytes, stream_);
+        recv = mirrorOf(recv);
+      }
+      char* guard = hostBase + span * ts;
       ValueCtx ctx{&coll_, &a};
       if (receives)
         wrong += countWrong(recv, s.recvCount, a.type,
@@ -342,6 +406,13 @@ class RankRunner {
   RoundOut* const out_;  // the printing rank's; nullptr elsewhere
   ncclComm_t comm_ = nullptr;
   std::unique_ptr<char, FreeDeleter> send_, recv_, inPlace_, barrier_, small_;
+  struct Mirror {
+    char* device;
+    std::unique_ptr<char, FreeDeleter> host;
+    size_t bytes;
+  };
+  std::vector<Mirror> mirrors_;      // -G 1
+  cudaStream_t stream_ = nullptr;    // -G 1
   std::vector<void*> registrations_;
   double wrongTotal_ = 0, busbwSum_ = 0;
   int rows_ = 0;

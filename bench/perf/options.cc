@@ -31,6 +31,7 @@ void usage(const char* program) {
                "  -r,--root R           root rank, or all; default 0\n"
                "  -z,--blocking 0|1     wait for each collective; default 0\n"
                "  -R,--local_register 0|1  buffers from ncclMemAlloc, registered; default 0\n"
+               "  -G,--device_buffers 0|1  CUDA device buffers on a stream (Braid: host memory by default); default 0\n"
                "  -t,--nthreads N       ranks (threads) per process; default 1\n"
                "  -g,--ngpus N          devices per thread (only 1)\n"
                "  -a,--average 0-3      report rank 0's time, or the mean/min/max across ranks; default 1\n"
@@ -110,6 +111,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
       {"op", required_argument, nullptr, 'o'},         {"datatype", required_argument, nullptr, 'd'},
       {"root", required_argument, nullptr, 'r'},       {"blocking", required_argument, nullptr, 'z'},
       {"local_register", required_argument, nullptr, 'R'},
+      {"device_buffers", required_argument, nullptr, 'G'},
       {"nthreads", required_argument, nullptr, 't'},   {"ngpus", required_argument, nullptr, 'g'},
       {"average", required_argument, nullptr, 'a'},    {"mode", required_argument, nullptr, 'p'},
       {"algo", required_argument, nullptr, 'A'},      {"predict", required_argument, nullptr, 'P'},
@@ -121,7 +123,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
   };
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:R:t:g:a:p:A:P:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:R:G:t:g:a:p:A:P:h", kLong, nullptr)) != -1) {
     const char* v = optarg;
     int n = 0;
     switch (c) {
@@ -140,6 +142,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
       case 'c': if (!parseInt(v, 0, 1 << 20, &o->check)) return bad("-c", v); break;
       case 'z': if (!parseInt(v, 0, 1, &o->blocking)) return bad("-z", v); break;
       case 'R': if (!parseInt(v, 0, 1, &o->registerBuffers)) return bad("-R", v); break;
+      case 'G': if (!parseInt(v, 0, 1, &o->deviceBuffers)) return bad("-G", v); break;
       case 't': if (!parseInt(v, 1, 1024, &o->nThreads)) return bad("-t", v); break;
       case 'g':
         if (!parseInt(v, 1, 1, &n)) {

@@ -24,6 +24,7 @@ struct Options {
   int check = 1;  // check iterations per row; 0 disables checking
   int blocking = 0;
   int registerBuffers = 0;  // -R: ncclMemAlloc'ed, ncclCommRegister'ed buffers
+  int deviceBuffers = 0;    // -G: CUDA device buffers and a stream (device_buffers.h)
   int nThreads = 1;
   Average average = Average::Mean;
   Mode mode = Mode::Process;

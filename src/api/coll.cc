@@ -5,7 +5,9 @@
 
 #include "api/guard.h"
 #include "core/comm.h"
+#include "core/device.h"
 #include "core/group.h"
+#include "core/plan.h"
 #include "kernels/reduce.h"
 
 using braid::Status;
@@ -32,54 +34,29 @@ Status checkRank(const ncclComm* comm, int r, const char* name) {
   return Status::Ok();
 }
 
-// One call's description: what enqueue() needs besides the buffers.
-struct Call {
-  Collective coll;
-  size_t count;
-  ncclDataType_t type;
-  ncclRedOp_t op = ncclSum;  // reductions only
-  bool reduces = false;
-  int root = -1;             // root or peer; -1 when the collective has none
-  bool inPlace = false;
-  size_t inputCount = 0;     // elements of sendbuff this rank contributes (PreMulSum scales them)
-};
+using braid::Call;
 
 // Plans one call; in a group the plan waits for ncclGroupEnd.
-Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff) {
+Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
+               cudaStream_t stream) {
   braid::ResolvedOp op;
   if (call.reduces) BRAID_TRY(comm->redOps.resolve(call.op, call.type, &op));
+  // Device support only: the host path never asks what its pointers are.
+  braid::device::Buffers buffers;
+  bool onDevice = false;
+  if (braid::device::enabled()) {
+    BRAID_TRY(braid::device::checkStream(stream));
+    buffers = braid::extents(comm, call, sendbuff, recvbuff);
+    BRAID_TRY(braid::device::classify(comm, buffers, &onDevice));
+  }
   if (call.count == 0) return Status::Ok();
-
-  braid::algos::CollArgs args;
-  args.coll = call.coll;
-  args.count = call.count;
-  args.average = op.average;
-  args.root = call.root < 0 ? 0 : call.root;
-  // PreMulSum runs out of place: the executor scales the input into a buffer of its own.
-  args.inPlace = call.inPlace && !op.preMul;
-  args.rank = comm->rank;
-  args.nranks = comm->nranks;
-  args.typeSize = braid::kernels::typeSize(call.type);
-  args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
-  args.directMaxBytes = comm->directMaxBytes;
-  args.topology = &comm->topology;
   braid::Plan plan;
-  plan.comm = comm;
-  BRAID_TRY(comm->schedule(args, &plan.schedule, &plan.estimateUs));
-  plan.sendbuff = sendbuff;
-  plan.recvbuff = recvbuff;
-  plan.type = call.type;
-  plan.op = op.reduce;
-  plan.coll = call.coll;
-  plan.count = call.count;
-  plan.userOp = call.reduces ? call.op : ncclSum;
-  plan.reduces = call.reduces;
-  plan.root = call.root;
-  if (op.preMul) {
-    plan.preMul = true;
-    plan.scalarBits = op.scalarBits;
-    plan.scalarPtr = op.scalarPtr;
-    plan.inputCount = call.inputCount;
+  BRAID_TRY(braid::makePlan(comm, call, op, sendbuff, recvbuff, &plan));
+  if (onDevice) {
+    plan.onDevice = true;
+    plan.stream = stream;
+    plan.sendBytes = buffers.sendBytes;
+    plan.recvBytes = buffers.recvBytes;
   }
   return braid::group::submit(std::move(plan));
 }
@@ -110,7 +87,7 @@ BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, siz
     Call c{Collective::AllReduce, count, datatype, op, true};
     c.inPlace = sendbuff == recvbuff;
     c.inputCount = count;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -124,7 +101,7 @@ BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, siz
     Call c{Collective::Broadcast, count, datatype};
     c.root = root;
     c.inPlace = sendbuff == recvbuff;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -137,7 +114,7 @@ BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t data
     Call c{Collective::Broadcast, count, datatype};
     c.root = root;
     c.inPlace = true;
-    return enqueue(comm, c, buff, buff);
+    return enqueue(comm, c, buff, buff, stream);
   });
 }
 
@@ -152,7 +129,7 @@ BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t
     c.root = root;
     c.inPlace = sendbuff == recvbuff;
     c.inputCount = count;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -166,7 +143,7 @@ BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, siz
     const size_t size = braid::kernels::typeSize(datatype);
     c.inPlace = static_cast<const char*>(sendbuff) ==
                 static_cast<const char*>(recvbuff) + static_cast<size_t>(comm->rank) * sendcount * size;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -181,7 +158,7 @@ BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
     c.inPlace = static_cast<const char*>(recvbuff) ==
                 static_cast<const char*>(sendbuff) + static_cast<size_t>(comm->rank) * recvcount * size;
     c.inputCount = recvcount * static_cast<size_t>(comm->nranks);
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -193,7 +170,7 @@ BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size
     BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::AlltoAll, count, datatype};
     c.inPlace = sendbuff == recvbuff;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -210,7 +187,7 @@ BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t
     c.inPlace = comm->rank == root &&
                 static_cast<const char*>(sendbuff) ==
                     static_cast<const char*>(recvbuff) + static_cast<size_t>(root) * count * size;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -227,7 +204,7 @@ BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_
     c.inPlace = comm->rank == root &&
                 static_cast<const char*>(recvbuff) ==
                     static_cast<const char*>(sendbuff) + static_cast<size_t>(root) * count * size;
-    return enqueue(comm, c, sendbuff, recvbuff);
+    return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
 
@@ -239,7 +216,7 @@ BRAID_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTy
     BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
     Call c{Collective::Send, count, datatype};
     c.root = peer;
-    return enqueue(comm, c, sendbuff, nullptr);
+    return enqueue(comm, c, sendbuff, nullptr, stream);
   });
 }
 
@@ -251,6 +228,6 @@ BRAID_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t d
     BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::Recv, count, datatype};
     c.root = peer;
-    return enqueue(comm, c, nullptr, recvbuff);
+    return enqueue(comm, c, nullptr, recvbuff, stream);
   });
 }

@@ -10,6 +10,7 @@
 #include "core/comm.h"
 #include "core/comm_init.h"
 #include "core/config.h"
+#include "core/device.h"
 #include "core/env.h"
 #include "core/log.h"
 
@@ -45,7 +46,7 @@ Status checkComm(ncclComm* comm, const char* name) {
 namespace {
 
 Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
-                const ncclConfig_t* config, const char* function) {
+                const ncclConfig_t* config, const char* function, int cudaDev = -1) {
   if (!out) return braid::invalidArgument("comm is NULL");
   *out = nullptr;
   if (nranks < 1) return braid::invalidArgument("nranks %d is less than 1", nranks);
@@ -57,6 +58,7 @@ Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   request.id = id;
   request.nranks = nranks;
   request.rank = rank;
+  request.cudaDev = cudaDev;
   // Under NCCL_COMM_ID, rank 0 hosts the root listener itself.
   request.hostRoot = rank == 0 && braid::env::isSet("NCCL_COMM_ID");
   request.onAsyncFailure = [function](ncclComm* c, const Status& st) {
@@ -72,6 +74,7 @@ void release(ncclComm* comm) {
     if (comm->bootstrap) comm->bootstrap->abort();
     comm->initThread.join();
   }
+  braid::device::shutdown(comm);
   comm->magic = 0;
   delete comm;
 }
@@ -136,9 +139,18 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
     BRAID_TRY(braid::createUniqueId(&id));
     std::vector<Status> results(ndev);
     std::vector<std::thread> threads;
+    // Rank r on devlist[r] (device r without a list), as NCCL; Braid also allows several ranks
+    // on one device, so with fewer devices than ranks, ranks share them round-robin.
+    std::vector<int> devices(ndev, -1);
+    braid::device::probe();
+    if (braid::device::enabled()) {
+      int count = 0;
+      BRAID_TRY(braid::device::deviceCount(&count));
+      for (int r = 0; r < ndev; ++r) devices[r] = devlist ? devlist[r] : r % count;
+    }
     for (int r = 0; r < ndev; ++r)
       threads.emplace_back([&, r] {
-        results[r] = initRank(&comms[r], ndev, id, r, nullptr, "ncclCommInitAll");
+        results[r] = initRank(&comms[r], ndev, id, r, nullptr, "ncclCommInitAll", devices[r]);
       });
     for (auto& t : threads) t.join();
     for (int r = 0; r < ndev; ++r) {
@@ -154,8 +166,10 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
 
 BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return guard(comm, "ncclCommFinalize", [&] {
-    // Host collectives complete before their call returns: nothing is left to flush.
-    return braid::api::checkComm(comm);
+    // Host collectives complete before their call returns; device ones are flushed through
+    // the communicator's progress thread.
+    BRAID_TRY(braid::api::checkComm(comm));
+    return braid::device::drain(comm);
   });
 }
 
@@ -216,7 +230,7 @@ BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   return guard(comm, "ncclCommCuDevice", [&]() -> Status {
     BRAID_TRY(braid::api::checkComm(comm));
     if (!device) return braid::invalidArgument("device is NULL");
-    *device = -1;  // host-memory communicator: bound to no CUDA device
+    *device = comm->cudaDev;  // -1 without device support: bound to no CUDA device
     return Status::Ok();
   });
 }

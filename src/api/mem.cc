@@ -1,7 +1,9 @@
-// Memory: ncclMemAlloc / ncclMemFree, buffer registration and windows. On host memory these
-// record what they are given; collectives do not use the records yet (see core/registry.h).
+// Memory: ncclMemAlloc / ncclMemFree (device memory where there is device support, else shared
+// host memory), buffer registration and windows. Registration records what it is given, host or
+// device memory alike; collectives do not use the records yet (see core/registry.h).
 #include "api/guard.h"
 #include "core/comm.h"
+#include "core/device.h"
 #include "core/registry.h"
 
 using braid::Status;
@@ -12,6 +14,10 @@ BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
     if (!ptr) return braid::invalidArgument("ptr is NULL");
     *ptr = nullptr;
     if (size == 0) return braid::invalidArgument("size is 0");
+    // As NCCL: device memory of the current device where there is device support.
+    bool handled = false;
+    BRAID_TRY(braid::device::memAlloc(size, ptr, &handled));
+    if (handled) return Status::Ok();
     return braid::memAlloc(size, ptr);
   });
 }
@@ -19,6 +25,9 @@ BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
 BRAID_API(ncclResult_t, ncclMemFree, void* ptr) {
   return guard(nullptr, "ncclMemFree", [&]() -> Status {
     if (!ptr) return Status::Ok();  // like free(NULL) and cudaFree(NULL)
+    bool handled = false;
+    BRAID_TRY(braid::device::memFree(ptr, &handled));
+    if (handled) return Status::Ok();
     return braid::memFree(ptr);
   });
 }

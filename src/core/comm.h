@@ -22,6 +22,10 @@
 
 namespace braid {
 
+namespace device {
+class Proxy;
+}  // namespace device
+
 // A communicator's view of one peer: its endpoint plus how many operations the executor has
 // posted on it (endpoints count completions; posted counts give each operation its number).
 struct PeerChannel {
@@ -81,6 +85,11 @@ struct ncclComm {
   std::atomic<bool> revoked{false};
   braid::Registry registry;  // ncclCommRegister / ncclCommWindowRegister
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
+  // The CUDA device the communicator was bound to at init (-1 without device support), and the
+  // progress thread that runs its device-memory calls, made at the first one (core/device.h;
+  // device::shutdown ends it before the communicator is freed).
+  int cudaDev = -1;
+  braid::device::Proxy* deviceProxy = nullptr;
 
   // Runs a blocking init body (rendezvous, connections) on this communicator.
   braid::Status init(const ncclUniqueId& id, bool hostRoot);

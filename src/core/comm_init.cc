@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/device.h"
 #include "core/env.h"
 #include "core/log.h"
 
@@ -44,6 +45,10 @@ Status createComm(const InitRequest& request, ncclComm** out) {
   comm->nranks = request.nranks;
   comm->config = request.config;
   BRAID_TRY(applyEnvironment(comm.get()));
+  // The device is the caller's, so it is read here on the caller's thread, before a
+  // non-blocking init moves to its own.
+  device::probe();
+  BRAID_TRY(device::bindDevice(request.cudaDev, &comm->cudaDev));
 
   if (request.config.blocking) {
     BRAID_TRY(comm->init(request.id, request.hostRoot));

@@ -22,6 +22,7 @@ struct InitRequest {
   CommConfig config;
   bool hostRoot = false;  // this rank starts the root listener itself (NCCL_COMM_ID, rank 0)
   InitFailureHook onAsyncFailure;
+  int cudaDev = -1;  // the device to bind to; -1: the calling thread's current one
 };
 
 // Blocking config: returns once connected, *out set only on success. Non-blocking: *out is set

@@ -58,6 +58,10 @@ constexpr Var kTable[] = {
     {"BRAID_COMPRESS_STATE_BYTES", "1073741824",
      "compression's error-feedback residuals (fp32, one per communicator, buffer, count and type) "
      "are kept within this many bytes; the least recently used are dropped first"},
+    {"BRAID_CUDA", "1",
+     "0: device-memory support off even where a CUDA driver and device are present (host memory "
+     "only, no CUDA call on any collective's path); 1: on wherever the build, a driver and a "
+     "device allow it"},
     {"BRAID_DIRECT_MAX_BYTES", "65536",
      "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
      "decides below it"},

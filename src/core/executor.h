@@ -40,6 +40,13 @@ struct Plan {
   uint64_t scalarBits = 0;           // the scalar, when it was copied at creation
   const void* scalarPtr = nullptr;   // else read here when the plan runs
   size_t inputCount = 0;
+  // Device memory (core/device.h): the call's stream, and the bytes of sendbuff and recvbuff the
+  // call reads and writes on this rank (0: unused). The proxy that runs such a plan points
+  // sendbuff and recvbuff at host staging copies first.
+  bool onDevice = false;
+  cudaStream_t stream = nullptr;
+  size_t sendBytes = 0;
+  size_t recvBytes = 0;
   // The input when the executor had to copy it first (PreMulSum; a send whose buffer a receive
   // of the same group overwrites).
   std::vector<char> privateInput;

@@ -5,6 +5,7 @@
 
 
 #include "core/comm.h"
+#include "core/device.h"
 #include "core/thread_local.h"
 
 namespace braid::group {
@@ -16,6 +17,27 @@ struct State {
   Status error;
 };
 State& state() { return perThread<State>(); }
+
+// Host plans run here and now, after any device work still queued on their communicators (it
+// uses the same connections); device plans go to their communicators' progress threads. A group
+// with both kinds runs its host plans first, so every rank must mix kinds the same way (each
+// rank's operations on a pair of ranks are matched in the order they run).
+Status run(std::span<Plan> plans) {
+  size_t device = 0;
+  for (const Plan& p : plans) device += p.onDevice;
+  if (device == 0) {
+    for (const Plan& p : plans)
+      if (p.comm->deviceProxy) BRAID_TRY(device::drain(p.comm));
+    return execute(plans);
+  }
+  if (device == plans.size()) return device::submit(plans);
+  std::vector<Plan> host, dev;
+  for (Plan& p : plans) (p.onDevice ? dev : host).push_back(std::move(p));
+  for (const Plan& p : host)
+    if (p.comm->deviceProxy) BRAID_TRY(device::drain(p.comm));
+  BRAID_TRY(execute(host));
+  return device::submit(dev);
+}
 
 }  // namespace
 
@@ -37,7 +59,7 @@ Status end() {
   tls = State{};
   if (!error.ok()) return error;
   if (plans.empty()) return Status::Ok();
-  return execute(plans);
+  return run(plans);
 }
 
 Status simulateEnd(float* estimatedUs) {
@@ -70,7 +92,7 @@ Status submit(Plan plan) {
     return Status::Ok();
   }
   Plan one[1] = {std::move(plan)};
-  return execute(one);
+  return run(one);
 }
 
 }  // namespace braid::group

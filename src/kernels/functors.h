@@ -101,4 +101,33 @@ BRAID_DEFINE_FUNCTOR(FuncMax, detail::maxOf(a, b))
 BRAID_DEFINE_FUNCTOR(FuncMin, detail::minOf(a, b))
 #undef BRAID_DEFINE_FUNCTOR
 
+// PreMulSum's input scaling: v * scalar in the compute type, rounded once.
+template <typename T>
+struct FuncScale {
+  ComputeOf<T> scalar;
+  BRAID_HOST_DEVICE BRAID_INLINE T operator()(T v) const {
+    return ElemTraits<T>::store(FuncProd<T>::apply(ElemTraits<T>::load(v), scalar));
+  }
+};
+
+// Avg's last step: floating types multiply by 1/nranks computed once in the compute type (one
+// rounding per element); integers divide, truncating, in a type wide enough for any nranks
+// (int8 / 200 must not wrap).
+template <typename T>
+struct FuncFinishAvg {
+  using C = ComputeOf<T>;
+  using Wide = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
+  int nranks;
+  C inv;  // floating types only
+
+  static BRAID_HOST_DEVICE BRAID_INLINE FuncFinishAvg make(int nranks) {
+    if constexpr (std::is_floating_point_v<C>) return {nranks, C(1) / C(nranks)};
+    else return {nranks, C(0)};
+  }
+  BRAID_HOST_DEVICE BRAID_INLINE T operator()(T v) const {
+    if constexpr (std::is_floating_point_v<C>) return ElemTraits<T>::store(ElemTraits<T>::load(v) * inv);
+    else return C(Wide(v) / Wide(nranks));
+  }
+};
+
 }  // namespace braid::kernels

@@ -42,30 +42,18 @@ void reduceLoop(void* dstv, const void* av, const void* bv, size_t count) {
 
 template <typename T>
 void scaleLoop(void* dstv, const void* srcv, size_t count, const void* scalarv) {
-  using Traits = ElemTraits<T>;
   T* dst = static_cast<T*>(dstv);
   const T* src = static_cast<const T*>(srcv);
-  const ComputeOf<T> scalar = Traits::load(*static_cast<const T*>(scalarv));
+  const FuncScale<T> func{ElemTraits<T>::load(*static_cast<const T*>(scalarv))};
   BRAID_IVDEP
-  for (size_t i = 0; i < count; ++i)
-    dst[i] = Traits::store(FuncProd<T>::apply(Traits::load(src[i]), scalar));
+  for (size_t i = 0; i < count; ++i) dst[i] = func(src[i]);
 }
 
 template <typename T>
 void finishAvgLoop(void* datav, size_t count, int nranks) {
-  using Traits = ElemTraits<T>;
-  using C = ComputeOf<T>;
   T* data = static_cast<T*>(datav);
-  if constexpr (std::is_floating_point_v<C>) {
-    // One reciprocal in the compute type, then one rounding per element.
-    const C inv = C(1) / C(nranks);
-    for (size_t i = 0; i < count; ++i) data[i] = Traits::store(Traits::load(data[i]) * inv);
-  } else {
-    // Truncating division, in a type wide enough for any nranks (int8 / 200 must not wrap).
-    using Wide = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
-    const Wide n = Wide(nranks);
-    for (size_t i = 0; i < count; ++i) data[i] = C(Wide(data[i]) / n);
-  }
+  const FuncFinishAvg<T> func = FuncFinishAvg<T>::make(nranks);
+  for (size_t i = 0; i < count; ++i) data[i] = func(data[i]);
 }
 
 template <typename T>

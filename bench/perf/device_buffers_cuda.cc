@@ -1,0 +1,57 @@
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "device_buffers.h"
+
+namespace braid::perf::device {
+namespace {
+
+void ok(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "device buffers: %s: %s\n", what, cudaGetErrorString(err));
+  std::exit(1);
+}
+
+}  // namespace
+
+std::string unavailable() {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  return count > 0 ? "" : "no CUDA device";
+}
+
+void setDevice(int device) { ok(cudaSetDevice(device), "cudaSetDevice"); }
+
+void* alloc(size_t bytes) {
+  void* p = nullptr;
+  ok(cudaMalloc(&p, bytes), "cudaMalloc");
+  ok(cudaMemset(p, 0, bytes), "cudaMemset");
+  return p;
+}
+
+void release(void* ptr) { cudaFree(ptr); }
+
+void toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync to the device");
+  ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+void toHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync to the host");
+  ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+cudaStream_t newStream() {
+  cudaStream_t s = nullptr;
+  ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  return s;
+}
+
+void destroyStream(cudaStream_t stream) { cudaStreamDestroy(stream); }
+
+void sync(cudaStream_t stream) { ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+
+}  // namespace braid::perf::device

@@ -1,0 +1,68 @@
+#include "core/plan.h"
+
+#include <algorithm>
+
+#include "core/comm.h"
+#include "kernels/reduce.h"
+
+namespace braid {
+
+using algos::Collective;
+
+device::Buffers extents(const ncclComm* comm, const Call& call, const void* sendbuff,
+                        const void* recvbuff) {
+  const size_t bytes = call.count * kernels::typeSize(call.type);
+  const size_t all = bytes * static_cast<size_t>(comm->nranks);
+  const bool root = comm->rank == call.root;
+  size_t send = bytes, recv = bytes;
+  switch (call.coll) {
+    case Collective::Broadcast: send = root ? bytes : 0; break;
+    case Collective::Reduce: recv = root ? bytes : 0; break;
+    case Collective::AllGather: recv = all; break;
+    case Collective::ReduceScatter: send = all; break;
+    case Collective::AlltoAll: send = recv = all; break;
+    case Collective::Gather: recv = root ? all : 0; break;
+    case Collective::Scatter: send = root ? all : 0; break;
+    case Collective::Send: recv = 0; break;
+    case Collective::Recv: send = 0; break;
+    default: break;
+  }
+  return {sendbuff, send, recvbuff, recv};
+}
+
+Status makePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const void* sendbuff,
+                void* recvbuff, Plan* plan) {
+  algos::CollArgs args;
+  args.coll = call.coll;
+  args.count = call.count;
+  args.average = op.average;
+  args.root = call.root < 0 ? 0 : call.root;
+  // PreMulSum runs out of place: the executor scales the input into a buffer of its own.
+  args.inPlace = call.inPlace && !op.preMul;
+  args.rank = comm->rank;
+  args.nranks = comm->nranks;
+  args.typeSize = kernels::typeSize(call.type);
+  args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
+  args.directMaxBytes = comm->directMaxBytes;
+  args.topology = &comm->topology;
+  plan->comm = comm;
+  BRAID_TRY(comm->schedule(args, &plan->schedule, &plan->estimateUs));
+  plan->sendbuff = sendbuff;
+  plan->recvbuff = recvbuff;
+  plan->type = call.type;
+  plan->op = op.reduce;
+  plan->coll = call.coll;
+  plan->count = call.count;
+  plan->userOp = call.reduces ? call.op : ncclSum;
+  plan->reduces = call.reduces;
+  plan->root = call.root;
+  if (op.preMul) {
+    plan->preMul = true;
+    plan->scalarBits = op.scalarBits;
+    plan->scalarPtr = op.scalarPtr;
+    plan->inputCount = call.inputCount;
+  }
+  return Status::Ok();
+}
+
+}  // namespace braid

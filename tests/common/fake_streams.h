@@ -1,0 +1,154 @@
+// Host threads as CUDA streams, so the stream proxy (core/stream_proxy.h) runs in tests on any
+// machine: a FakeStream runs its queued operations in order on a thread of its own, a wait holds
+// it until its condition is true, and FakeStreamOps implements StreamOps on top ("device memory"
+// is host memory; ranges the test marks count as device memory for isDeviceMemory).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/stream_ops.h"
+
+namespace braid::testing {
+
+class FakeStream {
+ public:
+  FakeStream() : thread_([this] { run(); }) {}
+  ~FakeStream() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  cudaStream_t handle() { return reinterpret_cast<cudaStream_t>(this); }
+  static FakeStream* of(cudaStream_t s) { return reinterpret_cast<FakeStream*>(s); }
+
+  // `op` runs after everything queued before it; returning false, it is retried (a wait).
+  void push(std::function<bool()> op) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ops_.push_back(std::move(op));
+      ++queued_;
+    }
+    cv_.notify_all();
+  }
+  // Until everything queued so far has run.
+  void sync() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t target = queued_;
+    done_cv_.wait(lock, [&] { return finished_ >= target; });
+  }
+  bool idle() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finished_ == queued_;
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<bool()> op;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !ops_.empty(); });
+        if (ops_.empty()) return;
+        op = ops_.front();
+      }
+      while (!op()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ops_.pop_front();
+        ++finished_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::deque<std::function<bool()>> ops_;
+  uint64_t queued_ = 0, finished_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+class FakeStreamOps final : public device::StreamOps {
+ public:
+  struct Counters {
+    std::atomic<int> copiesToHost{0}, copiesToDevice{0}, waits{0}, stagingAllocs{0};
+  };
+
+  explicit FakeStreamOps(Counters* counters = nullptr) : counters_(counters ? counters : &own_) {}
+
+  // Ranges isDeviceMemory() reports as device memory.
+  void markDevice(const void* p, size_t bytes) { device_.emplace_back(static_cast<const char*>(p), bytes); }
+  // From now on copies to the device fail (a runtime error in the middle of a submit).
+  void failCopiesToDevice() { failToDevice_ = true; }
+
+  Status copyToHost(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
+    ++counters_->copiesToHost;
+    FakeStream::of(s)->push([=] { std::memcpy(dst, src, bytes); return true; });
+    return Status::Ok();
+  }
+  Status copyToDevice(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
+    if (failToDevice_) return {ncclUnhandledCudaError, "fake copy to the device failed"};
+    ++counters_->copiesToDevice;
+    FakeStream::of(s)->push([=] { std::memcpy(dst, src, bytes); return true; });
+    return Status::Ok();
+  }
+  Status record(cudaStream_t s, device::Event* event) override {
+    auto* done = new std::atomic<bool>(false);
+    FakeStream::of(s)->push([done] { done->store(true); return true; });
+    *event = done;
+    return Status::Ok();
+  }
+  Status waitFlag(cudaStream_t s, uint32_t value) override {
+    ++counters_->waits;
+    uint32_t* flag = &flag_;
+    FakeStream::of(s)->push([flag, value] {
+      return int32_t(__atomic_load_n(flag, __ATOMIC_ACQUIRE) - value) >= 0;
+    });
+    return Status::Ok();
+  }
+  Status query(device::Event e, bool* done) override {
+    *done = static_cast<std::atomic<bool>*>(e)->load();
+    return Status::Ok();
+  }
+  void synchronize(device::Event e) override {
+    while (!static_cast<std::atomic<bool>*>(e)->load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  void destroy(device::Event e) override { delete static_cast<std::atomic<bool>*>(e); }
+  Status allocStaging(size_t bytes, void** out) override {
+    ++counters_->stagingAllocs;
+    *out = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    return *out ? Status::Ok() : systemError("out of memory");
+  }
+  void freeStaging(void* p) override { std::free(p); }
+  bool isDeviceMemory(const void* p) override {
+    const char* c = static_cast<const char*>(p);
+    for (auto& [base, bytes] : device_)
+      if (c >= base && c < base + bytes) return true;
+    return false;
+  }
+  uint32_t* flag() override { return &flag_; }
+  const char* describe() const override { return "fake streams (host threads)"; }
+
+ private:
+  Counters own_;
+  Counters* counters_;
+  uint32_t flag_ = 0;
+  std::vector<std::pair<const char*, size_t>> device_;
+  bool failToDevice_ = false;
+};
+
+}  // namespace braid::testing

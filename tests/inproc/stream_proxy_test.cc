@@ -1,0 +1,294 @@
+// The stream proxy (core/stream_proxy.h) with host threads as streams (common/fake_streams.h), so
+// everything of the device path but the CUDA calls themselves runs here: threads as ranks submit
+// plans whose buffers stand for device memory; each stream is held by a gate until every rank's
+// submit has returned (so the calls do not wait for their streams), then a "kernel" on the stream
+// writes the inputs (so the proxy must follow stream order), and the outputs are checked after the
+// stream ran. Every collective, in and out of place (staging keeps the buffers' aliasing), a
+// group of send/recv, a PreMulSum scalar in "device" memory, and failures and aborts, which must
+// still release the streams.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/fake_streams.h"
+#include "common/ranks.h"
+#include "core/comm.h"
+#include "core/plan.h"
+#include "core/stream_proxy.h"
+
+namespace braid::testing {
+namespace {
+
+using algos::Collective;
+
+float value(int rank, size_t i) { return float(rank * 1000 + int(i % 997)); }
+
+struct Case {
+  const char* name;
+  Collective coll;
+  bool inPlace;
+  int root = -1;
+};
+
+// One rank's side: its stream, its proxy (with fake stream operations) and its "device" buffer.
+struct Rank {
+  explicit Rank(ncclComm* c) : comm(c) {
+    auto owned = std::make_unique<FakeStreamOps>(&counters);
+    ops = owned.get();
+    Status st = device::Proxy::create(comm, std::move(owned), &proxy);
+    if (!st.ok()) error = st.message();
+  }
+  ~Rank() { delete proxy; }
+
+  ncclComm* comm;
+  FakeStream stream;
+  FakeStreamOps::Counters counters;
+  FakeStreamOps* ops = nullptr;
+  device::Proxy* proxy = nullptr;
+  std::string error;
+};
+
+Plan devicePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const void* send, void* recv,
+                cudaStream_t stream, Status* st) {
+  Plan plan;
+  *st = makePlan(comm, call, op, send, recv, &plan);
+  const device::Buffers b = extents(comm, call, send, recv);
+  plan.onDevice = true;
+  plan.stream = stream;
+  plan.sendBytes = b.sendBytes;
+  plan.recvBytes = b.recvBytes;
+  return plan;
+}
+
+// Runs one case on every rank; "" or what went wrong, per rank.
+std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
+  std::atomic<int> submitted{0};
+  std::atomic<bool> go{false};
+  return runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    const size_t p = size_t(nranks), all = n * p;
+    const bool root = rank == c.root;
+    std::vector<float> sendBuf(all + 64, -1.0f), recvBuf(all + 64, -1.0f);
+    float* send = sendBuf.data();
+    float* recv = recvBuf.data();
+    size_t sendCount = n, recvCount = n;
+    Call call{c.coll, n, ncclFloat32};
+    switch (c.coll) {
+      case Collective::AllReduce: call.reduces = true; break;
+      case Collective::Reduce: call.reduces = true; break;
+      case Collective::AllGather: recvCount = all; break;
+      case Collective::ReduceScatter: sendCount = all; call.reduces = true; break;
+      case Collective::AlltoAll: sendCount = recvCount = all; break;
+      case Collective::Gather: recvCount = all; break;
+      case Collective::Scatter: sendCount = all; break;
+      default: break;
+    }
+    call.root = c.root;
+    call.inputCount = sendCount;
+    if (c.inPlace) {
+      // NCCL's in-place layouts, in one buffer.
+      recv = sendBuf.data();
+      if (c.coll == Collective::AllGather) send = recv + size_t(rank) * n;
+      else if (c.coll == Collective::ReduceScatter) recv = send + size_t(rank) * n;
+      else send = recv;
+      call.inPlace = true;
+    }
+    ResolvedOp op;
+    // The gate, then the "kernel" that makes the input: both on the stream, before the call.
+    r.stream.push([&] { return go.load(); });
+    r.stream.push([=] {
+      for (size_t i = 0; i < sendCount; ++i) send[i] = value(rank, i);
+      return true;
+    });
+    Status st;
+    std::vector<Plan> plans;
+    if (c.coll == Collective::Send) {
+      // A ring of sends and receives in one group: to rank + 1, from rank - 1.
+      Call s{Collective::Send, n, ncclFloat32}, v{Collective::Recv, n, ncclFloat32};
+      s.root = (rank + 1) % nranks;
+      v.root = (rank + nranks - 1) % nranks;
+      plans.push_back(devicePlan(comm, s, op, send, nullptr, r.stream.handle(), &st));
+      if (st.ok()) plans.push_back(devicePlan(comm, v, op, nullptr, recv, r.stream.handle(), &st));
+    } else {
+      plans.push_back(devicePlan(comm, call, op, send, recv, r.stream.handle(), &st));
+    }
+    if (!st.ok()) return "makePlan: " + st.message();
+    st = r.proxy->submit(std::move(plans));
+    if (!st.ok()) return "submit: " + st.message();
+    if (go.load()) return "the gate opened before this rank's submit returned";
+    if (++submitted == nranks) go.store(true);
+    r.stream.sync();
+    if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
+    if (r.counters.waits.load() != 1) return "expected one stream wait";
+
+    // Expected values.
+    for (size_t i = 0; i < recvCount; ++i) {
+      float want = 0;
+      bool check = true;
+      switch (c.coll) {
+        case Collective::AllReduce:
+          for (int q = 0; q < nranks; ++q) want += value(q, i);
+          break;
+        case Collective::Broadcast: want = value(c.root, i); break;
+        case Collective::Reduce:
+          check = root;
+          for (int q = 0; q < nranks; ++q) want += value(q, i);
+          break;
+        case Collective::AllGather: want = value(int(i / n), i % n); break;
+        case Collective::ReduceScatter:
+          for (int q = 0; q < nranks; ++q) want += value(q, size_t(rank) * n + i);
+          break;
+        case Collective::AlltoAll: want = value(int(i / n), size_t(rank) * n + i % n); break;
+        case Collective::Gather: check = root; want = value(int(i / n), i % n); break;
+        case Collective::Scatter: want = value(c.root, size_t(rank) * n + i); break;
+        case Collective::Send: want = value((rank + nranks - 1) % nranks, i); break;
+        default: break;
+      }
+      if (check && recv[i] != want)
+        return "element " + std::to_string(i) + " is " + std::to_string(recv[i]) + ", want " +
+               std::to_string(want);
+    }
+    return "";
+  });
+}
+
+class StreamProxy : public ::testing::TestWithParam<int> {};
+
+TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
+  const int nranks = GetParam();
+  const Case cases[] = {
+      {"AllReduce", Collective::AllReduce, false},        {"AllReduce in place", Collective::AllReduce, true},
+      {"Broadcast", Collective::Broadcast, false, 1},     {"Broadcast in place", Collective::Broadcast, true, 1},
+      {"Reduce", Collective::Reduce, false, 0},           {"Reduce in place", Collective::Reduce, true, 1},
+      {"AllGather", Collective::AllGather, false},        {"AllGather in place", Collective::AllGather, true},
+      {"ReduceScatter", Collective::ReduceScatter, false}, {"ReduceScatter in place", Collective::ReduceScatter, true},
+      {"AlltoAll", Collective::AlltoAll, false},          {"AlltoAll in place", Collective::AlltoAll, true},
+      {"Gather", Collective::Gather, false, 1},           {"Scatter", Collective::Scatter, false, 0},
+      {"Send/Recv ring", Collective::Send, false},
+  };
+  for (const Case& c : cases)
+    for (size_t n : {size_t(1), size_t(1000), size_t(300001)}) {
+      SCOPED_TRACE(std::string(c.name) + ", count " + std::to_string(n));
+      auto results = runCase(nranks, c, n);
+      for (int r = 0; r < nranks; ++r) EXPECT_EQ(results[r], "") << "rank " << r;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, StreamProxy, ::testing::Values(2, 3));
+
+// A PreMulSum scalar that lives in "device" memory is copied in stream order with the inputs.
+TEST(StreamProxyOps, PreMulSumScalarInDeviceMemory) {
+  auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    const size_t n = 4096;
+    std::vector<float> buf(n, -1.0f);
+    float scalar = -1.0f;  // the stream sets it before the call runs
+    r.ops->markDevice(&scalar, sizeof scalar);
+    ncclRedOp_t handle;
+    if (ncclRedOpCreatePreMulSum(&handle, &scalar, ncclFloat32, ncclScalarDevice, comm) != ncclSuccess)
+      return "ncclRedOpCreatePreMulSum failed";
+    ResolvedOp op;
+    if (Status st = comm->redOps.resolve(handle, ncclFloat32, &op); !st.ok()) return st.message();
+    r.stream.push([&] {
+      scalar = 0.5f;
+      for (size_t i = 0; i < n; ++i) buf[i] = float(2 * (rank + 1));
+      return true;
+    });
+    Call call{Collective::AllReduce, n, ncclFloat32, handle, true};
+    call.inPlace = true;
+    call.inputCount = n;
+    Status st;
+    std::vector<Plan> plans;
+    plans.push_back(devicePlan(comm, call, op, buf.data(), buf.data(), r.stream.handle(), &st));
+    if (!st.ok()) return st.message();
+    if (Status s = r.proxy->submit(std::move(plans)); !s.ok()) return s.message();
+    r.stream.sync();
+    ncclRedOpDestroy(handle, comm);
+    for (float v : buf)
+      if (v != 3.0f) return "got " + std::to_string(v) + ", want 0.5 * (2 + 4) = 3";
+    return r.counters.copiesToHost.load() == 2 ? "" : "expected the input and the scalar copied";
+  });
+  for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+}
+
+// A batch that fails (here: ranks calling different counts) marks the communicator failed and
+// still releases the stream, which must never wait forever.
+TEST(StreamProxyOps, AFailedBatchStillReleasesItsStream) {
+  auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    std::vector<float> buf(64, 1.0f);
+    Call call{Collective::AllReduce, size_t(rank == 0 ? 16 : 12), ncclFloat32, ncclSum, true};
+    call.inPlace = true;
+    ResolvedOp op;
+    Status st;
+    std::vector<Plan> plans;
+    plans.push_back(devicePlan(comm, call, op, buf.data(), buf.data(), r.stream.handle(), &st));
+    if (!st.ok()) return st.message();
+    if (Status s = r.proxy->submit(std::move(plans)); !s.ok()) return "submit: " + s.message();
+    r.stream.sync();  // returns: the flag was written although the batch failed
+    if (comm->asyncError.load() != ncclInvalidUsage)
+      return "asyncError is " + std::to_string(int(comm->asyncError.load())) + ", want ncclInvalidUsage";
+    return "";
+  });
+  for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+}
+
+// A runtime error after the stream was told to wait: the call reports it, the stream still goes
+// on (the proxy writes the flag for the batch it will not run).
+TEST(StreamProxyOps, AnErrorAfterTheWaitIsReportedAndTheStreamGoesOn) {
+  auto results = runThreads(1, [](int, ncclComm_t comm) -> std::string {
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    r.ops->failCopiesToDevice();
+    std::vector<float> a(8, 1.0f), b(8, 0.0f);
+    Call call{Collective::AllReduce, 8, ncclFloat32, ncclSum, true};
+    ResolvedOp op;
+    Status st;
+    std::vector<Plan> plans;
+    plans.push_back(devicePlan(comm, call, op, a.data(), b.data(), r.stream.handle(), &st));
+    if (!st.ok()) return st.message();
+    Status s = r.proxy->submit(std::move(plans));
+    if (s.code() != ncclUnhandledCudaError) return "submit did not report the failed copy";
+    r.stream.sync();
+    return r.proxy->drain().ok() ? "" : "drain failed";
+  });
+  EXPECT_EQ(results[0], "");
+}
+
+// Abort while a batch waits for a peer that never calls: destroying the proxy ends the wait and
+// releases the stream.
+TEST(StreamProxyOps, AbortReleasesAWaitingStream) {
+  auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+    if (rank == 1) return "";  // never calls
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    std::vector<float> buf(1024, 1.0f);
+    Call call{Collective::AllReduce, 1024, ncclFloat32, ncclSum, true};
+    call.inPlace = true;
+    ResolvedOp op;
+    Status st;
+    std::vector<Plan> plans;
+    plans.push_back(devicePlan(comm, call, op, buf.data(), buf.data(), r.stream.handle(), &st));
+    if (!st.ok()) return st.message();
+    if (Status s = r.proxy->submit(std::move(plans)); !s.ok()) return s.message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (r.stream.idle()) return "the stream went on before the collective could finish";
+    comm->abortFlag.store(true);
+    delete r.proxy;  // joins the proxy thread after it wrote the flag
+    r.proxy = nullptr;
+    r.stream.sync();
+    return "";
+  });
+  for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+}
+
+}  // namespace
+}  // namespace braid::testing

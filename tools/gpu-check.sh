@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# The GPU check (issue 6): on a machine with a CUDA GPU, build Braid with CUDA, run the GPU tests,
+# the kernel bandwidth against the device's own copy, the perf binaries on device buffers with 1,
+# 2 and 4 ranks on the one GPU, and the PyTorch check; print a short table last. Full logs go to
+# the folder given as the argument (summary.md there holds the table).
+#
+#   bash tools/gpu-check.sh LOGDIR
+#
+# Meant for the lent GPU machine: no network, none of Braid's Debian packages. It builds with what
+# travels with the working tree: .device-debs/*.deb (tools/gpu-debs.sh downloads them on a machine
+# with apt) are unpacked into a private prefix. Every stage is bounded by a timeout, a failed stage
+# does not stop the later ones (those that need the build skip when it failed), and the table
+# shows each stage's outcome. The whole run keeps to BRAID_GPU_CHECK_BUDGET seconds (480): stage
+# limits shrink to what is left, and what no longer fits is skipped (most important stages run
+# first). LOGDIR/summary.md is rewritten after every stage.
+#
+# On the device tool only a few files come back from $OUT, so pack the folder, e.g.
+#   timeout 560 bash tools/gpu-check.sh /tmp/gc; tar czf $OUT/gpu-check.tgz -C /tmp gc; cp /tmp/gc/summary.md $OUT/
+#
+# Environment: BRAID_GPU_CHECK_QUICK=1 runs smaller perf sweeps; GPU_CHECK_DRY=1 stops after the
+# configure stage (to test the dependency path on a machine without a GPU).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+logs=${1:?usage: tools/gpu-check.sh LOGDIR}
+mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
+build=${BRAID_GPU_BUILD:-$root/build-gpu}
+deps=${BRAID_GPU_DEPS:-/tmp/braid-gpu-deps}
+jobs=${BRAID_GPU_JOBS:-16}
+# The whole run's budget: each stage's limit is cut to what is left, and stages that no longer
+# fit are skipped, so the table is always written in time (the device tool allows 600 s a call).
+budget=${BRAID_GPU_CHECK_BUDGET:-480}
+start=$(date +%s)
+export root logs build deps jobs
+
+declare -a names results seconds notes
+# stage NAME TIMEOUT_SECONDS COMMAND...: runs COMMAND with its output in LOGDIR/NAME.log, then
+# rewrites the summary (so a run cut short still leaves the table of what ran).
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  local t0 rc left
+  t0=$(date +%s)
+  left=$((budget - (t0 - start) - 5))
+  if ((left < 15)); then
+    skip "$name" "time budget spent"
+    return 125
+  fi
+  ((limit > left)) && limit=$left
+  echo "== $name (limit ${limit}s)"
+  # Shell functions run through bash -c (timeout runs programs only); they are exported below.
+  timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >"$logs/$name.log" 2>&1
+  rc=$?
+  names+=("$name")
+  seconds+=($(($(date +%s) - t0)))
+  if ((rc == 0)); then results+=("PASS")
+  elif ((rc == 124 || rc == 137)); then results+=("TIMEOUT")
+  else results+=("FAIL($rc)"); fi
+  notes+=("${note:-}")
+  note=""
+  tail -n 3 "$logs/$name.log" | sed 's/^/   /'
+  summary
+  return $rc
+}
+skip() {
+  names+=("$1"); results+=("SKIP"); seconds+=(0); notes+=("$2")
+  echo "== $1: skipped ($2)"
+  summary
+}
+
+# The table, with the headline numbers from the logs: the kernel/copy ratio, the largest
+# AllReduce row's bus bandwidth and wrong counts, the PyTorch verdicts.
+summary() {
+  local bw_line r n
+  bw_line=$(grep -h "float sum reduce / cudaMemcpy" "$logs/kernel-bw.log" 2>/dev/null | sed 's/^# //')
+  {
+    echo "# tools/gpu-check.sh, $(date -u +%Y-%m-%dT%H:%MZ), $(($(date +%s) - start)) s"
+    echo
+    echo "| stage | result | seconds | note |"
+    echo "|---|---|---|---|"
+    for i in "${!names[@]}"; do echo "| ${names[$i]} | ${results[$i]} | ${seconds[$i]} | ${notes[$i]} |"; done
+    echo
+    [[ -n "$bw_line" ]] && echo "- kernel bandwidth: $bw_line"
+    for n in 1 2 4; do
+      r=$(grep -hE '^ +[0-9]+ +[0-9]+ +float' "$logs/allreduce-np$n.log" 2>/dev/null | tail -1 |
+          awk '{print $1" B: busbw "$8" / "$12" GB/s (out of place / in place), wrong "$9" / "$13}')
+      [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n} ranks, largest size: $r"
+    done
+    grep -h "^torch_check " "$logs"/torch-np*.log 2>/dev/null | sed "s/^/- /"
+  } >"$logs/summary.md"
+}
+
+# ---- environment ---------------------------------------------------------------------------
+env_info() {
+  date -u
+  uname -a
+  nvidia-smi || true
+  command -v nvcc && nvcc --version
+  cmake --version | head -1
+  command -v ninja && ninja --version
+  nproc
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
+  git -C "$root" log -1 --oneline 2>/dev/null || true
+}
+export -f env_info
+stage env 60 env_info
+
+# ---- dependencies: the carried .deb files, unpacked into a private prefix --------------------
+unpack_debs() {
+  rm -rf "$deps" && mkdir -p "$deps"
+  shopt -s nullglob
+  local debs=("$root"/.device-debs/*.deb)
+  if ((${#debs[@]} == 0)); then
+    echo "no .device-debs/*.deb: relying on the system's pugixml and GoogleTest"
+    return 0
+  fi
+  for d in "${debs[@]}"; do
+    echo "unpacking $(basename "$d")"
+    if command -v dpkg-deb >/dev/null; then dpkg-deb -x "$d" "$deps" || return 1
+    else (cd "$deps" && ar p "$d" "$(ar t "$d" | grep '^data\.tar')" | tar -x -a -f - 2>/dev/null ||
+          ar p "$d" "$(ar t "$d" | grep '^data\.tar')" | tar -xJ -C "$deps") || return 1; fi
+  done
+  ls "$deps/usr/lib/x86_64-linux-gnu" | head -40
+}
+export -f unpack_debs
+stage deps 120 unpack_debs
+
+# ---- configure and build -------------------------------------------------------------------
+generator=""
+command -v ninja >/dev/null && generator="Ninja"
+# nvcc where CMake looks for it (PATH, else CUDACXX), and the toolkit's libraries for the tests.
+if ! command -v nvcc >/dev/null && [[ -z "${CUDACXX:-}" ]]; then
+  for c in /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc; do
+    [[ -x "$c" ]] && export CUDACXX=$c && break
+  done
+fi
+configure() {
+  rm -rf "$build"
+  # sm_90 machine code and compute_90 PTX: the H200 only, to keep the build short. hwloc and
+  # verbs are optional and off: nothing here provides them.
+  cmake -S "$root" -B "$build" ${generator:+-G "$generator"} -DCMAKE_BUILD_TYPE=Release \
+    -DBRAID_WITH_CUDA=ON -DBRAID_CUDA_ARCHITECTURES=90 -DBRAID_WITH_HWLOC=OFF \
+    -DBRAID_WITH_VERBS=OFF -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu" \
+    -DCMAKE_INCLUDE_PATH="$deps/usr/include"
+}
+export generator
+export -f configure
+built=0
+stage configure 180 configure
+configured=$?
+if [[ -n "${GPU_CHECK_DRY:-}" ]]; then
+  echo "GPU_CHECK_DRY: stopping after configure"
+  exit $configured
+fi
+perf_bins=(all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf)
+if ((configured == 0)); then
+  # Only what the check runs: the library, the GPU tests, the perf binaries, the launcher.
+  stage build 300 cmake --build "$build" -j"$jobs" --target nccl braid gpu_kernels_test \
+    gpu_collectives_test cuda-kernel-bw braidrun "${perf_bins[@]}" && built=1
+else
+  skip build "configure failed"
+fi
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Threads as ranks put several streams of one process on the GPU; more hardware queues keep
+# their stream waits from queueing behind each other (docs/architecture.md, Device memory).
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
+
+# ---- GPU tests -------------------------------------------------------------------------------
+gpu_tests() {
+  local out="$logs/gpu-tests.ctest.txt"
+  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 -j2 2>&1 | tee "$out"
+  ((PIPESTATUS[0] == 0)) || return 1
+  # On a GPU machine a skipped GPU test is a failure: no device was usable.
+  if grep -q "(Skipped)" "$out"; then
+    echo "GPU tests were skipped: no usable device"
+    return 3
+  fi
+}
+export -f gpu_tests
+if ((built)); then stage gpu-tests 150 gpu_tests; else skip gpu-tests "no build"; fi
+
+# ---- the rest, most important first (a stage the budget no longer fits is skipped) ----------
+perf="$build/bench/perf"
+run_perf() {  # ranks binary args...
+  local n=$1 bin=$2
+  shift 2
+  "$build/tools/braidrun" -np "$n" --timeout 200 -- "$perf/$bin" -G 1 "$@"
+}
+torch_check() { python3 "$root/tools/torch_check.py" --lib "$build/libnccl.so.2" --world "$1" --timeout 150; }
+export perf
+export -f run_perf torch_check
+# AllReduce: every power of two from 8 B to 1 GiB, checked (-c 1).
+if [[ -n "${BRAID_GPU_CHECK_QUICK:-}" ]]; then ar=(-b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
+else ar=(-b 8 -e 1G -f 2 -n 2 -w 1 -c 1); fi
+small=(-b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
+if ((built)); then
+  stage kernel-bw 60 "$build/bench/cuda/cuda-kernel-bw" 256 20
+  stage allreduce-np2 150 run_perf 2 all_reduce_perf "${ar[@]}"
+  stage torch-np2 150 torch_check 2
+  stage allreduce-np4 150 run_perf 4 all_reduce_perf "${ar[@]}"
+  stage torch-np4 150 torch_check 4
+  stage allreduce-np1 90 run_perf 1 all_reduce_perf "${ar[@]}"
+  for bin in all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf; do
+    stage "${bin%_perf}-np4" 45 run_perf 4 "$bin" "${small[@]}"
+  done
+else
+  skip kernel-bw "no build"
+  skip perf "no build"
+  skip torch "no build"
+fi
+
+# ---- table -----------------------------------------------------------------------------------
+summary
+echo
+cat "$logs/summary.md"
+grep -q "| \(FAIL\|TIMEOUT\)" "$logs/summary.md" && exit 1
+exit 0
