@@ -63,8 +63,17 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
   args.directMaxBytes = comm->directMaxBytes;
   args.topology = &comm->topology;
+  args.type = call.type;
   braid::Plan plan;
   plan.comm = comm;
+  if (call.reduces && !op.preMul) {
+    braid::CompressCall cc;
+    cc.policy = op.compressed ? &op.compress : nullptr;
+    cc.type = call.type;
+    cc.sumOrAvg = op.reduce == ncclSum;
+    cc.sendbuff = sendbuff;
+    BRAID_TRY(braid::applyCompression(comm, cc, &args, &plan));
+  }
   BRAID_TRY(comm->schedule(args, &plan.schedule, &plan.estimateUs));
   plan.sendbuff = sendbuff;
   plan.recvbuff = recvbuff;
@@ -72,7 +81,8 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   plan.op = op.reduce;
   plan.coll = call.coll;
   plan.count = call.count;
-  plan.userOp = call.reduces ? call.op : ncclSum;
+  // A compressed op is Sum or Avg to the other ranks (its compression travels separately).
+  plan.userOp = !call.reduces ? ncclSum : op.compressed ? (op.average ? ncclAvg : ncclSum) : call.op;
   plan.reduces = call.reduces;
   plan.root = call.root;
   if (op.preMul) {

@@ -7,11 +7,14 @@
 #include <deque>
 #include <vector>
 
+#include "compress/codec.h"
+#include "compress/error_feedback.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/signature.h"
 #include "core/thread_local.h"
 #include "kernels/reduce.h"
+#include "kernels/types.h"
 
 namespace braid {
 namespace {
@@ -111,6 +114,8 @@ class Run {
     std::vector<uint32_t> unmet;
     std::vector<ReduceSink> sinks;
     std::vector<char> scratchOwner;
+    std::vector<char> packed;   // compressed messages (Buffer::Packed)
+    std::vector<float> accum;   // fp32 sums (Buffer::Accum)
     size_t typeSize = 0;
     char* scratch = nullptr;
     bool done = false;  // finished during set-up (a send to self)
@@ -122,10 +127,17 @@ class Run {
   char* address(uint32_t plan, const Region& r) const {
     const Plan& p = plans_[plan];
     const PlanState& s = state_[plan];
-    char* base = r.buffer == Buffer::Send   ? const_cast<char*>(static_cast<const char*>(p.sendbuff))
-                 : r.buffer == Buffer::Recv ? static_cast<char*>(p.recvbuff)
-                                            : s.scratch;
-    return base + r.offset * s.typeSize;
+    switch (r.buffer) {
+      case Buffer::Send: return const_cast<char*>(static_cast<const char*>(p.sendbuff)) + r.offset * s.typeSize;
+      case Buffer::Recv: return static_cast<char*>(p.recvbuff) + r.offset * s.typeSize;
+      case Buffer::Scratch: return s.scratch + r.offset * s.typeSize;
+      case Buffer::Packed: return const_cast<char*>(s.packed.data()) + r.offset;
+      case Buffer::Accum: return reinterpret_cast<char*>(const_cast<float*>(s.accum.data()) + r.offset);
+    }
+    return nullptr;
+  }
+  size_t bytesOf(uint32_t plan, const Region& r) const {
+    return r.count * algos::unitBytes(r.buffer, state_[plan].typeSize);
   }
   const Step& stepOf(StepRef ref) const { return plans_[ref.plan].schedule->steps[ref.step]; }
   bool ready(StepRef ref) const {
@@ -143,7 +155,9 @@ class Run {
   Status sendToSelf();
 
   void complete(StepRef ref);
-  void runLocal(StepRef ref);
+  Status runLocal(StepRef ref);
+  Status runCodec(StepRef ref);
+  void convertCopy(StepRef ref);
   Status pump(ChannelQueue& q, bool* moved);
   Status failed(const Plan& plan, const Status& status);
   void abandon(ncclResult_t code);
@@ -169,19 +183,66 @@ void Run::complete(StepRef ref) {
   }
 }
 
-void Run::runLocal(StepRef ref) {
+Status Run::runLocal(StepRef ref) {
   const Step& step = stepOf(ref);
   const Plan& plan = plans_[ref.plan];
-  size_t bytes = step.dst.count * state_[ref.plan].typeSize;
+  // Accum holds fp32 whatever the operation's type.
+  const ncclDataType_t dstType = step.dst.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
   if (step.kind == StepKind::Copy) {
-    std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytes);
+    if ((step.src.buffer == Buffer::Accum) != (step.dst.buffer == Buffer::Accum)) convertCopy(ref);
+    else std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytesOf(ref.plan, step.dst));
   } else if (step.kind == StepKind::Reduce) {
     char* dst = address(ref.plan, step.dst);
     kernels::reduce(dst, dst, address(ref.plan, step.src), step.dst.count, plan.type, plan.op);
   } else if (step.kind == StepKind::FinishAvg) {
-    kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, plan.type, plan.comm->nranks);
+    kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, dstType, plan.comm->nranks);
+  } else {
+    BRAID_TRY(runCodec(ref));
   }
   complete(ref);
+  return Status::Ok();
+}
+
+Status Run::runCodec(StepRef ref) {
+  const Step& st = stepOf(ref);
+  const Plan& plan = plans_[ref.plan];
+  if (!plan.codec) return internalError("%s step in a plan without a codec", algos::stepKindName(st.kind));
+  const char* src = address(ref.plan, st.src);
+  char* dst = address(ref.plan, st.dst);
+  if (st.kind == StepKind::Encode) {
+    const ncclDataType_t type = st.src.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
+    float* residual = st.feedback && plan.residual ? plan.residual->values.get() + st.residualOffset : nullptr;
+    // A stream per call and step: chunks of one call never share their rounding noise.
+    const uint64_t seed = plan.seed * 0x9e3779b97f4a7c15ull + ref.step;
+    size_t written = 0;
+    return plan.codec->encode(src, st.elements, type, residual, seed,
+                              {reinterpret_cast<std::byte*>(dst), st.dst.count}, &written);
+  }
+  std::span<const std::byte> in{reinterpret_cast<const std::byte*>(src), st.src.count};
+  if (st.kind == StepKind::DecodeAccumulate)
+    return plan.codec->decodeAccumulate(in, st.elements, reinterpret_cast<float*>(dst));
+  const ncclDataType_t type = st.dst.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
+  return plan.codec->decode(in, st.elements, type, dst);
+}
+
+// A Copy between the fp32 accumulator and a buffer of the operation's type.
+void Run::convertCopy(StepRef ref) {
+  const Step& st = stepOf(ref);
+  const ncclDataType_t type = plans_[ref.plan].type;
+  const size_t n = st.dst.count;
+  if (st.src.buffer == Buffer::Accum) {
+    const float* in = reinterpret_cast<const float*>(address(ref.plan, st.src));
+    char* out = address(ref.plan, st.dst);
+    if (type == ncclFloat32) std::memcpy(out, in, n * 4);
+    else if (type == ncclFloat16) for (size_t i = 0; i < n; ++i) reinterpret_cast<kernels::Half*>(out)[i] = kernels::floatToHalf(in[i]);
+    else for (size_t i = 0; i < n; ++i) reinterpret_cast<kernels::BFloat16*>(out)[i] = kernels::floatToBf16(in[i]);
+    return;
+  }
+  const char* in = address(ref.plan, st.src);
+  float* out = reinterpret_cast<float*>(address(ref.plan, st.dst));
+  if (type == ncclFloat32) std::memcpy(out, in, n * 4);
+  else if (type == ncclFloat16) for (size_t i = 0; i < n; ++i) out[i] = kernels::halfToFloat(reinterpret_cast<const kernels::Half*>(in)[i]);
+  else for (size_t i = 0; i < n; ++i) out[i] = kernels::bf16ToFloat(reinterpret_cast<const kernels::BFloat16*>(in)[i]);
 }
 
 // The queue of (comm, peer), set up on first use; null when there is no connection.
@@ -269,7 +330,7 @@ Status Run::postSend(ChannelQueue& q, StepRef ref) {
   transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
   if (ref.step >= kSignature) return ep->postSend(q.signatures[ref.step - kSignature].out, 16);
   const Step& st = stepOf(ref);
-  return ep->postSend(address(ref.plan, st.src), st.src.count * state_[ref.plan].typeSize);
+  return ep->postSend(address(ref.plan, st.src), bytesOf(ref.plan, st.src));
 }
 
 Status Run::postRecv(ChannelQueue& q, StepRef ref) {
@@ -284,7 +345,7 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
                           plan.type, plan.op, st.incomingFirst);
     sink = &ps.sinks.back();
   }
-  return ep->postRecv(address(ref.plan, st.dst), st.dst.count * state_[ref.plan].typeSize, sink);
+  return ep->postRecv(address(ref.plan, st.dst), bytesOf(ref.plan, st.dst), sink);
 }
 
 // Posts what is ready on one channel (in order), moves data, and retires completions.
@@ -438,6 +499,8 @@ Status Run::setUp() {
         ps.scratchOwner.resize(s.scratchCount * ps.typeSize);
       ps.scratch = ps.scratchOwner.data();
     }
+    if (ps.packed.size() < s.packedBytes) ps.packed.resize(s.packedBytes);
+    if (s.accumCount > 0) ps.accum.assign(s.accumCount, 0.0f);
     if (plan.comm->checkMismatch) BRAID_TRY(addSignatures(p));
     size_t reduces = 0;
     for (uint32_t i = 0; i < s.steps.size(); ++i) {
@@ -478,7 +541,8 @@ Status Run::loop() {
     while (!localReady_.empty()) {
       StepRef ref = localReady_.back();
       localReady_.pop_back();
-      runLocal(ref);
+      Status st = runLocal(ref);
+      if (!st.ok()) return failed(plans_[ref.plan], st);
       moved = true;
     }
     for (size_t i = 0; i < nQueues_; ++i) {

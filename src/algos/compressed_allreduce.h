@@ -1,0 +1,38 @@
+// Compressed AllReduce schedules: each rank's contribution is encoded once (with error
+// feedback), the bytes move, and whoever sums decodes every contribution into an fp32
+// accumulator. Nothing is decoded, added and re-encoded hop by hop, so the error of a result is
+// that of one encode per contribution plus (two-shot) one of the sum; see docs/compression.md
+// for the measured comparison with a ring that requantises at every hop.
+#pragma once
+
+#include "algos/algorithm.h"
+
+namespace braid::algos {
+
+// Two-shot ("c2shot", dense codecs such as INT8 blocks): shard j of every rank's input is
+// encoded once and sent to rank j (all-to-all reduce-scatter); rank j decodes the p messages
+// into fp32 in rank order, divides for Avg, encodes the sum once and sends it to everyone
+// (all-gather); every rank decodes every shard, its own included, so all ranks hold the same
+// bits. Each rank sends and receives 2 (p - 1)/p of the encoded buffer, as a ring would.
+class TwoShotCompressedAllReduce final : public Algorithm {
+ public:
+  std::string_view name() const override { return "c2shot"; }
+  bool supports(const CollArgs& args) const override;
+  Schedule build(const CollArgs& args) const override;
+  bool compressed() const override { return true; }
+};
+
+// Sparse all-gather ("csparse", top-k): each rank encodes its whole input once (per chunk) and
+// sends the same message to every other rank; every rank decodes the p messages into fp32 in
+// rank order and stores the sum. A sum of sparse messages is not sparse (its union grows with
+// p), so it is never forwarded: each rank receives (p - 1) messages of k pairs, which beats a
+// dense exchange while p x k/count < 1 (compress::estimateExchange; the policy checks it).
+class SparseCompressedAllReduce final : public Algorithm {
+ public:
+  std::string_view name() const override { return "csparse"; }
+  bool supports(const CollArgs& args) const override;
+  Schedule build(const CollArgs& args) const override;
+  bool compressed() const override { return true; }
+};
+
+}  // namespace braid::algos
