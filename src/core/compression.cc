@@ -220,11 +220,17 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
       cc.noteFallback(comm->rank, "auto never compresses between ranks that share memory");
       return Status::Ok();
     }
-    std::shared_ptr<const algos::Schedule> unused;
+    std::shared_ptr<const algos::Schedule> exactSchedule, compressedSchedule;
     double exactUs = 0, compressedUs = 0;
-    BRAID_TRY(comm->schedule(*args, &unused, &exactUs));
-    BRAID_TRY(comm->schedule(compressed, &unused, &compressedUs));
-    if (!(compressedUs < exactUs)) {
+    BRAID_TRY(comm->schedule(*args, &exactSchedule, &exactUs));
+    BRAID_TRY(comm->schedule(compressed, &compressedSchedule, &compressedUs));
+    const bool gain = compressedUs < exactUs;
+    // The line that says what runs (logged after both choices, so it is the last for the call).
+    BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %s (auto compression: exact %s %.1f us, "
+               "compressed %s %.1f us)", call, args->count, args->typeSize, args->nranks,
+               (gain ? compressedSchedule : exactSchedule)->algorithm.c_str(),
+               exactSchedule->algorithm.c_str(), exactUs, compressedSchedule->algorithm.c_str(), compressedUs);
+    if (!gain) {
       cc.noteFallback(comm->rank, strfmt("auto: the cost model prices it exact at %.1f us, compressed "
                                          "at %.1f us", exactUs, compressedUs));
       return Status::Ok();
