@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "algos/pattern.h"
+#include "algos/topology_pattern.h"
 #include "compress/codec.h"
 
 namespace braid::algos {
@@ -30,6 +31,22 @@ Schedule single(std::string name, const CollArgs& a) {
   ScheduleBuilder b(std::move(name));
   if (!a.inPlace && a.count > 0) b.copy({Buffer::Send, 0, a.count}, {Buffer::Recv, 0, a.count});
   return std::move(b).finish();
+}
+
+// The groups c2hier works across: at the highest level (below the top) whose groups are all of
+// one size s >= 2, with at least two of them; empty when there is none.
+std::vector<std::vector<int>> equalGroups(const CollArgs& a) {
+  if (!a.topology || a.topology->nranks() != a.nranks) return {};
+  std::vector<int> all(static_cast<size_t>(a.nranks));
+  for (int r = 0; r < a.nranks; ++r) all[static_cast<size_t>(r)] = r;
+  for (int level = a.topology->levels() - 1; level >= 0; --level) {
+    std::vector<std::vector<int>> groups = groupsAt(*a.topology, level, all);
+    if (groups.size() < 2 || groups[0].size() < 2) continue;
+    bool equal = true;
+    for (const auto& g : groups) equal = equal && g.size() == groups[0].size();
+    if (equal) return groups;
+  }
+  return {};
 }
 
 }  // namespace
@@ -93,6 +110,129 @@ Schedule TwoShotCompressedAllReduce::build(const CollArgs& a) const {
       b.recv(j, packed);
       b.decode(packed, {Buffer::Recv, off, len});
     });
+  }
+  b.needPacked(arena.used());
+  return std::move(b).finish();
+}
+
+bool HierCompressedAllReduce::supports(const CollArgs& args) const {
+  return args.coll == Collective::AllReduce && args.codec && !isSparse(*args.codec) &&
+         !equalGroups(args).empty();
+}
+
+Schedule HierCompressedAllReduce::build(const CollArgs& a) const {
+  const std::vector<std::vector<int>> groups = equalGroups(a);
+  if (groups.empty() || a.count == 0) return single("c2hier", a);
+  const compress::Codec& codec = *a.codec;
+  ScheduleBuilder b("c2hier");
+  const Buffer in = inputBuffer(a);
+  PackedArena arena;
+  const int G = static_cast<int>(groups.size()), s = static_cast<int>(groups[0].size());
+  const int g = static_cast<int>(groupHolding(groups, a.rank));
+  const std::vector<int>& mates = groups[static_cast<size_t>(g)];
+  const int j = positionOf(mates, a.rank);
+  auto msg = [&](size_t len, ncclDataType_t type) { return arena.take(codec.maxEncodedBytes(len, type)); };
+  auto piece = [&](int k) { return evenPart(a.count, s, k); };            // stage 1: piece k
+  auto sub = [&](int k, int q) {                                           // stage 2: piece k, sub-shard q
+    Range p = piece(k), r = evenPart(p.count, G, q);
+    return Range{p.offset + r.offset, r.count};
+  };
+  const Range mine = piece(j), myShard = sub(j, g);
+
+  // Stage 1: piece k of our input to member k (ours kept), each chunk encoded once.
+  std::vector<Region> ownPiece;
+  for (int step = 0; step < s; ++step) {
+    const int k = (j + step) % s;
+    forEachChunk(piece(k), a.chunkCount, [&](size_t off, size_t len) {
+      Region m = msg(len, a.type);
+      b.encode({in, off, len}, m, a.feedback, off);
+      if (k == j) ownPiece.push_back(m);
+      else b.send(mates[static_cast<size_t>(k)], m);
+    });
+  }
+  // Our piece summed over the group in fp32, in member order.
+  b.needAccum(mine.count + myShard.count);
+  size_t chunk = 0;
+  forEachChunk(mine, a.chunkCount, [&](size_t off, size_t len) {
+    const Region acc{Buffer::Accum, off - mine.offset, len};
+    for (int m = 0; m < s; ++m) {
+      Region from = ownPiece[chunk];
+      if (m != j) {
+        from = msg(len, a.type);
+        b.recv(mates[static_cast<size_t>(m)], from);
+      }
+      b.decodeAccumulate(from, acc);
+    }
+    ++chunk;
+  });
+
+  // Stage 2 across groups, among the members at position j: sub-shard q of our group's sum to
+  // group q.
+  auto peerIn = [&](int q) { return groups[static_cast<size_t>(q)][static_cast<size_t>(j)]; };
+  std::vector<Region> ownSub;
+  for (int step = 0; step < G; ++step) {
+    const int q = (g + step) % G;
+    forEachChunk(sub(j, q), a.chunkCount, [&](size_t off, size_t len) {
+      Region m = msg(len, ncclFloat32);
+      b.encode({Buffer::Accum, off - mine.offset, len}, m, false, 0);
+      if (q == g) ownSub.push_back(m);
+      else b.send(peerIn(q), m);
+    });
+  }
+  // Our sub-shard: the G group sums decoded in group order, divided for Avg, encoded once. The
+  // messages of every sub-shard of our piece end in `results[q]` (ours made here, the others
+  // received), then go to our group's other members.
+  std::vector<std::vector<Region>> results(static_cast<size_t>(G));
+  chunk = 0;
+  forEachChunk(myShard, a.chunkCount, [&](size_t off, size_t len) {
+    const Region acc{Buffer::Accum, mine.count + (off - myShard.offset), len};
+    for (int q = 0; q < G; ++q) {
+      Region from = ownSub[chunk];
+      if (q != g) {
+        from = msg(len, ncclFloat32);
+        b.recv(peerIn(q), from);
+      }
+      b.decodeAccumulate(from, acc);
+    }
+    if (a.average) b.finishAvg(acc);
+    Region result = msg(len, ncclFloat32);
+    b.encode(acc, result, false, 0);
+    for (int step = 1; step < G; ++step) b.send(peerIn((g + step) % G), result);
+    results[static_cast<size_t>(g)].push_back(result);
+    ++chunk;
+  });
+  for (int step = 1; step < G; ++step) {
+    const int q = (g - step + G) % G;
+    forEachChunk(sub(j, q), a.chunkCount, [&](size_t, size_t len) {
+      Region from = msg(len, ncclFloat32);
+      b.recv(peerIn(q), from);
+      results[static_cast<size_t>(q)].push_back(from);
+    });
+  }
+  // Every result message of our piece, as received, to every other member of our group (in
+  // sub-shard order), and decoded here; theirs from them, in the same order.
+  auto decodeInto = [&](int k, int q, const std::vector<Region>& messages) {
+    size_t c = 0;
+    forEachChunk(sub(k, q), a.chunkCount, [&](size_t off, size_t len) {
+      b.decode(messages[c++], {Buffer::Recv, off, len});
+    });
+  };
+  for (int q = 0; q < G; ++q) {
+    for (const Region& m : results[static_cast<size_t>(q)])
+      for (int step = 1; step < s; ++step) b.send(mates[static_cast<size_t>((j + step) % s)], m);
+    decodeInto(j, q, results[static_cast<size_t>(q)]);
+  }
+  for (int step = 1; step < s; ++step) {
+    const int k = (j - step + s) % s;
+    for (int q = 0; q < G; ++q) {
+      std::vector<Region> received;
+      forEachChunk(sub(k, q), a.chunkCount, [&](size_t, size_t len) {
+        Region from = msg(len, ncclFloat32);
+        b.recv(mates[static_cast<size_t>(k)], from);
+        received.push_back(from);
+      });
+      decodeInto(k, q, received);
+    }
   }
   b.needPacked(arena.used());
   return std::move(b).finish();

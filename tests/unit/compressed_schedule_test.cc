@@ -293,6 +293,68 @@ TEST(CompressedSchedule, TwoShotBeatsPerHopRequantisation) {
   }
 }
 
+// c2hier on racks (and hosts with several ranks): every rank the same bits, the error of three
+// quantisations at most, and no deadlock when sends complete only with their receives.
+TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
+  algos::HierCompressedAllReduce algo;
+  auto codec = int8Codec();
+  struct Shape { int racks, hostsPerRack, ranksPerHost; };
+  for (Shape shape : {Shape{2, 2, 1}, Shape{2, 4, 1}, Shape{3, 3, 1}, Shape{4, 2, 1}, Shape{2, 2, 2}, Shape{1, 3, 2}}) {
+    const int n = shape.racks * shape.hostsPerRack * shape.ranksPerHost;
+    std::vector<int> hostOf(n), rackOf(shape.racks * shape.hostsPerRack);
+    for (int r = 0; r < n; ++r) hostOf[r] = r / shape.ranksPerHost;
+    for (size_t h = 0; h < rackOf.size(); ++h) rackOf[h] = static_cast<int>(h) / shape.hostsPerRack;
+    const algos::Topology topo = algos::Topology::hostsAndRacks(hostOf, rackOf, {}, {}, {});
+    for (size_t count : {1ul, 5ul, 777ul, 4099ul})
+      for (bool inPlace : {false, true}) {
+        const std::string what = std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) + "x" +
+                                 std::to_string(shape.ranksPerHost) + " count=" + std::to_string(count);
+        std::vector<algos::Schedule> schedules;
+        SimRun run;
+        run.ranks.resize(n);
+        for (int r = 0; r < n; ++r) {
+          algos::CollArgs a = argsFor(*codec, n, r, count, 100, inPlace, count % 2 == 0, false);
+          a.topology = &topo;
+          ASSERT_TRUE(algo.supports(a)) << what;
+          schedules.push_back(algo.build(a));
+          run.inputs.push_back(randomInput(count, 5u + static_cast<uint32_t>(r)));
+          run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
+          if (!inPlace) run.ranks[r].send = run.inputs[r];
+        }
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+            << what;
+        double err2 = 0, ref2 = 0, bound = 0, total = 0;
+        for (int r = 0; r < n; ++r) {
+          double m = 0;
+          for (float x : run.inputs[r]) m = std::max(m, static_cast<double>(std::fabs(x)));
+          total += m;
+        }
+        bound = 3 * total / 254.0 * 1.02 + 1e-5 * total;  // input, group sum, total: half a step each
+        const double div = count % 2 == 0 ? n : 1;
+        for (size_t e = 0; e < count; ++e) {
+          double exact = 0;
+          for (int r = 0; r < n; ++r) exact += run.inputs[r][e];
+          exact /= div;
+          for (int r = 1; r < n; ++r) ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
+          const double d = run.ranks[0].recv[e] - exact;
+          ASSERT_LE(std::fabs(d), bound / div) << what << " element " << e;
+          err2 += d * d;
+          ref2 += exact * exact;
+        }
+        if (count > 100) EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+      }
+  }
+  // Groups of unequal size, or one group: not supported (the selector then takes c2shot).
+  const algos::Topology uneven = algos::Topology::hostsAndRacks({0, 1, 2}, {0, 0, 1}, {}, {}, {});
+  algos::CollArgs a = argsFor(*codec, 3, 0, 10, 10, false, false, false);
+  a.topology = &uneven;
+  EXPECT_FALSE(algo.supports(a));
+  const algos::Topology flat = algos::Topology::flat(4);
+  a = argsFor(*codec, 4, 0, 10, 10, false, false, false);
+  a.topology = &flat;
+  EXPECT_FALSE(algo.supports(a));
+}
+
 TEST(CompressedSchedule, ExactSimulatorRefusesCodecSteps) {
   algos::TwoShotCompressedAllReduce algo;
   auto codec = int8Codec();
