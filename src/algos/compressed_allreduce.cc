@@ -276,4 +276,75 @@ Schedule SparseCompressedAllReduce::build(const CollArgs& a) const {
   return std::move(b).finish();
 }
 
+bool HierSparseCompressedAllReduce::supports(const CollArgs& args) const {
+  return args.coll == Collective::AllReduce && args.codec && isSparse(*args.codec) &&
+         !equalGroups(args).empty();
+}
+
+Schedule HierSparseCompressedAllReduce::build(const CollArgs& a) const {
+  const std::vector<std::vector<int>> groups = equalGroups(a);
+  if (groups.empty() || a.count == 0) return single("csparsehier", a);
+  const compress::Codec& codec = *a.codec;
+  ScheduleBuilder b("csparsehier");
+  const Buffer in = inputBuffer(a);
+  PackedArena arena;
+  const int n = a.nranks, G = static_cast<int>(groups.size()), s = static_cast<int>(groups[0].size());
+  const int g = static_cast<int>(groupHolding(groups, a.rank));
+  const std::vector<int>& mates = groups[static_cast<size_t>(g)];
+  const int j = positionOf(mates, a.rank);
+  auto at = [&](int q, int m) { return groups[static_cast<size_t>(q)][static_cast<size_t>(m)]; };
+  std::vector<Range> chunks;
+  forEachChunk(a.count, a.chunkCount, [&](size_t off, size_t len) { chunks.push_back({off, len}); });
+  // message[c][origin]: where origin's encoded chunk c is (or will be) on this rank.
+  std::vector<std::vector<Region>> message(chunks.size(), std::vector<Region>(static_cast<size_t>(n)));
+  auto take = [&](size_t c) { return arena.take(codec.maxEncodedBytes(chunks[c].count, a.type)); };
+
+  // Our chunks: encoded once, to every mate and to our position in every other group.
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    Region m = take(c);
+    b.encode({in, chunks[c].offset, chunks[c].count}, m, a.feedback, chunks[c].offset);
+    for (int step = 1; step < s; ++step) b.send(at(g, (j + step) % s), m);
+    for (int step = 1; step < G; ++step) b.send(at((g + step) % G, j), m);
+    message[c][static_cast<size_t>(a.rank)] = m;
+  }
+  // Our position's messages from the other groups, forwarded to every mate as received.
+  for (size_t c = 0; c < chunks.size(); ++c)
+    for (int step = 1; step < G; ++step) {
+      const int origin = at((g - step + G) % G, j);
+      Region m = take(c);
+      b.recv(origin, m);
+      for (int k = 1; k < s; ++k) b.send(at(g, (j + k) % s), m);
+      message[c][static_cast<size_t>(origin)] = m;
+    }
+  // From each mate: its own chunks, then what it forwards, in the order it sends them.
+  for (int k = 1; k < s; ++k) {
+    const int mate = at(g, (j - k + s) % s);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      Region m = take(c);
+      b.recv(mate, m);
+      message[c][static_cast<size_t>(mate)] = m;
+    }
+  }
+  for (int k = 1; k < s; ++k) {
+    const int matePos = (j - k + s) % s, mate = at(g, matePos);
+    for (size_t c = 0; c < chunks.size(); ++c)
+      for (int step = 1; step < G; ++step) {
+        const int origin = at((g - step + G) % G, matePos);
+        Region m = take(c);
+        b.recv(mate, m);
+        message[c][static_cast<size_t>(origin)] = m;
+      }
+  }
+  // Every chunk summed in origin-rank order, as csparse sums it.
+  b.needAccum(a.count);
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const Region acc{Buffer::Accum, chunks[c].offset, chunks[c].count};
+    for (int origin = 0; origin < n; ++origin) b.decodeAccumulate(message[c][static_cast<size_t>(origin)], acc);
+    if (a.average) b.finishAvg(acc);
+    b.copy(acc, {Buffer::Recv, chunks[c].offset, chunks[c].count});
+  }
+  b.needPacked(arena.used());
+  return std::move(b).finish();
+}
+
 }  // namespace braid::algos

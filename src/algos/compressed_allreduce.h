@@ -54,4 +54,16 @@ class SparseCompressedAllReduce final : public Algorithm {
   bool compressed() const override { return true; }
 };
 
+// Sparse all-gather with hierarchical forwarding ("csparsehier", top-k): the same messages and
+// the same sum (bit for bit) as csparse, but each rank's message crosses the group boundary
+// once per other group (to the member at its own position there), which forwards it to its
+// group; csparse sends it once per rank of the other groups. Equal groups only, as c2hier.
+class HierSparseCompressedAllReduce final : public Algorithm {
+ public:
+  std::string_view name() const override { return "csparsehier"; }
+  bool supports(const CollArgs& args) const override;
+  Schedule build(const CollArgs& args) const override;
+  bool compressed() const override { return true; }
+};
+
 }  // namespace braid::algos

@@ -58,6 +58,7 @@ std::span<const Algorithm* const> algorithms() {
   static const TwoShotCompressedAllReduce twoShotCompressed;
   static const SparseCompressedAllReduce sparseCompressed;
   static const HierCompressedAllReduce hierCompressed;
+  static const HierSparseCompressedAllReduce hierSparseCompressed;
   // selectAlgorithm's order (the first that supports a call): AllReduce direct, for the small
   // calls it accepts, then ring; the topology-aware builders follow. Communicators choose by
   // cost among all of them instead (selector.h). The compressed ones serve only calls that
@@ -66,7 +67,8 @@ std::span<const Algorithm* const> algorithms() {
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
        &rhdAllReduce, &treeAllReduce, &hierAllReduce, &rackRingAllReduce, &hierAllGather,
-       &hierReduceScatter, &hierBroadcast, &twoShotCompressed, &hierCompressed, &sparseCompressed});
+       &hierReduceScatter, &hierBroadcast, &twoShotCompressed, &hierCompressed, &sparseCompressed,
+       &hierSparseCompressed});
   return all;
 }
 

@@ -355,6 +355,45 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
   EXPECT_FALSE(algo.supports(a));
 }
 
+// csparsehier forwards the very messages csparse sends directly: the same bits.
+TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
+  algos::HierSparseCompressedAllReduce algo;
+  auto codec = topkCodec(0.05);
+  struct Shape { int racks, hostsPerRack; };
+  for (Shape shape : {Shape{2, 2}, Shape{2, 4}, Shape{3, 3}, Shape{4, 2}, Shape{5, 3}}) {
+    const int n = shape.racks * shape.hostsPerRack;
+    std::vector<int> hostOf(n), rackOf(n);
+    for (int r = 0; r < n; ++r) {
+      hostOf[r] = r;
+      rackOf[r] = (r * 7 + 3) % shape.racks;  // racks interleaved over rank order
+    }
+    // Equal racks need each residue equally often: 7 is coprime to every rack count here.
+    const algos::Topology topo = algos::Topology::hostsAndRacks(hostOf, rackOf, {}, {}, {});
+    for (size_t count : {1ul, 29ul, 1500ul})
+      for (size_t chunk : {64ul, 1ul << 20})
+        for (bool inPlace : {false, true}) {
+          const std::string what = std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) +
+                                   " count=" + std::to_string(count) + " chunk=" + std::to_string(chunk);
+          std::vector<algos::Schedule> schedules;
+          SimRun run;
+          run.ranks.resize(n);
+          const bool average = count % 2 == 1;
+          for (int r = 0; r < n; ++r) {
+            algos::CollArgs a = argsFor(*codec, n, r, count, chunk, inPlace, average, false);
+            a.topology = &topo;
+            ASSERT_TRUE(algo.supports(a)) << what;
+            schedules.push_back(algo.build(a));
+            run.inputs.push_back(randomInput(count, 50u + static_cast<uint32_t>(r)));
+            run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
+            if (!inPlace) run.ranks[r].send = run.inputs[r];
+          }
+          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+              << what;
+          checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
+        }
+  }
+}
+
 TEST(CompressedSchedule, ExactSimulatorRefusesCodecSteps) {
   algos::TwoShotCompressedAllReduce algo;
   auto codec = int8Codec();
