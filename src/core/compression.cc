@@ -164,6 +164,15 @@ Status CommCompression::codecFor(const CompressPolicy& p, const compress::Codec*
   return Status::Ok();
 }
 
+bool CommCompression::firstAutoDecision(size_t count, size_t typeSize, bool average) {
+  const uint64_t key = (static_cast<uint64_t>(count) << 5) ^ (typeSize << 1) ^ (average ? 1 : 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint64_t k : autoLogged_)
+    if (k == key) return false;
+  if (autoLogged_.size() < 256) autoLogged_.push_back(key);
+  return true;
+}
+
 void CommCompression::noteFallback(int rank, const std::string& why) {
   exactCalls.fetch_add(1, std::memory_order_relaxed);
   if (fallbackLogged_.exchange(true)) return;
@@ -226,7 +235,8 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
     BRAID_TRY(comm->schedule(compressed, &compressedSchedule, &compressedUs));
     const bool gain = compressedUs < exactUs;
     // The line that says what runs (logged after both choices, so it is the last for the call).
-    BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %s (auto compression: exact %s %.1f us, "
+    if (cc.firstAutoDecision(args->count, args->typeSize, args->average))
+      BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %s (auto compression: exact %s %.1f us, "
                "compressed %s %.1f us)", call, args->count, args->typeSize, args->nranks,
                (gain ? compressedSchedule : exactSchedule)->algorithm.c_str(),
                exactSchedule->algorithm.c_str(), exactUs, compressedSchedule->algorithm.c_str(), compressedUs);

@@ -57,6 +57,8 @@ class CommCompression {
 
   // Logs the first exact fallback of the communicator, once.
   void noteFallback(int rank, const std::string& why);
+  // True the first time `auto` decides a call of this shape (its decision is logged then).
+  bool firstAutoDecision(size_t count, size_t typeSize, bool average);
 
   std::atomic<uint64_t> compressedCalls{0};
   std::atomic<uint64_t> exactCalls{0};
@@ -74,6 +76,7 @@ class CommCompression {
     std::unique_ptr<compress::Codec> instance;
   };
   std::vector<CodecEntry> codecs_;
+  std::vector<uint64_t> autoLogged_;
   std::atomic<bool> fallbackLogged_{false};
 };
 

@@ -53,10 +53,11 @@ constexpr Var kTable[] = {
      "cluster map XML (levels, racks, hosts, link bandwidth and latency per level) that groups "
      "hosts for hierarchical algorithms; see docs/topology.md"},
     {"BRAID_COMPRESS", "none",
-     "AllReduce compression of each communicator: none, int8 (INT8 blocks, two-shot), topk or "
-     "topk:<ratio> (top-k, default ratio 0.01, sparse all-gather), auto (int8 where the cost "
-     "model predicts a gain; never between ranks sharing memory). Lossy; Sum and Avg on float, "
-     "half and bfloat16 only, others stay exact; include/braid/braid.h sets it per call"},
+     "AllReduce compression of each communicator: none, int8 (INT8 blocks, two-shot, "
+     "hierarchical over equal racks), topk or topk:<ratio> (top-k, default ratio 0.01, sparse "
+     "all-gather), auto (int8 where the cost model predicts a gain; never between ranks sharing "
+     "memory). Lossy; Sum and Avg on float, half and bfloat16 only, others stay exact; "
+     "include/braid/braid.h sets it per communicator and per call (docs/compression.md)"},
     {"BRAID_COMPRESS_BLOCK", "64",
      "INT8 block quantisation: elements per block (one scale each), 32 to 256; smaller blocks "
      "follow outliers more closely and cost more scale bytes"},
