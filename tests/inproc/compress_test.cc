@@ -15,7 +15,9 @@
 #include "braid/braid.h"
 #include "common/coll_sweep.h"
 #include "common/ranks.h"
+#include "compress/topk.h"
 #include "core/compression.h"
+#include "kernels/types.h"
 
 namespace braid {
 namespace {
@@ -115,6 +117,33 @@ TEST(Compress, TopKSendsOnlyTheLargestAndFeedbackCatchesUp) {
   const size_t count = 40000;
   Outcome dense = run(n, "topk:1", ncclFloat32, ncclSum, count, false);
   EXPECT_LT(relL2(n, ncclFloat32, dense.results[0], count, false), 1e-6);  // ratio 1: everything
+  EXPECT_EQ(dense.stats.compressedCalls, 0u);  // 4 ranks x ratio 1: dense is cheaper, exact
+  // Half and bfloat16: every rank's top-k summed in fp32 (and divided for Avg), rounded once to
+  // the type; the same bits as computing it here with the codec.
+  std::unique_ptr<compress::TopKCodec> codec;
+  ASSERT_TRUE(compress::TopKCodec::create({0.3}, &codec).ok());
+  const int m = 3;  // 3 x 0.3 < 1: sparse is cheaper
+  for (ncclDataType_t type : {ncclFloat16, ncclBfloat16})
+    for (ncclRedOp_t base : {ncclSum, ncclAvg}) {
+      Outcome o = run(m, "topk:0.3", type, base, count, true);
+      for (int r = 1; r < m; ++r) ASSERT_EQ(o.results[r], o.results[0]);
+      EXPECT_EQ(o.stats.compressedCalls, 1u);
+      std::vector<float> acc(count, 0.0f);
+      for (int r = 0; r < m; ++r) {
+        const std::vector<char> in = store(type, inputOf(r, count));
+        std::vector<std::byte> msg(codec->maxEncodedBytes(count, type));
+        size_t written = 0;
+        ASSERT_TRUE(codec->encode(in.data(), count, type, nullptr, 0, msg, &written).ok());
+        ASSERT_TRUE(codec->decodeAccumulate(msg, count, acc.data()).ok());
+      }
+      for (size_t i = 0; i < count; ++i) {
+        float v = base == ncclAvg ? acc[i] / static_cast<float>(m) : acc[i];
+        uint16_t want = type == ncclFloat16 ? kernels::floatToHalf(v).bits : kernels::floatToBf16(v).bits;
+        uint16_t got;
+        std::memcpy(&got, o.results[0].data() + 2 * i, 2);
+        ASSERT_EQ(got, want) << kernels::typeName(type) << " element " << i;
+      }
+    }
   Outcome sparse = run(n, "topk:0.01", ncclFloat32, ncclSum, count, true);
   for (int r = 1; r < n; ++r) ASSERT_EQ(sparse.results[r], sparse.results[0]);
   size_t nonzero = 0;
