@@ -267,14 +267,15 @@ Schedule SparseCompressedAllReduce::build(const CollArgs& a) const {
   const Buffer in = inputBuffer(a);
   PackedArena arena;
   std::vector<Region> own;
-  forEachChunk(a.count, a.chunkCount, [&](size_t off, size_t len) {
+  const size_t chunkCount = a.chunkCount * kSparseChunkFactor;
+  forEachChunk(a.count, chunkCount, [&](size_t off, size_t len) {
     Region packed = arena.take(codec.maxEncodedBytes(len, a.type));
     b.encode({in, off, len}, packed, a.feedback, off);
     for (int k = 1; k < n; ++k) b.send((r + k) % n, packed);
     own.push_back(packed);
   });
   size_t chunk = 0;
-  forEachChunk(a.count, a.chunkCount, [&](size_t off, size_t len) {
+  forEachChunk(a.count, chunkCount, [&](size_t off, size_t len) {
     std::vector<Region> from(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       from[static_cast<size_t>(i)] = own[chunk];
@@ -308,7 +309,8 @@ Schedule HierSparseCompressedAllReduce::build(const CollArgs& a) const {
   const int j = positionOf(mates, a.rank);
   auto at = [&](int q, int m) { return groups[static_cast<size_t>(q)][static_cast<size_t>(m)]; };
   std::vector<Range> chunks;
-  forEachChunk(a.count, a.chunkCount, [&](size_t off, size_t len) { chunks.push_back({off, len}); });
+  forEachChunk(a.count, a.chunkCount * kSparseChunkFactor,
+               [&](size_t off, size_t len) { chunks.push_back({off, len}); });
   // message[c][origin]: where origin's encoded chunk c is (or will be) on this rank.
   std::vector<std::vector<Region>> message(chunks.size(), std::vector<Region>(static_cast<size_t>(n)));
   auto take = [&](size_t c) { return arena.take(codec.maxEncodedBytes(chunks[c].count, a.type)); };

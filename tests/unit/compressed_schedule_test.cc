@@ -114,7 +114,7 @@ std::vector<float> sparseReference(const compress::Codec& c, const std::vector<s
                                    size_t count, size_t chunk, bool average) {
   const int n = static_cast<int>(in.size());
   std::vector<float> out(count, 0.0f);
-  algos::forEachChunk(count, chunk, [&](size_t off, size_t len) {
+  algos::forEachChunk(count, chunk * algos::kSparseChunkFactor, [&](size_t off, size_t len) {
     for (int i = 0; i < n; ++i) roundTripAdd(c, in[i].data() + off, len, out.data() + off);
     if (average) for (size_t e = off; e < off + len; ++e) out[e] /= static_cast<float>(n);
   });
