@@ -7,14 +7,12 @@
 #include <deque>
 #include <vector>
 
-#include "compress/codec.h"
-#include "compress/error_feedback.h"
+#include "core/codec_steps.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/signature.h"
 #include "core/thread_local.h"
 #include "kernels/reduce.h"
-#include "kernels/types.h"
 
 namespace braid {
 namespace {
@@ -156,8 +154,6 @@ class Run {
 
   void complete(StepRef ref);
   Status runLocal(StepRef ref);
-  Status runCodec(StepRef ref);
-  void convertCopy(StepRef ref);
   Status pump(ChannelQueue& q, bool* moved);
   Status failed(const Plan& plan, const Status& status);
   void abandon(ncclResult_t code);
@@ -189,60 +185,21 @@ Status Run::runLocal(StepRef ref) {
   // Accum holds fp32 whatever the operation's type.
   const ncclDataType_t dstType = step.dst.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
   if (step.kind == StepKind::Copy) {
-    if ((step.src.buffer == Buffer::Accum) != (step.dst.buffer == Buffer::Accum)) convertCopy(ref);
-    else std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytesOf(ref.plan, step.dst));
+    const bool fromAccum = step.src.buffer == Buffer::Accum;
+    if (fromAccum != (step.dst.buffer == Buffer::Accum))
+      convertCopy(fromAccum, plan.type, address(ref.plan, step.src), address(ref.plan, step.dst), step.dst.count);
+    else
+      std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytesOf(ref.plan, step.dst));
   } else if (step.kind == StepKind::Reduce) {
     char* dst = address(ref.plan, step.dst);
     kernels::reduce(dst, dst, address(ref.plan, step.src), step.dst.count, plan.type, plan.op);
   } else if (step.kind == StepKind::FinishAvg) {
     kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, dstType, plan.comm->nranks);
   } else {
-    BRAID_TRY(runCodec(ref));
+    BRAID_TRY(runCodecStep(step, plan, address(ref.plan, step.src), address(ref.plan, step.dst), ref.step));
   }
   complete(ref);
   return Status::Ok();
-}
-
-Status Run::runCodec(StepRef ref) {
-  const Step& st = stepOf(ref);
-  const Plan& plan = plans_[ref.plan];
-  if (!plan.codec) return internalError("%s step in a plan without a codec", algos::stepKindName(st.kind));
-  const char* src = address(ref.plan, st.src);
-  char* dst = address(ref.plan, st.dst);
-  if (st.kind == StepKind::Encode) {
-    const ncclDataType_t type = st.src.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
-    float* residual = st.feedback && plan.residual ? plan.residual->values.get() + st.residualOffset : nullptr;
-    // A stream per call and step: chunks of one call never share their rounding noise.
-    const uint64_t seed = plan.seed * 0x9e3779b97f4a7c15ull + ref.step;
-    size_t written = 0;
-    return plan.codec->encode(src, st.elements, type, residual, seed,
-                              {reinterpret_cast<std::byte*>(dst), st.dst.count}, &written);
-  }
-  std::span<const std::byte> in{reinterpret_cast<const std::byte*>(src), st.src.count};
-  if (st.kind == StepKind::DecodeAccumulate)
-    return plan.codec->decodeAccumulate(in, st.elements, reinterpret_cast<float*>(dst));
-  const ncclDataType_t type = st.dst.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
-  return plan.codec->decode(in, st.elements, type, dst);
-}
-
-// A Copy between the fp32 accumulator and a buffer of the operation's type.
-void Run::convertCopy(StepRef ref) {
-  const Step& st = stepOf(ref);
-  const ncclDataType_t type = plans_[ref.plan].type;
-  const size_t n = st.dst.count;
-  if (st.src.buffer == Buffer::Accum) {
-    const float* in = reinterpret_cast<const float*>(address(ref.plan, st.src));
-    char* out = address(ref.plan, st.dst);
-    if (type == ncclFloat32) std::memcpy(out, in, n * 4);
-    else if (type == ncclFloat16) for (size_t i = 0; i < n; ++i) reinterpret_cast<kernels::Half*>(out)[i] = kernels::floatToHalf(in[i]);
-    else for (size_t i = 0; i < n; ++i) reinterpret_cast<kernels::BFloat16*>(out)[i] = kernels::floatToBf16(in[i]);
-    return;
-  }
-  const char* in = address(ref.plan, st.src);
-  float* out = reinterpret_cast<float*>(address(ref.plan, st.dst));
-  if (type == ncclFloat32) std::memcpy(out, in, n * 4);
-  else if (type == ncclFloat16) for (size_t i = 0; i < n; ++i) out[i] = kernels::halfToFloat(reinterpret_cast<const kernels::Half*>(in)[i]);
-  else for (size_t i = 0; i < n; ++i) out[i] = kernels::bf16ToFloat(reinterpret_cast<const kernels::BFloat16*>(in)[i]);
 }
 
 // The queue of (comm, peer), set up on first use; null when there is no connection.
