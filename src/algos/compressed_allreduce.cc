@@ -66,6 +66,21 @@ void sumSparse(ScheduleBuilder& b, const CollArgs& a, const std::vector<Region>&
   if (!direct) b.copy(acc, {Buffer::Recv, chunk.offset, chunk.count});  // fp32 to the data type
 }
 
+// The groups csparsehier forwards through: at the highest level (below the top) with at least
+// two groups, one of them holding two or more ranks (sizes may differ); empty when there is none.
+std::vector<std::vector<int>> forwardingGroups(const CollArgs& a) {
+  if (!a.topology || a.topology->nranks() != a.nranks) return {};
+  std::vector<int> all(static_cast<size_t>(a.nranks));
+  for (int r = 0; r < a.nranks; ++r) all[static_cast<size_t>(r)] = r;
+  for (int level = a.topology->levels() - 1; level >= 0; --level) {
+    std::vector<std::vector<int>> groups = groupsAt(*a.topology, level, all);
+    if (groups.size() < 2) continue;
+    for (const auto& g : groups)
+      if (g.size() >= 2) return groups;
+  }
+  return {};
+}
+
 }  // namespace
 
 bool TwoShotCompressedAllReduce::supports(const CollArgs& args) const {
@@ -293,45 +308,57 @@ Schedule SparseCompressedAllReduce::build(const CollArgs& a) const {
 
 bool HierSparseCompressedAllReduce::supports(const CollArgs& args) const {
   return args.coll == Collective::AllReduce && args.codec && isSparse(*args.codec) &&
-         !equalGroups(args).empty();
+         !forwardingGroups(args).empty();
 }
 
 Schedule HierSparseCompressedAllReduce::build(const CollArgs& a) const {
-  const std::vector<std::vector<int>> groups = equalGroups(a);
+  const std::vector<std::vector<int>> groups = forwardingGroups(a);
   if (groups.empty() || a.count == 0) return single("csparsehier", a);
   const compress::Codec& codec = *a.codec;
   ScheduleBuilder b("csparsehier");
   const Buffer in = inputBuffer(a);
   PackedArena arena;
-  const int n = a.nranks, G = static_cast<int>(groups.size()), s = static_cast<int>(groups[0].size());
+  const int n = a.nranks, G = static_cast<int>(groups.size());
   const int g = static_cast<int>(groupHolding(groups, a.rank));
   const std::vector<int>& mates = groups[static_cast<size_t>(g)];
-  const int j = positionOf(mates, a.rank);
+  const int s = static_cast<int>(mates.size()), j = positionOf(mates, a.rank);
+  auto size = [&](int q) { return static_cast<int>(groups[static_cast<size_t>(q)].size()); };
   auto at = [&](int q, int m) { return groups[static_cast<size_t>(q)][static_cast<size_t>(m)]; };
+  // Origin (position p of group q) reaches group h != q through its gateway there: position
+  // p mod size(h), who forwards it to the rest of group h.
+  auto gateway = [&](int h, int p) { return at(h, p % size(h)); };
   std::vector<Range> chunks;
   forEachChunk(a.count, a.chunkCount * kSparseChunkFactor,
                [&](size_t off, size_t len) { chunks.push_back({off, len}); });
   // message[c][origin]: where origin's encoded chunk c is (or will be) on this rank.
   std::vector<std::vector<Region>> message(chunks.size(), std::vector<Region>(static_cast<size_t>(n)));
   auto take = [&](size_t c) { return arena.take(codec.maxEncodedBytes(chunks[c].count, a.type)); };
+  // The origins whose messages `member` of our group receives from group q (it is their
+  // gateway), in position order.
+  auto gatewayOf = [&](int q, int member) {
+    std::vector<int> origins;
+    for (int p = 0; p < size(q); ++p)
+      if (p % s == member) origins.push_back(at(q, p));
+    return origins;
+  };
 
-  // Our chunks: encoded once, to every mate and to our position in every other group.
+  // Our chunks: encoded once, to every mate and to our gateway in every other group.
   for (size_t c = 0; c < chunks.size(); ++c) {
     Region m = take(c);
     b.encode({in, chunks[c].offset, chunks[c].count}, m, a.feedback, chunks[c].offset);
     for (int step = 1; step < s; ++step) b.send(at(g, (j + step) % s), m);
-    for (int step = 1; step < G; ++step) b.send(at((g + step) % G, j), m);
+    for (int step = 1; step < G; ++step) b.send(gateway((g + step) % G, j), m);
     message[c][static_cast<size_t>(a.rank)] = m;
   }
-  // Our position's messages from the other groups, forwarded to every mate as received.
+  // The other groups' messages we are the gateway for, forwarded to every mate as received.
   for (size_t c = 0; c < chunks.size(); ++c)
-    for (int step = 1; step < G; ++step) {
-      const int origin = at((g - step + G) % G, j);
-      Region m = take(c);
-      b.recv(origin, m);
-      for (int k = 1; k < s; ++k) b.send(at(g, (j + k) % s), m);
-      message[c][static_cast<size_t>(origin)] = m;
-    }
+    for (int step = 1; step < G; ++step)
+      for (int origin : gatewayOf((g - step + G) % G, j)) {
+        Region m = take(c);
+        b.recv(origin, m);
+        for (int k = 1; k < s; ++k) b.send(at(g, (j + k) % s), m);
+        message[c][static_cast<size_t>(origin)] = m;
+      }
   // From each mate: its own chunks, then what it forwards, in the order it sends them.
   for (int k = 1; k < s; ++k) {
     const int mate = at(g, (j - k + s) % s);
@@ -344,12 +371,12 @@ Schedule HierSparseCompressedAllReduce::build(const CollArgs& a) const {
   for (int k = 1; k < s; ++k) {
     const int matePos = (j - k + s) % s, mate = at(g, matePos);
     for (size_t c = 0; c < chunks.size(); ++c)
-      for (int step = 1; step < G; ++step) {
-        const int origin = at((g - step + G) % G, matePos);
-        Region m = take(c);
-        b.recv(mate, m);
-        message[c][static_cast<size_t>(origin)] = m;
-      }
+      for (int step = 1; step < G; ++step)
+        for (int origin : gatewayOf((g - step + G) % G, matePos)) {
+          Region m = take(c);
+          b.recv(mate, m);
+          message[c][static_cast<size_t>(origin)] = m;
+        }
   }
   // Every chunk summed in origin-rank order, as csparse sums it.
   for (size_t c = 0; c < chunks.size(); ++c) sumSparse(b, a, message[c], chunks[c]);

@@ -63,8 +63,10 @@ class SparseCompressedAllReduce final : public Algorithm {
 
 // Sparse all-gather with hierarchical forwarding ("csparsehier", top-k): the same messages and
 // the same sum (bit for bit) as csparse, but each rank's message crosses the group boundary
-// once per other group (to the member at its own position there), which forwards it to its
-// group; csparse sends it once per rank of the other groups. Equal groups only, as c2hier.
+// once per other group (to its gateway there: the member at its own position, modulo the
+// group's size), which forwards it to its group; csparse sends it once per rank of the other
+// groups. Groups may differ in size (at the highest level with two or more groups, one of
+// them holding two or more ranks).
 class HierSparseCompressedAllReduce final : public Algorithm {
  public:
   std::string_view name() const override { return "csparsehier"; }

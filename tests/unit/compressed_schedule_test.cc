@@ -392,6 +392,31 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
           checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
         }
   }
+  // Racks of different sizes (and a lone host): gateways wrap around the smaller racks.
+  for (std::vector<int> rackOf : {std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 1, 1, 1, 1, 2, 0},
+                                  std::vector<int>{0, 1, 2, 1, 1}, std::vector<int>{1, 0, 1, 1, 1, 1, 0, 0, 1}}) {
+    const int n = static_cast<int>(rackOf.size());
+    std::vector<int> hostOf(n);
+    for (int r = 0; r < n; ++r) hostOf[r] = r;
+    const algos::Topology topo = algos::Topology::hostsAndRacks(hostOf, rackOf, {}, {}, {});
+    for (bool inPlace : {false, true}) {
+      std::vector<algos::Schedule> schedules;
+      SimRun run;
+      run.ranks.resize(n);
+      for (int r = 0; r < n; ++r) {
+        algos::CollArgs a = argsFor(*codec, n, r, 1500, 64, inPlace, false, false);
+        a.topology = &topo;
+        ASSERT_TRUE(algo.supports(a)) << n;
+        schedules.push_back(algo.build(a));
+        run.inputs.push_back(randomInput(1500, 90u + static_cast<uint32_t>(r)));
+        run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(1500, -3.0f);
+        if (!inPlace) run.ranks[r].send = run.inputs[r];
+      }
+      ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+          << n << " ranks";
+      checkAgainst(run, sparseReference(*codec, run.inputs, 1500, 64, false), n, std::to_string(n) + " ranks");
+    }
+  }
 }
 
 TEST(CompressedSchedule, ExactSimulatorRefusesCodecSteps) {
