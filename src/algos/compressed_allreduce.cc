@@ -33,22 +33,6 @@ Schedule single(std::string name, const CollArgs& a) {
   return std::move(b).finish();
 }
 
-// The groups c2hier works across: at the highest level (below the top) whose groups are all of
-// one size s >= 2, with at least two of them; empty when there is none.
-std::vector<std::vector<int>> equalGroups(const CollArgs& a) {
-  if (!a.topology || a.topology->nranks() != a.nranks) return {};
-  std::vector<int> all(static_cast<size_t>(a.nranks));
-  for (int r = 0; r < a.nranks; ++r) all[static_cast<size_t>(r)] = r;
-  for (int level = a.topology->levels() - 1; level >= 0; --level) {
-    std::vector<std::vector<int>> groups = groupsAt(*a.topology, level, all);
-    if (groups.size() < 2 || groups[0].size() < 2) continue;
-    bool equal = true;
-    for (const auto& g : groups) equal = equal && g.size() == groups[0].size();
-    if (equal) return groups;
-  }
-  return {};
-}
-
 // The sparse schedules' sum of one chunk: every rank's message (`from`, in rank order) decoded
 // and added in fp32. An fp32 call sums straight into the result (the first message decoded,
 // the others added), saving the accumulator's zeroing and the copy out of it: for top-k those
@@ -66,8 +50,9 @@ void sumSparse(ScheduleBuilder& b, const CollArgs& a, const std::vector<Region>&
   if (!direct) b.copy(acc, {Buffer::Recv, chunk.offset, chunk.count});  // fp32 to the data type
 }
 
-// The groups csparsehier forwards through: at the highest level (below the top) with at least
-// two groups, one of them holding two or more ranks (sizes may differ); empty when there is none.
+// The groups the hierarchical schedules work across: at the highest level (below the top)
+// with at least two groups, one of them holding two or more ranks (sizes may differ); empty
+// when there is none.
 std::vector<std::vector<int>> forwardingGroups(const CollArgs& a) {
   if (!a.topology || a.topology->nranks() != a.nranks) return {};
   std::vector<int> all(static_cast<size_t>(a.nranks));
@@ -149,122 +134,145 @@ Schedule TwoShotCompressedAllReduce::build(const CollArgs& a) const {
 
 bool HierCompressedAllReduce::supports(const CollArgs& args) const {
   return args.coll == Collective::AllReduce && args.codec && !isSparse(*args.codec) &&
-         !equalGroups(args).empty();
+         !forwardingGroups(args).empty();
 }
 
 Schedule HierCompressedAllReduce::build(const CollArgs& a) const {
-  const std::vector<std::vector<int>> groups = equalGroups(a);
+  const std::vector<std::vector<int>> groups = forwardingGroups(a);
   if (groups.empty() || a.count == 0) return single("c2hier", a);
   const compress::Codec& codec = *a.codec;
   ScheduleBuilder b("c2hier");
   const Buffer in = inputBuffer(a);
   PackedArena arena;
-  const int G = static_cast<int>(groups.size()), s = static_cast<int>(groups[0].size());
+  const int G = static_cast<int>(groups.size());
+  int units = 0;
+  for (const auto& grp : groups) units = std::max(units, static_cast<int>(grp.size()));
   const int g = static_cast<int>(groupHolding(groups, a.rank));
   const std::vector<int>& mates = groups[static_cast<size_t>(g)];
-  const int j = positionOf(mates, a.rank);
-  auto msg = [&](size_t len, ncclDataType_t type) { return arena.take(codec.maxEncodedBytes(len, type)); };
-  auto piece = [&](int k) { return evenPart(a.count, s, k); };            // stage 1: piece k
-  auto sub = [&](int k, int q) {                                           // stage 2: piece k, sub-shard q
-    Range p = piece(k), r = evenPart(p.count, G, q);
+  const int s = static_cast<int>(mates.size()), j = positionOf(mates, a.rank);
+  auto size = [&](int q) { return static_cast<int>(groups[static_cast<size_t>(q)].size()); };
+  // Unit u (one of `units` even parts of the buffer) is summed in group q by its handler there,
+  // member u mod size(q); unit u's handlers, one per group, run the two-shot on it.
+  auto handler = [&](int u, int q) { return groups[static_cast<size_t>(q)][static_cast<size_t>(u % size(q))]; };
+  auto unit = [&](int u) { return evenPart(a.count, units, u); };
+  auto sub = [&](int u, int q) {  // sub-shard q of unit u
+    Range p = unit(u), r = evenPart(p.count, G, q);
     return Range{p.offset + r.offset, r.count};
   };
-  const Range mine = piece(j), myShard = sub(j, g);
+  auto msg = [&](size_t len, ncclDataType_t type) { return arena.take(codec.maxEncodedBytes(len, type)); };
+  auto handledBy = [&](int member) {
+    std::vector<int> out;
+    for (int u = member; u < units; u += s) out.push_back(u);
+    return out;
+  };
+  const std::vector<int> mine = handledBy(j);
 
-  // Stage 1: piece k of our input to member k (ours kept), each chunk encoded once.
-  std::vector<Region> ownPiece;
-  for (int step = 0; step < s; ++step) {
-    const int k = (j + step) % s;
-    forEachChunk(piece(k), a.chunkCount, [&](size_t off, size_t len) {
+  // Accum: the group sum of each unit we handle, then the total of our sub-shard of each.
+  std::vector<size_t> groupSumAt(static_cast<size_t>(units)), totalAt(static_cast<size_t>(units));
+  size_t accum = 0;
+  for (int u : mine) {
+    groupSumAt[static_cast<size_t>(u)] = accum;
+    accum += unit(u).count;
+  }
+  for (int u : mine) {
+    totalAt[static_cast<size_t>(u)] = accum;
+    accum += sub(u, g).count;
+  }
+  b.needAccum(accum);
+  auto groupSum = [&](int u, size_t off, size_t len) {  // off: into the buffer
+    return Region{Buffer::Accum, groupSumAt[static_cast<size_t>(u)] + (off - unit(u).offset), len};
+  };
+
+  // Stage 1: every unit of our input, encoded once, to its handler in our group.
+  std::vector<std::vector<Region>> ownUnit(static_cast<size_t>(units));
+  for (int u = 0; u < units; ++u)
+    forEachChunk(unit(u), a.chunkCount, [&](size_t off, size_t len) {
       Region m = msg(len, a.type);
       b.encode({in, off, len}, m, a.feedback, off);
-      if (k == j) ownPiece.push_back(m);
-      else b.send(mates[static_cast<size_t>(k)], m);
+      if (handler(u, g) == a.rank) ownUnit[static_cast<size_t>(u)].push_back(m);
+      else b.send(handler(u, g), m);
     });
-  }
-  // Our piece summed over the group in fp32, in member order.
-  b.needAccum(mine.count + myShard.count);
-  size_t chunk = 0;
-  forEachChunk(mine, a.chunkCount, [&](size_t off, size_t len) {
-    const Region acc{Buffer::Accum, off - mine.offset, len};
-    for (int m = 0; m < s; ++m) {
-      Region from = ownPiece[chunk];
-      if (m != j) {
-        from = msg(len, a.type);
-        b.recv(mates[static_cast<size_t>(m)], from);
-      }
-      b.decodeAccumulate(from, acc);
-    }
-    ++chunk;
-  });
-
-  // Stage 2 across groups, among the members at position j: sub-shard q of our group's sum to
-  // group q.
-  auto peerIn = [&](int q) { return groups[static_cast<size_t>(q)][static_cast<size_t>(j)]; };
-  std::vector<Region> ownSub;
-  for (int step = 0; step < G; ++step) {
-    const int q = (g + step) % G;
-    forEachChunk(sub(j, q), a.chunkCount, [&](size_t off, size_t len) {
-      Region m = msg(len, ncclFloat32);
-      b.encode({Buffer::Accum, off - mine.offset, len}, m, false, 0);
-      if (q == g) ownSub.push_back(m);
-      else b.send(peerIn(q), m);
-    });
-  }
-  // Our sub-shard: the G group sums decoded in group order, divided for Avg, encoded once. The
-  // messages of every sub-shard of our piece end in `results[q]` (ours made here, the others
-  // received), then go to our group's other members.
-  std::vector<std::vector<Region>> results(static_cast<size_t>(G));
-  chunk = 0;
-  forEachChunk(myShard, a.chunkCount, [&](size_t off, size_t len) {
-    const Region acc{Buffer::Accum, mine.count + (off - myShard.offset), len};
-    for (int q = 0; q < G; ++q) {
-      Region from = ownSub[chunk];
-      if (q != g) {
-        from = msg(len, ncclFloat32);
-        b.recv(peerIn(q), from);
-      }
-      b.decodeAccumulate(from, acc);
-    }
-    if (a.average) b.finishAvg(acc);
-    Region result = msg(len, ncclFloat32);
-    b.encode(acc, result, false, 0);
-    for (int step = 1; step < G; ++step) b.send(peerIn((g + step) % G), result);
-    results[static_cast<size_t>(g)].push_back(result);
-    ++chunk;
-  });
-  for (int step = 1; step < G; ++step) {
-    const int q = (g - step + G) % G;
-    forEachChunk(sub(j, q), a.chunkCount, [&](size_t, size_t len) {
-      Region from = msg(len, ncclFloat32);
-      b.recv(peerIn(q), from);
-      results[static_cast<size_t>(q)].push_back(from);
-    });
-  }
-  // Every result message of our piece, as received, to every other member of our group (in
-  // sub-shard order), and decoded here; theirs from them, in the same order.
-  auto decodeInto = [&](int k, int q, const std::vector<Region>& messages) {
+  // The units we handle, summed over the group in member order.
+  for (int u : mine) {
     size_t c = 0;
-    forEachChunk(sub(k, q), a.chunkCount, [&](size_t off, size_t len) {
+    forEachChunk(unit(u), a.chunkCount, [&](size_t off, size_t len) {
+      for (int member = 0; member < s; ++member) {
+        Region from = member == j ? ownUnit[static_cast<size_t>(u)][c] : msg(len, a.type);
+        if (member != j) b.recv(mates[static_cast<size_t>(member)], from);
+        b.decodeAccumulate(from, groupSum(u, off, len));
+      }
+      ++c;
+    });
+  }
+  // Stage 2, per unit among its handlers: sub-shard q of our group's sum to the handler in q.
+  std::vector<std::vector<Region>> ownSub(static_cast<size_t>(units));
+  for (int u : mine)
+    for (int q = 0; q < G; ++q)
+      forEachChunk(sub(u, q), a.chunkCount, [&](size_t off, size_t len) {
+        Region m = msg(len, ncclFloat32);
+        b.encode(groupSum(u, off, len), m, false, 0);
+        if (q == g) ownSub[static_cast<size_t>(u)].push_back(m);
+        else b.send(handler(u, q), m);
+      });
+  // Our sub-shard of each unit: the G group sums in group order, divided for Avg, encoded once
+  // and sent to the unit's other handlers. results[u][q]: the messages of sub-shard q of unit u.
+  std::vector<std::vector<std::vector<Region>>> results(
+      static_cast<size_t>(units), std::vector<std::vector<Region>>(static_cast<size_t>(G)));
+  for (int u : mine) {
+    const Range mineSub = sub(u, g);
+    size_t c = 0;
+    forEachChunk(mineSub, a.chunkCount, [&](size_t off, size_t len) {
+      const Region acc{Buffer::Accum, totalAt[static_cast<size_t>(u)] + (off - mineSub.offset), len};
+      for (int q = 0; q < G; ++q) {
+        Region from = q == g ? ownSub[static_cast<size_t>(u)][c] : msg(len, ncclFloat32);
+        if (q != g) b.recv(handler(u, q), from);
+        b.decodeAccumulate(from, acc);
+      }
+      if (a.average) b.finishAvg(acc);
+      Region result = msg(len, ncclFloat32);
+      b.encode(acc, result, false, 0);
+      for (int q = 0; q < G; ++q)
+        if (q != g) b.send(handler(u, q), result);
+      results[static_cast<size_t>(u)][static_cast<size_t>(g)].push_back(result);
+      ++c;
+    });
+  }
+  for (int u : mine)
+    for (int q = 0; q < G; ++q) {
+      if (q == g) continue;
+      forEachChunk(sub(u, q), a.chunkCount, [&](size_t, size_t len) {
+        Region from = msg(len, ncclFloat32);
+        b.recv(handler(u, q), from);
+        results[static_cast<size_t>(u)][static_cast<size_t>(q)].push_back(from);
+      });
+    }
+  // Every result message of our units, as received, to every other member of our group, and
+  // decoded here; theirs from them, in the same order.
+  auto decodeInto = [&](int u, int q, const std::vector<Region>& messages) {
+    size_t c = 0;
+    forEachChunk(sub(u, q), a.chunkCount, [&](size_t off, size_t len) {
       b.decode(messages[c++], {Buffer::Recv, off, len});
     });
   };
-  for (int q = 0; q < G; ++q) {
-    for (const Region& m : results[static_cast<size_t>(q)])
-      for (int step = 1; step < s; ++step) b.send(mates[static_cast<size_t>((j + step) % s)], m);
-    decodeInto(j, q, results[static_cast<size_t>(q)]);
-  }
-  for (int step = 1; step < s; ++step) {
-    const int k = (j - step + s) % s;
+  for (int u : mine)
     for (int q = 0; q < G; ++q) {
-      std::vector<Region> received;
-      forEachChunk(sub(k, q), a.chunkCount, [&](size_t, size_t len) {
-        Region from = msg(len, ncclFloat32);
-        b.recv(mates[static_cast<size_t>(k)], from);
-        received.push_back(from);
-      });
-      decodeInto(k, q, received);
+      const auto& messages = results[static_cast<size_t>(u)][static_cast<size_t>(q)];
+      for (const Region& m : messages)
+        for (int step = 1; step < s; ++step) b.send(mates[static_cast<size_t>((j + step) % s)], m);
+      decodeInto(u, q, messages);
     }
+  for (int step = 1; step < s; ++step) {
+    const int member = (j - step + s) % s;
+    for (int u : handledBy(member))
+      for (int q = 0; q < G; ++q) {
+        std::vector<Region> received;
+        forEachChunk(sub(u, q), a.chunkCount, [&](size_t, size_t len) {
+          Region from = msg(len, ncclFloat32);
+          b.recv(mates[static_cast<size_t>(member)], from);
+          received.push_back(from);
+        });
+        decodeInto(u, q, received);
+      }
   }
   b.needPacked(arena.used());
   return std::move(b).finish();

@@ -24,15 +24,15 @@ class TwoShotCompressedAllReduce final : public Algorithm {
 
 // Hierarchical two-shot ("c2hier", dense codecs): the flat two-shot sends half of every
 // rank's bytes across the slowest boundary (a rack uplink shared by the rack's hosts). Here the
-// ranks are split at the highest topology level whose groups (racks, or hosts) are equal in
-// size s >= 2, with G >= 2 of them. Stage 1, inside each group: piece j of every member's
-// input goes, encoded, to member j, who sums the s messages in fp32. Stage 2, across groups:
-// member j of every group holds piece j of its group's sum; they run the two-shot on it (sub-
-// shard q to group q, encoded once from fp32, summed, the sum encoded once). Each sum message is
-// sent to the other groups' member j and forwarded, as received, to every member of each group;
-// everyone decodes every message. Only 1/s of the encoded buffer crosses the group boundary;
-// each element is quantised three times (input, group sum, total) instead of twice. Supported
-// only where such a level exists (the selector prices it against c2shot).
+// ranks are split at the highest topology level with two or more groups (racks, or hosts), of
+// any sizes. The buffer is cut in U units (U: the largest group's size); in group q unit u is
+// handled by member u mod size(q). Stage 1, inside each group: every member's unit u goes,
+// encoded, to its handler, who sums the group's messages in fp32. Stage 2, across groups: unit
+// u's handlers (one per group) run the two-shot on it (sub-shard q to the handler in group q,
+// encoded once from fp32, summed, the sum encoded once). Each sum message goes to the unit's
+// other handlers and is forwarded, as received, to every member of each group; everyone decodes
+// every message. Only about 1/size of the encoded buffer crosses the group boundary; each
+// element is quantised three times (input, group sum, total) instead of twice.
 class HierCompressedAllReduce final : public Algorithm {
  public:
   std::string_view name() const override { return "c2hier"; }

@@ -54,7 +54,7 @@ constexpr Var kTable[] = {
      "hosts for hierarchical algorithms; see docs/topology.md"},
     {"BRAID_COMPRESS", "none",
      "AllReduce compression of each communicator: none, int8 (INT8 blocks, two-shot, "
-     "hierarchical over equal racks), topk or topk:<ratio> (top-k, default ratio 0.01, sparse "
+     "hierarchical over racks), topk or topk:<ratio> (top-k, default ratio 0.01, sparse "
      "all-gather), auto (int8 where the cost model predicts a gain; never between ranks sharing "
      "memory). Lossy; Sum and Avg on float, half and bfloat16 only, others stay exact; "
      "include/braid/braid.h sets it per communicator and per call (docs/compression.md)"},

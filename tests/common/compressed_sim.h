@@ -37,9 +37,9 @@ inline std::string simulateCompressed(const std::vector<algos::Schedule>& schedu
   auto& B = mem;
   for (int r = 0; r < n; ++r) {
     B[r][0].resize(ranks[r].send.size() * 4);
-    std::memcpy(B[r][0].data(), ranks[r].send.data(), B[r][0].size());
+    if (!B[r][0].empty()) std::memcpy(B[r][0].data(), ranks[r].send.data(), B[r][0].size());
     B[r][1].resize(ranks[r].recv.size() * 4);
-    std::memcpy(B[r][1].data(), ranks[r].recv.data(), B[r][1].size());
+    if (!B[r][1].empty()) std::memcpy(B[r][1].data(), ranks[r].recv.data(), B[r][1].size());
     B[r][2].assign(schedules[r].scratchCount * 4, 0);
     B[r][3].assign(schedules[r].packedBytes, 0);
     B[r][4].assign(schedules[r].accumCount * 4, 0);
@@ -178,8 +178,8 @@ inline std::string simulateCompressed(const std::vector<algos::Schedule>& schedu
   for (size_t q = 0; q < channel.size(); ++q)
     if (!channel[q].empty()) return "unreceived messages on channel " + std::to_string(q);
   for (int r = 0; r < n; ++r) {
-    std::memcpy(ranks[r].send.data(), B[r][0].data(), B[r][0].size());
-    std::memcpy(ranks[r].recv.data(), B[r][1].data(), B[r][1].size());
+    if (!B[r][0].empty()) std::memcpy(ranks[r].send.data(), B[r][0].data(), B[r][0].size());
+    if (!B[r][1].empty()) std::memcpy(ranks[r].recv.data(), B[r][1].data(), B[r][1].size());
   }
   return "";
 }

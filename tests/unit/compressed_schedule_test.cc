@@ -293,7 +293,7 @@ TEST(CompressedSchedule, TwoShotBeatsPerHopRequantisation) {
   }
 }
 
-// c2hier on racks (and hosts with several ranks): every rank the same bits, the error of three
+// c2hier on equal racks (and hosts with several ranks): every rank the same bits, the error of three
 // quantisations at most, and no deadlock when sends complete only with their receives.
 TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
   algos::HierCompressedAllReduce algo;
@@ -344,15 +344,65 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
         if (count > 100) EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
       }
   }
-  // Groups of unequal size, or one group: not supported (the selector then takes c2shot).
-  const algos::Topology uneven = algos::Topology::hostsAndRacks({0, 1, 2}, {0, 0, 1}, {}, {}, {});
+  // One group, or every rank a group of its own: nothing to gain (the selector takes c2shot).
+  const algos::Topology oneRack = algos::Topology::hostsAndRacks({0, 1, 2}, {0, 0, 0}, {}, {}, {});
   algos::CollArgs a = argsFor(*codec, 3, 0, 10, 10, false, false, false);
-  a.topology = &uneven;
+  a.topology = &oneRack;
   EXPECT_FALSE(algo.supports(a));
   const algos::Topology flat = algos::Topology::flat(4);
   a = argsFor(*codec, 4, 0, 10, 10, false, false, false);
   a.topology = &flat;
   EXPECT_FALSE(algo.supports(a));
+}
+
+// c2hier on racks of different sizes: units are handled by member u mod the rack's size.
+TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
+  algos::HierCompressedAllReduce algo;
+  auto codec = int8Codec();
+  for (std::vector<int> rackOf : {std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 1, 1, 1, 1, 2, 0},
+                                  std::vector<int>{0, 1, 2, 1, 1}, std::vector<int>{1, 0, 1, 1, 1, 1, 0, 0, 1},
+                                  std::vector<int>{0, 1, 0, 1, 0}})
+    for (size_t count : {1ul, 6ul, 3001ul})
+      for (bool inPlace : {false, true}) {
+        const int n = static_cast<int>(rackOf.size());
+        std::vector<int> hostOf(n);
+        for (int r = 0; r < n; ++r) hostOf[r] = r;
+        const algos::Topology topo = algos::Topology::hostsAndRacks(hostOf, rackOf, {}, {}, {});
+        const std::string what = std::to_string(n) + " ranks, count " + std::to_string(count);
+        std::vector<algos::Schedule> schedules;
+        SimRun run;
+        run.ranks.resize(n);
+        const bool average = count == 6;
+        for (int r = 0; r < n; ++r) {
+          algos::CollArgs a = argsFor(*codec, n, r, count, 250, inPlace, average, false);
+          a.topology = &topo;
+          ASSERT_TRUE(algo.supports(a)) << what;
+          schedules.push_back(algo.build(a));
+          run.inputs.push_back(randomInput(count, 7u + static_cast<uint32_t>(r)));
+          run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
+          if (!inPlace) run.ranks[r].send = run.inputs[r];
+        }
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+            << what;
+        double total = 0, err2 = 0, ref2 = 0;
+        for (int r = 0; r < n; ++r) {
+          double m = 0;
+          for (float x : run.inputs[r]) m = std::max(m, static_cast<double>(std::fabs(x)));
+          total += m;
+        }
+        const double div = average ? n : 1, bound = (3 * total / 254.0 * 1.02 + 1e-5 * total) / div;
+        for (size_t e = 0; e < count; ++e) {
+          double exact = 0;
+          for (int r = 0; r < n; ++r) exact += run.inputs[r][e];
+          exact /= div;
+          for (int r = 1; r < n; ++r) ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
+          const double d = run.ranks[0].recv[e] - exact;
+          ASSERT_LE(std::fabs(d), bound) << what << " element " << e;
+          err2 += d * d;
+          ref2 += exact * exact;
+        }
+        if (count > 100) EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+      }
 }
 
 // csparsehier forwards the very messages csparse sends directly: the same bits.
