@@ -121,7 +121,9 @@ compress::ResidualStore& residualStore() {
   return *store;
 }
 
-CommCompression::CommCompression() : id_(nextCommId.fetch_add(1)), default_(defaultCompressPolicy()) {}
+CommCompression::CommCompression() : id_(nextCommId.fetch_add(1)), default_(defaultCompressPolicy()) {
+  defaultOn_.store(default_.codec != braidCompressNone);
+}
 
 CommCompression::~CommCompression() { residualStore().resetComm(id_); }
 
@@ -133,6 +135,7 @@ CompressPolicy CommCompression::defaultPolicy() const {
 void CommCompression::setDefaultPolicy(const CompressPolicy& policy) {
   std::lock_guard<std::mutex> lock(mu_);
   default_ = policy;
+  defaultOn_.store(policy.codec != braidCompressNone);
 }
 
 Status CommCompression::codecFor(const CompressPolicy& p, const compress::Codec** out) {
@@ -181,6 +184,7 @@ void CommCompression::noteFallback(int rank, const std::string& why) {
 }
 
 Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* args, Plan* plan) {
+  if (!c.policy && !comm->compression.defaultCompresses()) return Status::Ok();  // the usual case
   CompressPolicy policy = c.policy ? *c.policy : comm->compression.defaultPolicy();
   if (policy.codec == braidCompressNone) return Status::Ok();
   CommCompression& cc = comm->compression;

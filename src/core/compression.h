@@ -50,6 +50,8 @@ class CommCompression {
   uint64_t id() const { return id_; }
   CompressPolicy defaultPolicy() const;
   void setDefaultPolicy(const CompressPolicy& policy);
+  // Whether the default policy compresses at all: every reducing call asks, so no lock.
+  bool defaultCompresses() const { return defaultOn_.load(std::memory_order_relaxed); }
 
   // The codec for a policy's codec and parameters, made once and kept for the communicator's
   // life (cached schedules point at it).
@@ -78,6 +80,7 @@ class CommCompression {
   std::vector<CodecEntry> codecs_;
   std::vector<uint64_t> autoLogged_;
   std::atomic<bool> fallbackLogged_{false};
+  std::atomic<bool> defaultOn_{false};
 };
 
 // Decides how one AllReduce call runs under `policy` (null: the communicator's default). Sets
