@@ -295,12 +295,16 @@ class RankRunner {
     const bool accuracy = measuresAccuracy(a);
     if (opts_.predict) r.predictedUs = simulate(a);
     fillInput(a, send_.get());
+    // -Z: error feedback keeps a residual per buffer and size, allocated by its first call; a
+    // training loop pays that once, so it stays out of the timed calls (for each placement).
+    if (!opts_.compress.empty()) runOnce(a, send_.get(), recv_.get());
     r.seconds[0] = timeOps(a, send_.get(), recv_.get(), opts_.iters);
     if (accuracy) r.wrong[0] = -1;
     else if (opts_.check) r.wrong[0] = static_cast<double>(verify(a, false));
     char* ipSend = inPlace_.get() + a.shape.inPlaceSendOffset * ts;
     char* ipRecv = inPlace_.get() + a.shape.inPlaceRecvOffset * ts;
     fillInput(a, ipSend);
+    if (!opts_.compress.empty()) runOnce(a, ipSend, ipRecv);
     r.seconds[1] = timeOps(a, ipSend, ipRecv, opts_.iters);
     if (accuracy) r.wrong[1] = -1;
     else if (opts_.check) r.wrong[1] = static_cast<double>(verify(a, true));

@@ -45,7 +45,8 @@ void usage(const char* program) {
                "  -Z,--compress MODE[,MODE]  AllReduce compression (BRAID_COMPRESS): none, int8, topk,\n"
                "                        topk:RATIO, auto; a list runs one round per mode. Inputs become\n"
                "                        gradient-like and each size prints its accuracy against an exact\n"
-               "                        fp64 AllReduce; BRAID_COMPRESS_MIN_BYTES defaults to 0 here\n",
+               "                        fp64 AllReduce; BRAID_COMPRESS_MIN_BYTES defaults to 0 here; one\n"
+               "                        untimed call per size and placement allocates residuals\n",
                program);
 }
 
