@@ -176,9 +176,7 @@ bool CommCompression::firstAutoDecision(size_t count, size_t typeSize, bool aver
   return true;
 }
 
-void CommCompression::noteFallback(int rank, const std::string& why) {
-  exactCalls.fetch_add(1, std::memory_order_relaxed);
-  if (fallbackLogged_.exchange(true)) return;
+void CommCompression::logFallback(int rank, const std::string& why) {
   BRAID_INFO(kInit, "rank %d: compression requested but %s: the call runs exact "
              "(logged once per communicator)", rank, why.c_str());
 }
@@ -190,49 +188,40 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
   CommCompression& cc = comm->compression;
   const size_t bytes = args->count * args->typeSize;
   const char* call = algos::collectiveName(args->coll);
-  if (args->coll != algos::Collective::AllReduce) {
-    cc.noteFallback(comm->rank, strfmt("%s is not ncclAllReduce", call));
+  // The call stays exact; why() says why, for the communicator's first such call.
+  auto exact = [&](auto why) {
+    cc.noteFallback(comm->rank, why);
     return Status::Ok();
-  }
-  if (!c.sumOrAvg) {
-    cc.noteFallback(comm->rank, "the op is neither ncclSum nor ncclAvg");
-    return Status::Ok();
-  }
-  if (!compress::isCompressibleType(c.type)) {
-    cc.noteFallback(comm->rank, strfmt("%s is not float, half or bfloat16", kernels::typeName(c.type)));
-    return Status::Ok();
-  }
-  if (args->nranks == 1) {
-    cc.noteFallback(comm->rank, "the communicator has one rank");
-    return Status::Ok();
-  }
-  if (bytes < policy.minBytes) {
-    cc.noteFallback(comm->rank, strfmt("%zu bytes is below the minimum of %zu (BRAID_COMPRESS_MIN_BYTES)",
-                                       bytes, policy.minBytes));
-    return Status::Ok();
-  }
+  };
+  if (args->coll != algos::Collective::AllReduce)
+    return exact([&] { return strfmt("%s is not ncclAllReduce", call); });
+  if (!c.sumOrAvg) return exact([] { return std::string("the op is neither ncclSum nor ncclAvg"); });
+  if (!compress::isCompressibleType(c.type))
+    return exact([&] { return strfmt("%s is not float, half or bfloat16", kernels::typeName(c.type)); });
+  if (args->nranks == 1) return exact([] { return std::string("the communicator has one rank"); });
+  if (bytes < policy.minBytes)
+    return exact([&] {
+      return strfmt("%zu bytes is below the minimum of %zu (BRAID_COMPRESS_MIN_BYTES)", bytes, policy.minBytes);
+    });
   const compress::Codec* codec = nullptr;
   BRAID_TRY(cc.codecFor(policy, &codec));
   if (policy.codec == braidCompressTopK) {
     const auto* topk = static_cast<const compress::TopKCodec*>(codec);
     const compress::ExchangeEstimate e =
         compress::estimateExchange(topk->keptCount(args->count), args->count, args->nranks);
-    if (e.denseCheaper) {
-      cc.noteFallback(comm->rank, strfmt("top-k at ratio %g on %d ranks receives %.0f bytes, more than "
-                                         "a dense exchange's %.0f", policy.topkRatio, args->nranks,
-                                         e.sparseBytes, e.denseBytes));
-      return Status::Ok();
-    }
+    if (e.denseCheaper)
+      return exact([&] {
+        return strfmt("top-k at ratio %g on %d ranks receives %.0f bytes, more than a dense exchange's %.0f",
+                      policy.topkRatio, args->nranks, e.sparseBytes, e.denseBytes);
+      });
   }
   algos::CollArgs compressed = *args;
   compressed.codec = codec;
   compressed.feedback = policy.errorFeedback != 0;
   compressed.type = c.type;
   if (policy.codec == braidCompressAuto) {
-    if (allOneHost(comm->topology)) {
-      cc.noteFallback(comm->rank, "auto never compresses between ranks that share memory");
-      return Status::Ok();
-    }
+    if (allOneHost(comm->topology))
+      return exact([] { return std::string("auto never compresses between ranks that share memory"); });
     std::shared_ptr<const algos::Schedule> exactSchedule, compressedSchedule;
     double exactUs = 0, compressedUs = 0;
     BRAID_TRY(comm->schedule(*args, &exactSchedule, &exactUs));
@@ -244,11 +233,10 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
                "compressed %s %.1f us)", call, args->count, args->typeSize, args->nranks,
                (gain ? compressedSchedule : exactSchedule)->algorithm.c_str(),
                exactSchedule->algorithm.c_str(), exactUs, compressedSchedule->algorithm.c_str(), compressedUs);
-    if (!gain) {
-      cc.noteFallback(comm->rank, strfmt("auto: the cost model prices it exact at %.1f us, compressed "
-                                         "at %.1f us", exactUs, compressedUs));
-      return Status::Ok();
-    }
+    if (!gain)
+      return exact([&] {
+        return strfmt("auto: the cost model prices it exact at %.1f us, compressed at %.1f us", exactUs, compressedUs);
+      });
   }
   *args = compressed;
   plan->codec = codec;

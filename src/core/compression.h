@@ -57,8 +57,14 @@ class CommCompression {
   // life (cached schedules point at it).
   Status codecFor(const CompressPolicy& policy, const compress::Codec** out);
 
-  // Logs the first exact fallback of the communicator, once.
-  void noteFallback(int rank, const std::string& why);
+  // Counts an exact fallback and logs the communicator's first, once; `why()` makes the reason
+  // only then (small calls under a compressing policy fall back on every call).
+  template <typename Why>
+  void noteFallback(int rank, Why&& why) {
+    exactCalls.fetch_add(1, std::memory_order_relaxed);
+    if (fallbackLogged_.load(std::memory_order_relaxed) || fallbackLogged_.exchange(true)) return;
+    logFallback(rank, why());
+  }
   // True the first time `auto` decides a call of this shape (its decision is logged then).
   bool firstAutoDecision(size_t count, size_t typeSize, bool average);
 
@@ -81,6 +87,7 @@ class CommCompression {
   std::vector<uint64_t> autoLogged_;
   std::atomic<bool> fallbackLogged_{false};
   std::atomic<bool> defaultOn_{false};
+  static void logFallback(int rank, const std::string& why);
 };
 
 // Decides how one AllReduce call runs under `policy` (null: the communicator's default). Sets
