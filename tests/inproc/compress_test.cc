@@ -237,19 +237,24 @@ TEST(Compress, AutoStaysExactOnSharedMemory) {
   for (auto& e : errors) EXPECT_EQ(e, "");
 }
 
+// Rank 1 with another codec, exact, or another top-k ratio than the others: every rank fails
+// with ncclInvalidUsage naming the compression.
 TEST(Compress, RanksThatDisagreeFail) {
   const size_t count = 1 << 16;
-  auto errors = testing::runThreads(3, [&](int rank, ncclComm_t comm) -> std::string {
-    braidCompressPolicy_t p = policy(rank == 1 ? "topk:0.05" : "int8");
-    if (braidCommSetCompression(comm, &p) != ncclSuccess) return ncclGetLastError(comm);
-    std::vector<float> in(count, 1.0f), out(count);
-    ncclResult_t res = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-    if (res != ncclInvalidUsage) return "result " + std::to_string(res) + ": " + ncclGetLastError(comm);
-    std::string text = ncclGetLastError(comm);
-    if (text.find("compressed") == std::string::npos) return "message without the compression: " + text;
-    return "";
-  });
-  for (auto& e : errors) EXPECT_EQ(e, "");
+  const std::pair<const char*, const char*> cases[] = {{"topk:0.05", "int8"}, {"none", "int8"}, {"topk:0.1", "topk:0.05"}};
+  for (auto [odd, others] : cases) {
+    auto errors = testing::runThreads(3, [&](int rank, ncclComm_t comm) -> std::string {
+      braidCompressPolicy_t p = policy(rank == 1 ? odd : others);
+      if (braidCommSetCompression(comm, &p) != ncclSuccess) return ncclGetLastError(comm);
+      std::vector<float> in(count, 1.0f), out(count);
+      ncclResult_t res = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+      if (res != ncclInvalidUsage) return "result " + std::to_string(res) + ": " + ncclGetLastError(comm);
+      std::string text = ncclGetLastError(comm);
+      if (text.find("compressed") == std::string::npos) return "message without the compression: " + text;
+      return "";
+    });
+    for (auto& e : errors) EXPECT_EQ(e, "") << odd << " against " << others;
+  }
 }
 
 TEST(Compress, ResidualsResetAndDieWithTheCommunicator) {
