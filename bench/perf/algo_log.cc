@@ -33,7 +33,7 @@ std::atomic<AlgoLog*> live{nullptr};
 }  // namespace
 
 AlgoLog::AlgoLog(const Options& o) {
-  if ((o.algos.empty() && !o.predict) || std::getenv("NCCL_DEBUG")) return;
+  if ((o.algos.empty() && o.compress.empty() && !o.predict) || std::getenv("NCCL_DEBUG")) return;
   const char* dir = std::getenv("TMPDIR");
   path_ = std::string(dir && *dir ? dir : "/tmp") + "/braid_perf_tuning." + std::to_string(getpid()) + ".log";
   // The path holds no '%': NCCL_DEBUG_FILE would expand it.

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "accuracy.h"
 #include "algo_log.h"
 #include "device_buffers.h"
 #include "dtype.h"
@@ -90,8 +91,9 @@ size_t inPlaceElements(const Shape& s) {
 
 struct RowResult {
   double seconds[2] = {0, 0};  // out-of-place, in-place
-  double wrong[2] = {0, 0};
+  double wrong[2] = {0, 0};    // < 0: not checked for exactness (-Z measures accuracy instead)
   double predictedUs = -1;     // out-of-place, the slowest rank's; < 0: not predicted
+  Accuracy accuracy;
 };
 
 // What one round (one communicator, one -A name) hands back to perfMain, from the printing
@@ -137,13 +139,20 @@ class RankRunner {
       }
     }
     if (printer_) {
-      if (!opts_.algos.empty()) printRoundTitle(opts_.algos[round_]);
+      if (!opts_.compress.empty()) {
+        std::printf("#\n# Compression %s (BRAID_COMPRESS=%s)%s%s\n", opts_.compressOf(round_).c_str(),
+                    opts_.compressOf(round_).c_str(), opts_.algos.empty() ? "" : ", BRAID_ALGO=",
+                    opts_.algos.empty() ? "" : opts_.algoOf(round_).c_str());
+      } else if (!opts_.algos.empty()) {
+        printRoundTitle(opts_.algos[round_]);
+      }
       printColumnHeader(coll_);
     }
     std::vector<ncclRedOp_t> ops = coll_.hasOp ? opts_.ops : std::vector<ncclRedOp_t>{ncclSum};
     for (ncclDataType_t type : opts_.types)
       for (ncclRedOp_t op : ops)
         for (int root : roots) sweep(type, op, root);
+    if (printer_ && !opts_.compress.empty()) printAccuracyTable(opts_.compressOf(round_), accuracyRows_);
     if (out_) {
       out_->wrongTotal = wrongTotal_;
       out_->busbwSum = busbwSum_;
@@ -267,6 +276,11 @@ class RankRunner {
     std::exit(1);
   }
 
+  // -Z on a float sum or average: gradient-like inputs, accuracy instead of exactness.
+  bool measuresAccuracy(const Args& a) const {
+    return !opts_.compress.empty() && typeInfo(a.type).isFloat && (a.op == ncclSum || a.op == ncclAvg);
+  }
+
   void fillInput(const Args& a, void* buf) {
     if (stream_) {
       char* host = mirrorOf(buf);
@@ -279,6 +293,14 @@ class RankRunner {
 
   void fillInputAt(const Args& a, void* buf) {
     ValueCtx ctx{&coll_, &a};
+    if (measuresAccuracy(a)) {
+      fillValues(buf, a.shape.sendCount, a.type,
+                 [](const void* p, size_t i) {
+                   return gradientInput(static_cast<const ValueCtx*>(p)->args->rank, i);
+                 },
+                 &ctx);
+      return;
+    }
     fillValues(buf, a.shape.sendCount, a.type,
                [](const void* p, size_t i) {
                  auto* c = static_cast<const ValueCtx*>(p);
@@ -334,17 +356,41 @@ class RankRunner {
   RowResult measure(const Args& a) {
     RowResult r;
     size_t ts = typeSize(a.type);
+    const bool accuracy = measuresAccuracy(a);
     if (opts_.predict) r.predictedUs = simulate(a);
     fillInput(a, send_.get());
+    // -Z: error feedback keeps a residual per buffer and size, allocated by its first call; a
+    // training loop pays that once, so it stays out of the timed calls (for each placement).
+    if (!opts_.compress.empty()) runOnce(a, send_.get(), recv_.get());
     r.seconds[0] = timeOps(a, send_.get(), recv_.get(), opts_.iters);
-    if (opts_.check) r.wrong[0] = static_cast<double>(verify(a, false));
+    if (accuracy) r.wrong[0] = -1;
+    else if (opts_.check) r.wrong[0] = static_cast<double>(verify(a, false));
     char* ipSend = inPlace_.get() + a.shape.inPlaceSendOffset * ts;
     char* ipRecv = inPlace_.get() + a.shape.inPlaceRecvOffset * ts;
     fillInput(a, ipSend);
+    if (!opts_.compress.empty()) runOnce(a, ipSend, ipRecv);
     r.seconds[1] = timeOps(a, ipSend, ipRecv, opts_.iters);
-    if (opts_.check) r.wrong[1] = static_cast<double>(verify(a, true));
+    if (accuracy) r.wrong[1] = -1;
+    else if (opts_.check) r.wrong[1] = static_cast<double>(verify(a, true));
+    if (accuracy) r.accuracy = measureAccuracy(a);
     aggregate(&r);
     return r;
+  }
+
+  // One out-of-place call on a buffer of its own (with error feedback, a fresh residual: the
+  // timed calls above fed theirs with the same input over and over), against the exact sum of
+  // the inputs as stored, from an fp64 AllReduce.
+  Accuracy measureAccuracy(const Args& a) {
+    const size_t n = a.shape.count, ts = typeSize(a.type);
+    auto input = allocHost(n * ts), output = allocHost(n * ts);
+    auto exact = allocHost(n * sizeof(double));
+    fillInput(a, input.get());
+    auto* x = reinterpret_cast<double*>(exact.get());
+    for (size_t i = 0; i < n; ++i) x[i] = loadValue(input.get(), i, a.type);
+    call(ncclAllReduce(x, x, n, ncclFloat64, ncclSum, comm_, nullptr), "ncclAllReduce (fp64 reference)");
+    if (a.op == ncclAvg) for (size_t i = 0; i < n; ++i) x[i] /= a.nranks;
+    call(coll_.run(a, input.get(), output.get(), comm_, nullptr), coll_.name);
+    return compare(output.get(), a.type, x, n);
   }
 
   // Every rank ends up with the same numbers, so every rank agrees on the exit code.
@@ -352,7 +398,7 @@ class RankRunner {
     auto* buf = reinterpret_cast<double*>(barrier_.get());
     std::copy(r->wrong, r->wrong + 2, buf);
     call(ncclAllReduce(buf, buf, 2, ncclFloat64, ncclSum, comm_, nullptr), "ncclAllReduce (wrong counts)");
-    std::copy(buf, buf + 2, r->wrong);
+    for (int k = 0; k < 2; ++k) r->wrong[k] = r->wrong[k] < 0 ? -1 : buf[k];
     if (opts_.predict) {
       // The call ends when its slowest rank does; a rank that cannot predict gives -1.
       buf[0] = r->predictedUs;
@@ -376,7 +422,7 @@ class RankRunner {
     for (size_t bytes : opts_.sizes()) {
       a.shape = coll_.shape(bytes / ts, nranks_, rank_);
       RowResult r = measure(a);
-      wrongTotal_ += r.wrong[0] + r.wrong[1];
+      wrongTotal_ += std::max(0.0, r.wrong[0]) + std::max(0.0, r.wrong[1]);
       if (!printer_) continue;
       Row row{std::max(a.shape.sendCount, a.shape.recvCount) * ts, a.shape.count, typeInfo(type).name, coll_.hasOp ? opName(op) : "none", root, {}};
       for (int k = 0; k < 2; ++k) {
@@ -384,11 +430,13 @@ class RankRunner {
         row.place[k].us = sec * 1e6;
         row.place[k].algbw = sec > 0 ? static_cast<double>(row.bytes) / 1e9 / sec : 0;
         row.place[k].busbw = row.place[k].algbw * coll_.busFactor(nranks_);
-        row.place[k].wrong = opts_.check ? static_cast<long long>(r.wrong[k]) : -1;
+        row.place[k].wrong = opts_.check && r.wrong[k] >= 0 ? static_cast<long long>(r.wrong[k]) : -1;
         busbwSum_ += row.place[k].busbw;
         ++rows_;
       }
       printRow(row);
+      if (!opts_.compress.empty())
+        accuracyRows_.push_back({row.bytes, row.count, row.type, row.redop, row.place[0].busbw, r.accuracy});
       if (out_) {
         out_->rows.push_back(row);
         out_->predictedUs.push_back(r.predictedUs);
@@ -414,6 +462,7 @@ class RankRunner {
   std::vector<Mirror> mirrors_;      // -G 1
   cudaStream_t stream_ = nullptr;    // -G 1
   std::vector<void*> registrations_;
+  std::vector<AccuracyRow> accuracyRows_;
   double wrongTotal_ = 0, busbwSum_ = 0;
   int rows_ = 0;
 };
@@ -475,7 +524,14 @@ int perfMain(int argc, char** argv, const Collective& coll) {
   AlgoLog log(opts);  // sets NCCL_DEBUG before the library first reads it
   World world = discoverWorld(opts);
   const bool printer = world.procRank == 0;
-  const std::vector<std::string> labels = opts.algoLabels();
+  // A round's label: its -A name, or its -Z mode (with the -A name when one is given).
+  std::vector<std::string> labels;
+  for (size_t k = 0; k < opts.rounds(); ++k)
+    labels.push_back(opts.compress.empty() ? opts.algoOf(k)
+                     : opts.algos.empty() ? opts.compressOf(k)
+                                          : opts.algoOf(k) + "/" + opts.compressOf(k));
+  // -Z measures compression at every size; a BRAID_COMPRESS_MIN_BYTES set by the user wins.
+  if (!opts.compress.empty()) setenv("BRAID_COMPRESS_MIN_BYTES", "0", 0);
   std::vector<RoundOut> rounds(labels.size());
   std::vector<std::vector<std::string>> used(labels.size());
   int code = 0;
@@ -483,9 +539,10 @@ int perfMain(int argc, char** argv, const Collective& coll) {
   // communicator is created, and setenv is safe here because no rank thread is running.
   for (size_t k = 0; k < labels.size(); ++k) {
     if (!opts.algos.empty()) {
-      if (labels[k] == "auto") unsetenv("BRAID_ALGO");
-      else setenv("BRAID_ALGO", labels[k].c_str(), 1);
+      if (opts.algoOf(k) == "auto") unsetenv("BRAID_ALGO");
+      else setenv("BRAID_ALGO", opts.algoOf(k).c_str(), 1);
     }
+    if (!opts.compress.empty()) setenv("BRAID_COMPRESS", opts.compressOf(k).c_str(), 1);
     const size_t logFrom = log.mark();
     ncclUniqueId id{};
     if (!obtainUniqueId(world, static_cast<int>(k), &id)) return 1;

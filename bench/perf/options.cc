@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "accuracy.h"
+
 namespace braid::perf {
 namespace {
 
@@ -40,7 +42,12 @@ void usage(const char* program) {
                "  -A,--algo NAME[,NAME] force Braid's algorithm (BRAID_ALGO) per communicator; a list runs\n"
                "                        one round per name; auto (default): Braid chooses\n"
                "  -P,--predict 0|1      1: also print ncclGroupSimulateEnd's predicted time next to the\n"
-               "                        measured one, per algorithm; default 0\n",
+               "                        measured one, per algorithm; default 0\n"
+               "  -Z,--compress MODE[,MODE]  AllReduce compression (BRAID_COMPRESS): none, int8, topk,\n"
+               "                        topk:RATIO, auto; a list runs one round per mode. Inputs become\n"
+               "                        gradient-like and each size prints its accuracy against an exact\n"
+               "                        fp64 AllReduce; BRAID_COMPRESS_MIN_BYTES defaults to 0 here; one\n"
+               "                        untimed call per size and placement allocates residuals\n",
                program);
 }
 
@@ -115,6 +122,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
       {"nthreads", required_argument, nullptr, 't'},   {"ngpus", required_argument, nullptr, 'g'},
       {"average", required_argument, nullptr, 'a'},    {"mode", required_argument, nullptr, 'p'},
       {"algo", required_argument, nullptr, 'A'},      {"predict", required_argument, nullptr, 'P'},
+      {"compress", required_argument, nullptr, 'Z'},
       {"help", no_argument, nullptr, 'h'},             {nullptr, 0, nullptr, 0}};
   auto bad = [&](const char* flag, const char* value) {
     std::fprintf(stderr, "%s: bad value '%s' for %s\n", program, value ? value : "", flag);
@@ -123,7 +131,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
   };
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:R:G:t:g:a:p:A:P:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:c:o:d:r:z:R:G:t:g:a:p:A:P:Z:h", kLong, nullptr)) != -1) {
     const char* v = optarg;
     int n = 0;
     switch (c) {
@@ -192,11 +200,32 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
         if (!parseInt(v, 0, 1, &n)) return bad("-P", v);
         o->predict = n == 1;
         break;
+      case 'Z': {
+        // Values hold ':' and '.', which parseNames refuses: split on commas here.
+        o->compress.clear();
+        std::string all(v), cur;
+        for (size_t i = 0; i <= all.size(); ++i) {
+          if (i == all.size() || all[i] == ',') {
+            if (!validCompressLabel(cur) ||
+                std::find(o->compress.begin(), o->compress.end(), cur) != o->compress.end())
+              return bad("-Z", v);
+            o->compress.push_back(cur);
+            cur.clear();
+          } else {
+            cur += all[i];
+          }
+        }
+        break;
+      }
       case 'h': usage(program); std::exit(0);
       default: usage(program); return false;
     }
   }
   if (optind < argc) return bad("arguments", argv[optind]);
+  if (o->algos.size() > 1 && o->compress.size() > 1) {
+    std::fprintf(stderr, "%s: -A and -Z both list several values; rounds run over one list only\n", program);
+    return false;
+  }
   if (o->maxBytes < o->minBytes) {
     std::fprintf(stderr, "%s: -e %zu is smaller than -b %zu\n", program, o->maxBytes, o->minBytes);
     return false;

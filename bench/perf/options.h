@@ -1,6 +1,7 @@
 // nccl-tests' command line, plus -p for how ranks are laid out and -A/-P for Braid's algorithms.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -36,8 +37,17 @@ struct Options {
   // unset, Braid chooses). Empty: BRAID_ALGO is left as the environment has it.
   std::vector<std::string> algos;
   bool predict = false;  // -P 1: also price every call with ncclGroupSimulateEnd
+  // -Z: one round per value of BRAID_COMPRESS ("none", "int8", "topk:0.01", "auto"); each
+  // row is then checked for accuracy against an exact fp64 AllReduce instead of exactness.
+  std::vector<std::string> compress;
 
   std::vector<std::string> algoLabels() const { return algos.empty() ? std::vector<std::string>{"auto"} : algos; }
+  // Rounds: one per -A name or one per -Z value (only one of the two may list several).
+  size_t rounds() const { return std::max(algoLabels().size(), compress.size()); }
+  std::string algoOf(size_t round) const { auto l = algoLabels(); return l[std::min(round, l.size() - 1)]; }
+  std::string compressOf(size_t round) const {
+    return compress.empty() ? "" : compress[std::min(round, compress.size() - 1)];
+  }
 
   std::vector<size_t> sizes() const;
 };

@@ -9,6 +9,11 @@
 
 #include "algos/schedule.h"
 #include "algos/topology.h"
+#include "nccl.h"
+
+namespace braid::compress {
+class Codec;
+}
 
 namespace braid::algos {
 
@@ -47,6 +52,12 @@ struct CollArgs {
   // no topology ignore it). It is fixed for a communicator's life, so schedules cached per
   // communicator stay valid.
   const Topology* topology = nullptr;
+  // Compressed AllReduce (null: exact). Builders read only the codec's message sizes; the
+  // executor runs it. `feedback`: encodes of the rank's input use error feedback. Codecs
+  // live as long as their communicator, so a cached schedule's pointer stays valid.
+  const compress::Codec* codec = nullptr;
+  bool feedback = false;
+  ncclDataType_t type = ncclFloat32;  // message sizes may depend on it
 };
 
 class Algorithm {
@@ -55,6 +66,9 @@ class Algorithm {
   virtual std::string_view name() const = 0;
   virtual bool supports(const CollArgs& args) const = 0;
   virtual Schedule build(const CollArgs& args) const = 0;
+  // Compressed algorithms serve exactly the calls that carry a codec, the others those that
+  // do not.
+  virtual bool compressed() const { return false; }
 };
 
 // Every registered algorithm, in preference order.

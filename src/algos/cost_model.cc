@@ -23,6 +23,14 @@ CostParams tcpCost() {
   return p;
 }
 
+double codecStepUs(const Step& st, double gammaUsPerByte) {
+  // Priced by the fp32 bytes processed: decoding runs at about the speed of a reduction,
+  // encoding (block maxima and rounding, or top-k selection) at about a third of it
+  // (docs/compression.md, measured throughput).
+  const double bytes = static_cast<double>(st.elements) * 4.0;
+  return st.kind == StepKind::Encode ? 3.0 * bytes * gammaUsPerByte : bytes * gammaUsPerByte;
+}
+
 namespace {
 
 // The pricing walk shared by both entry points; `linkOf(peer)` names the link level and cost.
@@ -35,7 +43,9 @@ double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int l
     const Step& st = s.steps[i];
     double start = 0.0;
     for (uint32_t k = 0; k < st.depCount; ++k) start = std::max(start, finish[s.deps[st.depBegin + k]]);
-    const double bytes = static_cast<double>(std::max(st.src.count, st.dst.count) * typeSize);
+    const double bytes = static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize),
+                                                      st.dst.count * unitBytes(st.dst.buffer, typeSize)));
+
     double done = start;
     switch (st.kind) {
       case StepKind::Send:
@@ -52,6 +62,9 @@ double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int l
       case StepKind::Reduce:
       case StepKind::FinishAvg: done = start + bytes * gamma; break;
       case StepKind::Copy: done = start + bytes * copy; break;
+      case StepKind::Encode:
+      case StepKind::DecodeAccumulate:
+      case StepKind::Decode: done = start + codecStepUs(st, gamma); break;
     }
     finish[i] = done;
     end = std::max(end, done);

@@ -29,6 +29,9 @@ CostParams tcpCost();
 
 struct Topology;
 
+// The time of one Encode, Decode or DecodeAccumulate step.
+double codecStepUs(const Step& step, double gammaUsPerByte);
+
 // One rank's schedule on a uniform network.
 double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const CostParams& params);
 // One rank's schedule on `topology` (links priced by level).

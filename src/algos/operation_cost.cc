@@ -76,11 +76,13 @@ class OperationSim {
     std::vector<double> readyAt;
     std::vector<bool> ready;
     std::vector<size_t> message;  // a send's or receive's index among its pair's messages
+    double codecFree = 0.0;
   };
 
   Pair& pair(int from, int to) { return pairs_[static_cast<size_t>(from) * n_ + to]; }
   double bytes(const Step& st) const {
-    return static_cast<double>(std::max(st.src.count, st.dst.count) * typeSize_);
+    return static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize_),
+                                        st.dst.count * unitBytes(st.dst.buffer, typeSize_)));
   }
 
   void becomeReady(int r, uint32_t i, double t) {
@@ -100,6 +102,15 @@ class OperationSim {
       case StepKind::Copy:
       case StepKind::Reduce:
       case StepKind::FinishAvg: finish(r, i, t + bytes(st) * topo_.gammaUsPerByte); break;
+      case StepKind::Encode:
+      case StepKind::DecodeAccumulate:
+      case StepKind::Decode: {
+        // Codec steps share the rank's core: they queue behind each other.
+        const double start = std::max(t, rs.codecFree);
+        rs.codecFree = start + codecStepUs(st, topo_.gammaUsPerByte);
+        finish(r, i, rs.codecFree);
+        break;
+      }
     }
   }
 

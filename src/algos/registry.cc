@@ -2,6 +2,7 @@
 
 #include "algos/algorithm.h"
 #include "algos/chain.h"
+#include "algos/compressed_allreduce.h"
 #include "algos/direct_allreduce.h"
 #include "algos/direct_gather_scatter.h"
 #include "algos/hier_allgather.h"
@@ -55,21 +56,27 @@ std::span<const Algorithm* const> algorithms() {
   static const TreeAllReduce treeAllReduce;
   static const HierAllReduce hierAllReduce;
   static const HierAllReduce hierPipeAllReduce(4);
+  static const TwoShotCompressedAllReduce twoShotCompressed;
+  static const SparseCompressedAllReduce sparseCompressed;
+  static const HierCompressedAllReduce hierCompressed;
+  static const HierSparseCompressedAllReduce hierSparseCompressed;
   // selectAlgorithm's order (the first that supports a call): AllReduce direct, for the small
   // calls it accepts, then ring; the topology-aware builders follow. Communicators choose by
-  // cost among all of them instead (selector.h).
+  // cost among all of them instead (selector.h). The compressed ones serve only calls that
+  // carry a codec, and those only them.
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
        &rhdAllReduce, &treeAllReduce, &hierAllReduce, &hierPipeAllReduce, &rackRingAllReduce, &hierAllGather,
-       &hierReduceScatter, &hierBroadcast});
+       &hierReduceScatter, &hierBroadcast, &twoShotCompressed, &hierCompressed, &sparseCompressed,
+       &hierSparseCompressed});
   return all;
 }
 
 const Algorithm* selectAlgorithm(const CollArgs& args, std::string_view forced) {
   const Algorithm* first = nullptr;
   for (const Algorithm* algo : algorithms()) {
-    if (!algo->supports(args)) continue;
+    if (algo->compressed() != (args.codec != nullptr) || !algo->supports(args)) continue;
     if (!forced.empty() && algo->name() == forced) return algo;
     if (!first) first = algo;
   }

@@ -12,6 +12,9 @@ const char* stepKindName(StepKind kind) {
     case StepKind::Copy: return "copy";
     case StepKind::Reduce: return "reduce";
     case StepKind::FinishAvg: return "finish-avg";
+    case StepKind::Encode: return "encode";
+    case StepKind::DecodeAccumulate: return "decode-accumulate";
+    case StepKind::Decode: return "decode";
   }
   return "?";
 }
@@ -27,11 +30,29 @@ void ScheduleBuilder::recvReduce(int peer, Region src, Region dst, bool incoming
 void ScheduleBuilder::copy(Region src, Region dst) { add(StepKind::Copy, -1, src, dst); }
 void ScheduleBuilder::reduce(Region src, Region dst) { add(StepKind::Reduce, -1, src, dst); }
 void ScheduleBuilder::finishAvg(Region dst) { add(StepKind::FinishAvg, -1, dst, dst); }
+void ScheduleBuilder::encode(Region src, Region packed, bool feedback, size_t residualOffset) {
+  Step& s = add(StepKind::Encode, -1, src, packed);
+  s.feedback = feedback;
+  s.residualOffset = residualOffset;
+  s.elements = src.count;
+}
+void ScheduleBuilder::decodeAccumulate(Region packed, Region accum) {
+  add(StepKind::DecodeAccumulate, -1, packed, accum).elements = accum.count;
+}
+void ScheduleBuilder::decode(Region packed, Region dst) {
+  add(StepKind::Decode, -1, packed, dst).elements = dst.count;
+}
 void ScheduleBuilder::needScratch(size_t count) {
   schedule_.scratchCount = std::max(schedule_.scratchCount, count);
 }
+void ScheduleBuilder::needPacked(size_t bytes) {
+  schedule_.packedBytes = std::max(schedule_.packedBytes, bytes);
+}
+void ScheduleBuilder::needAccum(size_t count) {
+  schedule_.accumCount = std::max(schedule_.accumCount, count);
+}
 
-void ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
+Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   const uint32_t index = static_cast<uint32_t>(schedule_.steps.size());
   const bool reads = kind != StepKind::Recv;
   const bool writes = kind != StepKind::Send;
@@ -53,6 +74,7 @@ void ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   if (reads && src.count > 0) accesses_.push_back({index, src, false});
   if (writes && dst.count > 0) accesses_.push_back({index, dst, true});
   if (peer >= 0) schedule_.peers.push_back(peer);
+  return schedule_.steps.back();
 }
 
 Schedule ScheduleBuilder::finish() && {

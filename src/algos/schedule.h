@@ -10,13 +10,20 @@
 
 namespace braid::algos {
 
-// The buffers a step can touch. Regions are in elements of the operation's data type.
-enum class Buffer : uint8_t { Send, Recv, Scratch };
+// The buffers a step can touch. Regions of Send, Recv and Scratch are in elements of the
+// operation's data type. Compressed schedules add two: Packed, codec messages, addressed in
+// bytes; and Accum, an fp32 accumulator, addressed in fp32 elements.
+enum class Buffer : uint8_t { Send, Recv, Scratch, Packed, Accum };
+
+// Bytes of one unit of a region of `buffer` (typeSize: the operation's element size).
+inline size_t unitBytes(Buffer buffer, size_t typeSize) {
+  return buffer == Buffer::Packed ? 1 : buffer == Buffer::Accum ? 4 : typeSize;
+}
 
 struct Region {
   Buffer buffer = Buffer::Recv;
-  size_t offset = 0;  // elements
-  size_t count = 0;   // elements
+  size_t offset = 0;  // units of the buffer (see above)
+  size_t count = 0;   // units of the buffer
 
   bool overlaps(const Region& o) const {
     return buffer == o.buffer && offset < o.offset + o.count && o.offset < offset + count;
@@ -30,6 +37,10 @@ enum class StepKind : uint8_t {
   Copy,        // dst = src
   Reduce,      // dst = dst OP src (local)
   FinishAvg,   // dst /= nranks (Avg's last step, once per element)
+  // Compression (the plan's codec): elements are the data type's, or fp32 in Accum.
+  Encode,            // dst (Packed) = codec message of src; `feedback`: with error feedback
+  DecodeAccumulate,  // dst (Accum) += decoded src (Packed)
+  Decode,            // dst = decoded src (Packed), rounded once to dst's type
 };
 
 const char* stepKindName(StepKind kind);
@@ -44,6 +55,13 @@ struct Step {
   // RecvReduce: dst = incoming OP src instead of src OP incoming. Operand order matters for
   // bits (NaN payloads, max(-0, +0)): algorithms use it so that every rank reduces in one order.
   bool incomingFirst = false;
+  // Encode: the message carries src plus the residual of the call's tensor at elements
+  // [residualOffset, + src.count), which then keeps what the message did not carry.
+  bool feedback = false;
+  size_t residualOffset = 0;
+  // Encode, Decode, DecodeAccumulate: elements the message holds (src.count or dst.count is
+  // its size in bytes).
+  size_t elements = 0;
 };
 
 struct Schedule {
@@ -53,6 +71,8 @@ struct Schedule {
   std::vector<uint32_t> dependents;  // reverse edges: who waits for step i ...
   std::vector<uint32_t> dependentsBegin;  // ... dependents[dependentsBegin[i], dependentsBegin[i+1])
   size_t scratchCount = 0;           // elements of scratch the executor must provide
+  size_t packedBytes = 0;            // bytes of Packed the executor must provide
+  size_t accumCount = 0;             // fp32 elements of Accum (zeroed before the schedule runs)
   std::vector<int> peers;            // every peer the schedule talks to, sorted, unique
 };
 
@@ -69,12 +89,18 @@ class ScheduleBuilder {
   void copy(Region src, Region dst);
   void reduce(Region src, Region dst);
   void finishAvg(Region dst);
+  // Compression steps; `elements` is the message's element count.
+  void encode(Region src, Region packed, bool feedback, size_t residualOffset);
+  void decodeAccumulate(Region packed, Region accum);
+  void decode(Region packed, Region dst);
   void needScratch(size_t count);
+  void needPacked(size_t bytes);
+  void needAccum(size_t count);
 
   Schedule finish() &&;
 
  private:
-  void add(StepKind kind, int peer, Region src, Region dst);
+  Step& add(StepKind kind, int peer, Region src, Region dst);
 
   Schedule schedule_;
   struct Access {

@@ -111,7 +111,7 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
   *out = Choice{};
   std::vector<const Algorithm*> candidates;
   for (const Algorithm* algo : algorithms()) {
-    if (!algo->supports(args)) continue;
+    if (algo->compressed() != (args.codec != nullptr) || !algo->supports(args)) continue;
     if (!forced.empty() && algo->name() == forced) {
       out->algorithm = algo;
       out->reason = "forced by BRAID_ALGO";

@@ -42,6 +42,12 @@ ncclResult_t guard(ncclComm* comm, const char* function, Body&& body) noexcept {
   extern "C" __attribute__((visibility("default"), alias(#name))) ret p##name(__VA_ARGS__); \
   extern "C" ret name(__VA_ARGS__)
 
+// Defines one of Braid's own extensions (include/braid/braid.h): default visibility, no alias.
+// libbraid.so exports them; libnccl.so.2's version script hides them.
+#define BRAID_EXT_API(ret, name, ...)                                          \
+  extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__);     \
+  extern "C" ret name(__VA_ARGS__)
+
 namespace braid::api {
 std::string globalLastError();
 // A communicator handle the caller passed: null and garbage handles are argument errors, a

@@ -54,12 +54,16 @@ bool ResidualStore::reset(const ResidualKey& key) {
   return true;
 }
 
-size_t ResidualStore::resetComm(uint64_t comm) {
+size_t ResidualStore::resetComm(uint64_t comm) { return resetWhere(comm, 0, false); }
+
+size_t ResidualStore::resetBuffer(uint64_t comm, uintptr_t buffer) { return resetWhere(comm, buffer, true); }
+
+size_t ResidualStore::resetWhere(uint64_t comm, uintptr_t buffer, bool oneBuffer) {
   std::lock_guard lock(mu_);
   size_t n = 0;
   for (auto it = lru_.begin(); it != lru_.end();) {
     auto next = std::next(it);
-    if (it->key.comm == comm) {
+    if (it->key.comm == comm && (!oneBuffer || it->key.buffer == buffer)) {
       eraseLocked(it);
       ++n;
     }
@@ -83,6 +87,17 @@ size_t ResidualStore::bytesUsed() const {
 ResidualStats ResidualStore::stats() const {
   std::lock_guard lock(mu_);
   return {bytes_, capacity_, lru_.size(), evictions_, refused_};
+}
+
+ResidualStats ResidualStore::statsFor(uint64_t comm) const {
+  std::lock_guard lock(mu_);
+  ResidualStats s{0, capacity_, 0, evictions_, refused_};
+  for (const Entry& e : lru_) {
+    if (e.key.comm != comm) continue;
+    s.bytes += bytesOf(e.key);
+    ++s.entries;
+  }
+  return s;
 }
 
 Status encodeWithFeedback(const Codec& codec, ResidualStore& store, const ResidualKey& key,

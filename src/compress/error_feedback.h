@@ -58,10 +58,13 @@ class ResidualStore {
   // Forget one residual (false if there was none), those of a communicator, or all.
   bool reset(const ResidualKey& key);
   size_t resetComm(uint64_t comm);
+  size_t resetBuffer(uint64_t comm, uintptr_t buffer);  // every count and type of the buffer
   void resetAll();
 
   size_t bytesUsed() const;
   ResidualStats stats() const;
+  // Bytes and entries of one communicator (capacity, evictions, refusals: the whole store's).
+  ResidualStats statsFor(uint64_t comm) const;
 
  private:
   struct KeyHash {
@@ -75,6 +78,7 @@ class ResidualStore {
 
   static size_t bytesOf(const ResidualKey& k) { return k.count * sizeof(float); }
   void eraseLocked(Lru::iterator it);
+  size_t resetWhere(uint64_t comm, uintptr_t buffer, bool oneBuffer);
 
   mutable std::mutex mu_;
   size_t capacity_;

@@ -65,7 +65,25 @@ void selectTopK(const float* v, size_t count, size_t k, std::vector<uint32_t>* i
   }
   const CodecKernelTable& kt = activeCodecKernels();
   size_t atLeast = 0;
-  const uint32_t threshold = findThreshold(v, count, k, kt, &atLeast);
+  uint32_t threshold = findThreshold(v, count, k, kt, &atLeast);
+  if (threshold == 0) {
+    // Zero magnitudes would qualify: the buffer holds few nonzero values (a sparse sum fed
+    // back in place, say), and every element would become a candidate. The nonzero ones come
+    // first; if they are fewer than k, zeros fill up from the lowest index, as the order says.
+    const size_t nonzero = kt.countAtLeast(v, count, 1);
+    if (nonzero < k) {
+      indices->reserve(k);
+      size_t zeros = k - nonzero;
+      for (size_t i = 0; i < count && indices->size() < k; ++i) {
+        const bool isZero = magnitudeKey(v[i]) == 0;
+        if (!isZero || zeros > 0) indices->push_back(uint32_t(i));
+        if (isZero && zeros > 0) --zeros;
+      }
+      return;
+    }
+    threshold = 1;
+    atLeast = nonzero;
+  }
   std::vector<uint32_t> candidates(atLeast + 16);
   candidates.resize(kt.collectAtLeast(v, count, threshold, candidates.data()));
   if (candidates.size() == k) {

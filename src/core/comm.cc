@@ -176,7 +176,8 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
   auto same = [&](const braid::algos::CollArgs& b) {
     return a.coll == b.coll && a.count == b.count && a.typeSize == b.typeSize &&
            a.average == b.average && a.root == b.root && a.inPlace == b.inPlace &&
-           a.chunkCount == b.chunkCount;
+           a.chunkCount == b.chunkCount && a.codec == b.codec &&
+           (!a.codec || (a.feedback == b.feedback && a.type == b.type));
   };
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
     if (same(it->args)) {

@@ -14,6 +14,7 @@
 #include "algos/algorithm.h"
 #include "algos/selector.h"
 #include "core/bootstrap.h"
+#include "core/compression.h"
 #include "core/redop.h"
 #include "core/registry.h"
 #include "core/status.h"
@@ -76,6 +77,7 @@ struct ncclComm {
   // microseconds), few when ranks outnumber cores (a spinning rank then starves its peer).
   uint32_t spinRounds = 64;
   braid::RedOpTable redOps;
+  braid::CommCompression compression;  // BRAID_COMPRESS and the residuals of this communicator
   std::string forcedAlgorithm;             // BRAID_ALGO
   braid::algos::AlgoFilter algoFilter;     // NCCL_ALGO
 

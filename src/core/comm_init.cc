@@ -32,6 +32,13 @@ Status applyEnvironment(ncclComm* comm) {
   if (const char* algo = env::get("BRAID_ALGO")) comm->forcedAlgorithm = algo;
   if (const char* spec = env::get("NCCL_ALGO"))
     BRAID_TRY(algos::AlgoFilter::parse(spec, &comm->algoFilter));
+  // A bad value fails init, as a bad NCCL_ALGO does, naming the variable.
+  CompressPolicy policy = defaultCompressPolicy();
+  if (const char* spec = env::get("BRAID_COMPRESS"))
+    BRAID_TRY(parseCompressPolicy(spec, "BRAID_COMPRESS", &policy));
+  comm->compression.setDefaultPolicy(policy);
+  if (policy.codec != braidCompressNone)
+    BRAID_INFO(kInit, "rank %d: compression %s", comm->rank, describeCompressPolicy(policy).c_str());
   return Status::Ok();
 }
 

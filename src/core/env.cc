@@ -52,9 +52,19 @@ constexpr Var kTable[] = {
     {"BRAID_CLUSTER_FILE", nullptr,
      "cluster map XML (levels, racks, hosts, link bandwidth and latency per level) that groups "
      "hosts for hierarchical algorithms; see docs/topology.md"},
+    {"BRAID_COMPRESS", "none",
+     "AllReduce compression of each communicator: none, int8 (INT8 blocks, two-shot, "
+     "hierarchical over racks), topk or topk:<ratio> (top-k, default ratio 0.01, sparse "
+     "all-gather), auto (int8 where the cost model predicts a gain; never between ranks sharing "
+     "memory). Lossy; Sum and Avg on float, half and bfloat16 only, others stay exact; "
+     "include/braid/braid.h sets it per communicator and per call (docs/compression.md)"},
     {"BRAID_COMPRESS_BLOCK", "64",
      "INT8 block quantisation: elements per block (one scale each), 32 to 256; smaller blocks "
      "follow outliers more closely and cost more scale bytes"},
+    {"BRAID_COMPRESS_FEEDBACK", "1",
+     "1: error feedback (what a compressed call did not send is added to the same buffer's next "
+     "call); 0: dropped"},
+    {"BRAID_COMPRESS_MIN_BYTES", "1048576", "AllReduce calls smaller than this stay exact under compression"},
     {"BRAID_COMPRESS_STATE_BYTES", "1073741824",
      "compression's error-feedback residuals (fp32, one per communicator, buffer, count and type) "
      "are kept within this many bytes; the least recently used are dropped first"},

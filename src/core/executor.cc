@@ -8,6 +8,7 @@
 #include <deque>
 #include <vector>
 
+#include "core/codec_steps.h"
 #include "core/comm.h"
 #include "core/doorbell.h"
 #include "core/log.h"
@@ -117,6 +118,8 @@ class Run {
     std::vector<uint32_t> unmet;
     std::vector<ReduceSink> sinks;
     std::vector<char> scratchOwner;
+    std::vector<char> packed;   // compressed messages (Buffer::Packed)
+    std::vector<float> accum;   // fp32 sums (Buffer::Accum)
     size_t typeSize = 0;
     char* scratch = nullptr;
     bool done = false;  // finished during set-up (a send to self)
@@ -128,10 +131,17 @@ class Run {
   char* address(uint32_t plan, const Region& r) const {
     const Plan& p = plans_[plan];
     const PlanState& s = state_[plan];
-    char* base = r.buffer == Buffer::Send   ? const_cast<char*>(static_cast<const char*>(p.sendbuff))
-                 : r.buffer == Buffer::Recv ? static_cast<char*>(p.recvbuff)
-                                            : s.scratch;
-    return base + r.offset * s.typeSize;
+    switch (r.buffer) {
+      case Buffer::Send: return const_cast<char*>(static_cast<const char*>(p.sendbuff)) + r.offset * s.typeSize;
+      case Buffer::Recv: return static_cast<char*>(p.recvbuff) + r.offset * s.typeSize;
+      case Buffer::Scratch: return s.scratch + r.offset * s.typeSize;
+      case Buffer::Packed: return const_cast<char*>(s.packed.data()) + r.offset;
+      case Buffer::Accum: return reinterpret_cast<char*>(const_cast<float*>(s.accum.data()) + r.offset);
+    }
+    return nullptr;
+  }
+  size_t bytesOf(uint32_t plan, const Region& r) const {
+    return r.count * algos::unitBytes(r.buffer, state_[plan].typeSize);
   }
   const Step& stepOf(StepRef ref) const { return plans_[ref.plan].schedule->steps[ref.step]; }
   bool ready(StepRef ref) const {
@@ -149,7 +159,7 @@ class Run {
   Status sendToSelf();
 
   void complete(StepRef ref);
-  void runLocal(StepRef ref);
+  Status runLocal(StepRef ref);
   Status pump(ChannelQueue& q, bool* moved);
   bool sleepUntilReady();
   bool raiseBells();
@@ -180,19 +190,27 @@ void Run::complete(StepRef ref) {
   }
 }
 
-void Run::runLocal(StepRef ref) {
+Status Run::runLocal(StepRef ref) {
   const Step& step = stepOf(ref);
   const Plan& plan = plans_[ref.plan];
-  size_t bytes = step.dst.count * state_[ref.plan].typeSize;
+  // Accum holds fp32 whatever the operation's type.
+  const ncclDataType_t dstType = step.dst.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
   if (step.kind == StepKind::Copy) {
-    std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytes);
+    const bool fromAccum = step.src.buffer == Buffer::Accum;
+    if (fromAccum != (step.dst.buffer == Buffer::Accum))
+      convertCopy(fromAccum, plan.type, address(ref.plan, step.src), address(ref.plan, step.dst), step.dst.count);
+    else
+      std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytesOf(ref.plan, step.dst));
   } else if (step.kind == StepKind::Reduce) {
     char* dst = address(ref.plan, step.dst);
     kernels::reduce(dst, dst, address(ref.plan, step.src), step.dst.count, plan.type, plan.op);
   } else if (step.kind == StepKind::FinishAvg) {
-    kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, plan.type, plan.comm->nranks);
+    kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, dstType, plan.comm->nranks);
+  } else {
+    BRAID_TRY(runCodecStep(step, plan, address(ref.plan, step.src), address(ref.plan, step.dst), ref.step));
   }
   complete(ref);
+  return Status::Ok();
 }
 
 // The queue of (comm, peer), set up on first use; null when there is no connection.
@@ -280,7 +298,7 @@ Status Run::postSend(ChannelQueue& q, StepRef ref) {
   transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
   if (ref.step >= kSignature) return ep->postSend(q.signatures[ref.step - kSignature].out, 16);
   const Step& st = stepOf(ref);
-  return ep->postSend(address(ref.plan, st.src), st.src.count * state_[ref.plan].typeSize);
+  return ep->postSend(address(ref.plan, st.src), bytesOf(ref.plan, st.src));
 }
 
 Status Run::postRecv(ChannelQueue& q, StepRef ref) {
@@ -295,7 +313,7 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
                           plan.type, plan.op, st.incomingFirst);
     sink = &ps.sinks.back();
   }
-  return ep->postRecv(address(ref.plan, st.dst), st.dst.count * state_[ref.plan].typeSize, sink);
+  return ep->postRecv(address(ref.plan, st.dst), bytesOf(ref.plan, st.dst), sink);
 }
 
 // Posts what is ready on one channel (in order), moves data, and retires completions.
@@ -450,6 +468,8 @@ Status Run::setUp() {
         ps.scratchOwner.resize(s.scratchCount * ps.typeSize);
       ps.scratch = ps.scratchOwner.data();
     }
+    if (ps.packed.size() < s.packedBytes) ps.packed.resize(s.packedBytes);
+    if (s.accumCount > 0) ps.accum.assign(s.accumCount, 0.0f);
     if (plan.comm->checkMismatch) BRAID_TRY(addSignatures(p));
     size_t reduces = 0;
     for (uint32_t i = 0; i < s.steps.size(); ++i) {
@@ -534,7 +554,8 @@ Status Run::loop() {
     while (!localReady_.empty()) {
       StepRef ref = localReady_.back();
       localReady_.pop_back();
-      runLocal(ref);
+      Status st = runLocal(ref);
+      if (!st.ok()) return failed(plans_[ref.plan], st);
       moved = true;
     }
     for (size_t i = 0; i < nQueues_; ++i) {

@@ -15,6 +15,11 @@
 
 struct ncclComm;
 
+namespace braid::compress {
+class Codec;
+struct Residual;
+}
+
 namespace braid {
 
 // One operation ready to run: a schedule bound to buffers and arithmetic.
@@ -47,6 +52,14 @@ struct Plan {
   cudaStream_t stream = nullptr;
   size_t sendBytes = 0;
   size_t recvBytes = 0;
+  // Compressed AllReduce: the codec that runs the schedule's codec steps, this call's residual
+  // (error feedback on the buffer; null without), the stochastic-rounding stream of this call,
+  // and what ranks compare to agree on compression (0: none; see signature.h).
+  const compress::Codec* codec = nullptr;
+  std::shared_ptr<compress::Residual> residual;
+  uint64_t seed = 0;
+  uint16_t compressTag = 0;
+
   // The input when the executor had to copy it first (PreMulSum; a send whose buffer a receive
   // of the same group overwrites).
   std::vector<char> privateInput;

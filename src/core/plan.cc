@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/comm.h"
+#include "core/compression.h"
 #include "kernels/reduce.h"
 
 namespace braid {
@@ -45,7 +46,16 @@ Status makePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const vo
   args.chunkCount = std::max<size_t>(1, comm->chunkBytes / args.typeSize);
   args.directMaxBytes = comm->directMaxBytes;
   args.topology = &comm->topology;
+  args.type = call.type;
   plan->comm = comm;
+  if (call.reduces && !op.preMul) {
+    CompressCall cc;
+    cc.policy = op.compressed ? &op.compress : nullptr;
+    cc.type = call.type;
+    cc.sumOrAvg = op.reduce == ncclSum;
+    cc.sendbuff = sendbuff;
+    BRAID_TRY(applyCompression(comm, cc, &args, plan));
+  }
   BRAID_TRY(comm->schedule(args, &plan->schedule, &plan->estimateUs));
   plan->sendbuff = sendbuff;
   plan->recvbuff = recvbuff;
@@ -53,7 +63,8 @@ Status makePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const vo
   plan->op = op.reduce;
   plan->coll = call.coll;
   plan->count = call.count;
-  plan->userOp = call.reduces ? call.op : ncclSum;
+  // A compressed op is Sum or Avg to the other ranks (its compression travels separately).
+  plan->userOp = !call.reduces ? ncclSum : op.compressed ? (op.average ? ncclAvg : ncclSum) : call.op;
   plan->reduces = call.reduces;
   plan->root = call.root;
   if (op.preMul) {

@@ -26,6 +26,33 @@ Status RedOpTable::create(const void* scalar, ncclDataType_t type, ncclScalarRes
     return invalidArgument("residence %d is neither ncclScalarDevice nor ncclScalarHostImmediate",
                            static_cast<int>(residence));
   std::lock_guard<std::mutex> lock(mu_);
+  Entry* e = nullptr;
+  BRAID_TRY(allocate(out, &e));
+  e->type = type;
+  e->op.preMul = true;
+  // On host memory "device" residence means a host pointer read when the collective runs.
+  if (residence == ncclScalarHostImmediate)
+    std::memcpy(&e->op.scalarBits, scalar, kernels::typeSize(type));
+  else
+    e->op.scalarPtr = scalar;
+  return Status::Ok();
+}
+
+Status RedOpTable::createCompressed(ncclRedOp_t base, const braidCompressPolicy_t& policy, ncclRedOp_t* out) {
+  if (!out) return invalidArgument("op is NULL");
+  if (base != ncclSum && base != ncclAvg)
+    return invalidArgument("base op %d: only ncclSum and ncclAvg can be compressed", static_cast<int>(base));
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry* e = nullptr;
+  BRAID_TRY(allocate(out, &e));
+  e->anyType = true;
+  e->op.average = base == ncclAvg;
+  e->op.compressed = true;
+  e->op.compress = policy;
+  return Status::Ok();
+}
+
+Status RedOpTable::allocate(ncclRedOp_t* out, Entry** entry) {
   size_t index = 0;
   while (index < entries_.size() && entries_[index].live) ++index;
   if (index >= (1u << kIndexBits)) return invalidUsage("too many live reduction operators (65536)");
@@ -33,14 +60,8 @@ Status RedOpTable::create(const void* scalar, ncclDataType_t type, ncclScalarRes
   Entry& e = entries_[index];
   e = Entry{};
   e.live = true;
-  e.type = type;
-  e.op.preMul = true;
-  // On host memory "device" residence means a host pointer read when the collective runs.
-  if (residence == ncclScalarHostImmediate)
-    std::memcpy(&e.op.scalarBits, scalar, kernels::typeSize(type));
-  else
-    e.op.scalarPtr = scalar;
   *out = static_cast<ncclRedOp_t>(ncclNumOps + ((salt_ << kIndexBits) | index));
+  *entry = &e;
   return Status::Ok();
 }
 
@@ -77,7 +98,7 @@ Status RedOpTable::resolve(ncclRedOp_t op, ncclDataType_t type, ResolvedOp* out)
   std::lock_guard<std::mutex> lock(mu_);
   const Entry* e = nullptr;
   BRAID_TRY(find(op, &e));
-  if (e->type != type)
+  if (!e->anyType && e->type != type)
     return invalidArgument("op %d was created for %s, not %s", v, kernels::typeName(e->type),
                            kernels::typeName(type));
   *out = e->op;

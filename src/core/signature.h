@@ -13,6 +13,8 @@ struct Plan;
 
 // Layout: collective 4 bits | type 4 | op 4 (0-4 built-in, 5 PreMulSum, 15 none) |
 //         root 12 (0xfff none) | count 40.
+// A compressed AllReduce puts 0x800 | Plan::compressTag (codec id << 8 | a hash of its
+// parameters) in the root field.
 uint64_t signatureOf(const Plan& plan);
 // What a matching peer sends: the same call, except that a Send meets a Recv naming us.
 uint64_t expectedSignature(const Plan& plan, int myRank);

@@ -2,7 +2,8 @@
 # export list: nothing missing (a client would fail to load or fall through to nothing),
 # nothing extra (a leaked internal name could clash with the host process).
 #
-# cmake -DNM=<nm> -DEXPECTED=<exports.txt> -DLIBS=<lib>[,<lib>...] -P check_exports.cmake
+# cmake -DNM=<nm> -DEXPECTED=<exports.txt>[,<more.txt>...] -DLIBS=<lib>[,<lib>...] -P check_exports.cmake
+# (several lists: the library must define exactly their union)
 cmake_minimum_required(VERSION 3.25)
 foreach(var NM EXPECTED LIBS)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
@@ -10,7 +11,12 @@ foreach(var NM EXPECTED LIBS)
   endif()
 endforeach()
 
-file(STRINGS "${EXPECTED}" expected REGEX "^[A-Za-z_][A-Za-z0-9_]*$")
+string(REPLACE "," ";" expected_files "${EXPECTED}")
+set(expected "")
+foreach(f IN LISTS expected_files)
+  file(STRINGS "${f}" names REGEX "^[A-Za-z_][A-Za-z0-9_]*$")
+  list(APPEND expected ${names})
+endforeach()
 list(REMOVE_DUPLICATES expected)
 list(SORT expected)
 list(LENGTH expected n_expected)

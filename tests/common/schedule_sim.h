@@ -47,6 +47,9 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
       const Step& st = s.steps[i];
       unmet[r][i] = st.depCount;
       const bool local = st.kind == StepKind::Copy || st.kind == StepKind::Reduce || st.kind == StepKind::FinishAvg;
+      if (st.kind == StepKind::Encode || st.kind == StepKind::Decode || st.kind == StepKind::DecodeAccumulate)
+        return "rank " + std::to_string(r) + " step " + std::to_string(i) +
+               ": a codec step (use simulateCompressed)";
       if (st.peer >= n || (st.peer < 0 && !local))
         return "rank " + std::to_string(r) + " step " + std::to_string(i) + ": bad peer";
       if (st.kind == StepKind::Send) sendQ[r * n + st.peer].push_back(i);
