@@ -6,11 +6,12 @@
 # a rack's hosts), runs a command on every host with the right per-rank environment, stops the
 # job when a rank fails, and leaves no namespace or link with its prefix behind.
 #
-#   netcluster_test.sh [path/to/tools/netcluster]
+#   netcluster_test.sh [path/to/tools/netcluster [path/to/braid-topo]]
 #
 # Needs root and `ip netns`; otherwise it skips (exit 77, ctest's SKIP_RETURN_CODE).
 set -u
 NETCLUSTER=${1:-$(dirname "$0")/../../tools/netcluster}
+BRAID_TOPO=${2:-}
 SKIP=77
 
 if [[ $(id -u) != 0 ]]; then echo "SKIPPED: needs root (network namespaces)"; exit $SKIP; fi
@@ -84,8 +85,23 @@ for want in "rank=0 size=4 host=${P}h0 uts=${P}h0 if=${P}h0 comm=10.77.0.1:29400
   r=${want#rank=}; r=${r%% *}
   grep -qxF "[$r] $want" "$WORK/out" || fail "missing line: [$r] $want"
 done
-grep -q "<host name=\"${P}h2\" addr=\"10.77.1.1\" ifname=\"${P}h2\" ranks=\"1\"/>" "$WORK/cluster.xml" ||
-  fail "cluster map lacks host h2 in rack 1 with rank 1"
+# The map is Braid's BRAID_CLUSTER_FILE format: h0 and h1 in rack 0, h2 and h3 in rack 1.
+python3 - "$WORK/cluster.xml" "$P" <<'PY' || fail "cluster map does not place the hosts in their racks"
+import sys, xml.etree.ElementTree as ET
+root, p = ET.parse(sys.argv[1]).getroot(), sys.argv[2]
+racks = {r.get("name"): [h.get("name") for h in r.findall("host")] for r in root.findall("rack")}
+levels = [(l.get("name"), l.get("bw_gbps")) for l in root.findall("level")]
+want = {"rack0": [p + "h0", p + "h1"], "rack1": [p + "h2", p + "h3"]}
+ok = racks == want and levels == [("host", "1"), ("rack", "0.25")]
+print("cluster map:", racks, levels)
+sys.exit(0 if ok else 1)
+PY
+if [[ -n $BRAID_TOPO ]]; then
+  "$BRAID_TOPO" "$WORK/cluster.xml" --hosts "${P}h0,${P}h2,${P}h1,${P}h3" >"$WORK/topo" 2>&1 ||
+    { fail "braid-topo rejects the cluster map"; cat "$WORK/topo"; }
+  grep -q "topology from cluster map .*: 4 ranks, 2 levels" "$WORK/topo" ||
+    { fail "braid-topo does not see 2 levels in the map"; cat "$WORK/topo"; }
+fi
 left=$(leftovers); [[ -z $left ]] || fail "left after a clean run: $left"
 
 # 2. A failing rank brings the others down at once and its status becomes the job's.
