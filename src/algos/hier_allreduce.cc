@@ -86,7 +86,21 @@ struct HierBuilder {
 
 }  // namespace
 
-bool HierAllReduce::supports(const CollArgs& args) const { return args.coll == Collective::AllReduce; }
+// Pipelining needs two stages on different links: some level whose groups are more than one
+// and fewer than the ranks (on one host, or with every rank alone up to the top, hier is one
+// ring, and four pieces of it only cost four times the messages).
+bool HierAllReduce::supports(const CollArgs& args) const {
+  if (args.coll != Collective::AllReduce) return false;
+  if (pieces_ == 1) return true;
+  if (!args.topology || args.count < static_cast<size_t>(pieces_)) return false;
+  const Topology& topo = *args.topology;
+  for (int level = 0; level < topo.levels(); ++level) {
+    const auto& groups = topo.groupOf[static_cast<size_t>(level)];
+    const int count = groups.empty() ? 0 : *std::max_element(groups.begin(), groups.end()) + 1;
+    if (count > 1 && count < topo.nranks()) return true;
+  }
+  return false;
+}
 
 // One range: its phases in order. Pieces: piece i + 1 goes down while piece i is at the top
 // (other links: the top level's) and comes up (on the links piece i + 1 went down, after it,

@@ -74,6 +74,8 @@ class ReduceSink final : public transport::RecvSink {
 // The longest a waiting rank sleeps (in poll or on doorbells) before it checks for timeouts,
 // aborts and failures again.
 constexpr std::chrono::microseconds kSleep{2000};
+// How long a rank yields before it sleeps on doorbells (shared memory).
+constexpr std::chrono::microseconds kBellsAfter{200};
 
 struct StepRef {
   uint32_t plan;
@@ -548,6 +550,7 @@ void Run::lowerBells() {
 // timeouts and aborts now and then.
 Status Run::loop() {
   uint32_t idle = 0;
+  Waiter::Clock::time_point yieldingSince{};
   Waiter::Clock::time_point lastListen{};  // set when the first long wait starts
   while (pending_ > 0) {
     bool moved = false;
@@ -591,7 +594,13 @@ Status Run::loop() {
       if (!slept) sched_yield();
     } else if (idle > spinRounds_) {
       slept = sleepUntilReady();
-      if (!slept && !raiseBells()) sched_yield();
+      if (!slept) {
+        // Doorbells only after a while: a futex wake costs tens of microseconds here, more
+        // than most waits for a small message last.
+        const auto now = Waiter::Clock::now();
+        if (idle == spinRounds_ + 1) yieldingSince = now;
+        if (now - yieldingSince < kBellsAfter || !raiseBells()) sched_yield();
+      }
     }
     if ((idle & 255) == 0 || slept) {
       for (size_t p = 0; p < plans_.size(); ++p) {
