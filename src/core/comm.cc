@@ -84,6 +84,7 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   cpu_set_t cpus;
   const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   spinRounds = localRanks <= cores ? 1u << 16 : 64;
+  spinTime = localRanks <= cores ? std::chrono::nanoseconds::max() : std::chrono::microseconds(10);
   BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks, cores,
              localRanks <= cores ? "spinning" : "yielding early");
   BRAID_TRY(braid::transport::createTransports(&transports));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -76,6 +77,9 @@ struct ncclComm {
   // have a core of its own (yielding then only hands the core to unrelated work and adds
   // microseconds), few when ranks outnumber cores (a spinning rank then starves its peer).
   uint32_t spinRounds = 64;
+  // ...and at most this long when ranks outnumber cores: an idle round over TCP makes a system
+  // call per stream, so 64 of them can keep a peer off the core for hundreds of microseconds.
+  std::chrono::nanoseconds spinTime = std::chrono::microseconds(10);
   braid::RedOpTable redOps;
   braid::CommCompression compression;  // BRAID_COMPRESS and the residuals of this communicator
   std::string forcedAlgorithm;             // BRAID_ALGO

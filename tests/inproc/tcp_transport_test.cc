@@ -132,6 +132,29 @@ TEST(TcpTransport, Ipv6Loopback) {
 }
 TEST(TcpTransport, AutotunedSocketBuffers) { exchange({2, 65536, 0}, {1, 300000, 4 << 20}); }
 
+// Small messages posted together leave and arrive several to a system call; with small socket
+// buffers the batches break off mid-header and mid-payload, and must resume there.
+TEST(TcpTransport, BatchedSmallMessagesSurvivePartialTransfers) {
+  std::vector<size_t> sizes;
+  for (size_t m = 0; m < 3000; ++m) sizes.push_back((m * 2654435761u) % 4097);  // 0..4096
+  exchange({1, 512 * 1024, 4096}, sizes);
+  exchange({3, 1024, 4096}, sizes);  // messages above a slice leave the batch
+}
+
+TEST(TcpTransport, SizeMismatchInsideABatchIsAnError) {
+  Pair pair = connectPair({1, 4096, 0});
+  std::vector<uint8_t> out(64, 1), in(64);
+  ASSERT_TRUE(pair.a->postSend(out.data(), 8).ok());
+  ASSERT_TRUE(pair.a->postSend(out.data(), 8).ok());
+  ASSERT_TRUE(pair.b->postRecv(in.data(), 8, nullptr).ok());
+  ASSERT_TRUE(pair.b->postRecv(in.data() + 8, 16, nullptr).ok());
+  std::thread t([&] { (void)drive(*pair.a, 2, 0); });
+  Status st = drive(*pair.b, 0, 2);
+  t.join();
+  EXPECT_EQ(st.code(), ncclInvalidUsage) << st.message();
+  EXPECT_NE(st.message().find("peer sent 8 bytes"), std::string::npos) << st.message();
+}
+
 class CollectingSink : public RecvSink {
  public:
   void consume(size_t offset, const void* data, size_t bytes) override {

@@ -107,11 +107,76 @@ Status TcpEndpoint::fail(Status st) {
   return error_;
 }
 
+// A stream's next messages when several small ones wait whole on stream 0: they leave in one
+// sendmsg (one system call and, usually, one packet: a call's signature and its first data
+// message, say). The sequence continues in pumpSend when only part of them went out.
+size_t TcpEndpoint::batchSends(const Stream& s, Batch* b) const {
+  b->count = 0;
+  size_t iovs = 0;
+  for (uint64_t m = s.sendMsg; m - sendBase_ < sends_.size() && b->count < kBatch; ++m) {
+    const SendOp& op = sends_[m - sendBase_];
+    if (op.bytes > kBatchMaxBytes || op.bytes > slice_) break;
+    uint8_t* h = b->headers[b->count];
+    net::putU32(h, kMessageMagic);
+    net::putU32(h + 4, static_cast<uint32_t>(m));
+    net::putU64(h + 8, op.bytes);
+    b->iov[iovs++] = {h, kHeaderBytes};
+    if (op.bytes) b->iov[iovs++] = {const_cast<uint8_t*>(op.data), op.bytes};
+    b->length[b->count++] = kHeaderBytes + op.bytes;
+  }
+  return iovs;
+}
+
+// The same for receives: small posted receives without a sink, read in one recvmsg. Their sizes
+// are known (a message must match its posted receive); should a header disagree, the endpoint
+// fails, so bytes read past a shorter message do no harm.
+size_t TcpEndpoint::batchRecvs(const Stream& s, Batch* b) const {
+  b->count = 0;
+  size_t iovs = 0;
+  for (uint64_t m = s.recvMsg; m - recvBase_ < recvs_.size() && b->count < kBatch; ++m) {
+    const RecvOp& op = recvs_[m - recvBase_];
+    if (op.sink || op.bytes > kBatchMaxBytes || op.bytes > slice_) break;
+    b->iov[iovs++] = {b->headers[b->count], kHeaderBytes};
+    if (op.bytes) b->iov[iovs++] = {op.data, op.bytes};
+    b->length[b->count++] = kHeaderBytes + op.bytes;
+  }
+  return iovs;
+}
+
 Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
   Stream& s = streams_[j];
   const size_t header = j == 0 ? kHeaderBytes : 0;
   for (;;) {
     if (s.sendMsg - sendBase_ >= sends_.size()) return Status::Ok();
+    if (header && s.sendPos == 0 && s.sendMsg + 1 - sendBase_ < sends_.size()) {
+      Batch b;
+      const size_t iovs = batchSends(s, &b);
+      if (b.count >= 2) {
+        msghdr msg{};
+        msg.msg_iov = b.iov;
+        msg.msg_iovlen = iovs;
+        ssize_t n = ::sendmsg(s.sendFd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+          const int err = errno;
+          if (wouldBlock(err)) return Status::Ok();
+          if (err == EINTR) continue;
+          if (err == EPIPE || err == ECONNRESET)
+            return fail(remoteError("stream %zu: peer closed the connection", j));
+          return fail(systemError("stream %zu: send: %s", j, std::strerror(err)));
+        }
+        *moved = true;
+        for (size_t k = 0; k < b.count; ++k) {
+          if (static_cast<size_t>(n) < b.length[k]) {  // this one went out in part
+            std::memcpy(s.headerOut, b.headers[k], kHeaderBytes);
+            s.sendPos = static_cast<size_t>(n);
+            break;
+          }
+          n -= static_cast<ssize_t>(b.length[k]);
+          ++s.sendMsg;
+        }
+        continue;
+      }
+    }
     const SendOp& op = sends_[s.sendMsg - sendBase_];
     const size_t total = header + partBytes(j, op.bytes);
     if (s.sendPos == 0 && header) {
@@ -164,6 +229,35 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
   const size_t header = j == 0 ? kHeaderBytes : 0;
   for (;;) {
     if (s.recvMsg - recvBase_ >= recvs_.size()) return Status::Ok();
+    if (header && s.recvPos == 0 && s.recvMsg + 1 - recvBase_ < recvs_.size()) {
+      Batch b;
+      const size_t iovs = batchRecvs(s, &b);
+      if (b.count >= 2) {
+        msghdr msg{};
+        msg.msg_iov = b.iov;
+        msg.msg_iovlen = iovs;
+        ssize_t n = ::recvmsg(s.recvFd, &msg, MSG_DONTWAIT);
+        BRAID_TRY(checkRecv(n, j));
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return Status::Ok();  // would block
+        }
+        *moved = true;
+        for (size_t k = 0; k < b.count && n > 0; ++k) {
+          const RecvOp& op = recvs_[s.recvMsg - recvBase_];
+          const size_t got = std::min(static_cast<size_t>(n), b.length[k]);
+          std::memcpy(s.headerIn, b.headers[k], std::min(got, kHeaderBytes));
+          if (got >= kHeaderBytes) BRAID_TRY(checkHeader(s, op));
+          n -= static_cast<ssize_t>(got);
+          if (got < b.length[k]) {  // this one arrived in part
+            s.recvPos = got;
+            break;
+          }
+          ++s.recvMsg;
+        }
+        continue;
+      }
+    }
     const RecvOp& op = recvs_[s.recvMsg - recvBase_];
     const size_t total = header + partBytes(j, op.bytes);
     if (s.recvPos < total) {

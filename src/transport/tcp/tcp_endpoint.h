@@ -61,6 +61,18 @@ class TcpEndpoint final : public Endpoint {
     size_t stageGot = 0;
   };
 
+  // Several small messages moved by one system call (see batchSends).
+  static constexpr size_t kBatch = 8;
+  static constexpr size_t kBatchMaxBytes = 4096;
+  struct Batch {
+    size_t count;
+    uint8_t headers[kBatch][kHeaderBytes];
+    size_t length[kBatch];  // header and payload
+    iovec iov[2 * kBatch];
+  };
+  size_t batchSends(const Stream& s, Batch* b) const;
+  size_t batchRecvs(const Stream& s, Batch* b) const;
+
   size_t partBytes(size_t stream, size_t bytes) const;  // payload part, header excluded
   // Where position `pos` of a stream's payload part lands: buffer offset and contiguous length.
   void locate(size_t stream, size_t bytes, size_t pos, size_t* offset, size_t* length) const;
