@@ -24,7 +24,6 @@ struct HierBuilder {
   // The phase whose steps are emitted. A walk emits one phase; the walk itself (and `source`)
   // is the same every time, so the phases of one range can be emitted apart.
   Phase emit = Phase::Down;
-  bool direct = false;  // one-round stages (hierdirect) instead of rings
 
   bool emitting(Phase phase) const { return emit == phase; }
 
@@ -34,8 +33,7 @@ struct HierBuilder {
     if (members.size() == 1) return finishAlone(data);
     if (level >= topo.levels()) {
       const RingOrder ring{members, positionOf(members, a.rank)};
-      if (emitting(Phase::Top))
-        (direct ? directAllReduce : ringAllReduce)(b, ring, data, source, a.chunkCount, a.average);
+      if (emitting(Phase::Top)) ringAllReduce(b, ring, data, source, a.chunkCount, a.average);
       source = Buffer::Recv;
       return;
     }
@@ -63,15 +61,14 @@ struct HierBuilder {
 
     const std::vector<int> ring(mine.begin(), mine.begin() + static_cast<long>(g));
     const RingOrder order{ring, static_cast<int>(k)};
-    if (emitting(Phase::Down))
-      (direct ? directReduceScatter : ringReduceScatter)(b, order, data, source, a.chunkCount);
+    if (emitting(Phase::Down)) ringReduceScatter(b, order, data, source, a.chunkCount);
     if (g > 1) source = Buffer::Recv;
     // The k-th rank of every group holds the same piece of its group's sum: they go on up.
     std::vector<int> peers;
     for (const auto& group : groups) peers.push_back(group[k]);
     allReduce(peers, level + 1, ringPart(data, static_cast<int>(g), ringOwnedPart(order.pos, order.size())));
     if (!emitting(Phase::Up)) return;
-    (direct ? directAllGather : ringAllGather)(b, order, data, a.chunkCount);
+    ringAllGather(b, order, data, a.chunkCount);
     for (int extra : folded) sendChunks(b, extra, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
   }
 
@@ -116,7 +113,7 @@ Schedule HierAllReduce::build(const CollArgs& a) const {
   const int pieces = static_cast<int>(std::min<size_t>(static_cast<size_t>(pieces_), std::max<size_t>(a.count, 1)));
   auto emit = [&](int piece, Phase phase) {
     const Range r = evenPart(a.count, pieces, piece);
-    HierBuilder walk{b, topo, a, inputBuffer(a), phase, direct_};
+    HierBuilder walk{b, topo, a, inputBuffer(a), phase};
     walk.allReduce(order, 0, r);
   };
   emit(0, Phase::Down);

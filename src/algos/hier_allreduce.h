@@ -21,24 +21,15 @@ namespace braid::algos {
 // With pieces > 1 ("hierpipe") the buffer is cut into that many ranges, and the next range
 // goes down the levels while the last one crosses the top: the slow top links then run
 // alongside the fast ones below instead of after them (the cost model picks between the two).
-//
-// With `direct` ("hierdirect") every stage is one round instead of a ring: each group member
-// sends the others their parts at once (directReduceScatter / directAllGather), so the whole
-// AllReduce takes two rounds per level instead of 2 (g_l - 1), for the same bytes per link.
-// For small buffers, where rounds cost more than bytes.
 class HierAllReduce final : public Algorithm {
  public:
-  explicit HierAllReduce(int pieces = 1, bool direct = false)
-      : pieces_(pieces < 1 ? 1 : pieces), direct_(direct) {}
-  std::string_view name() const override {
-    return direct_ ? "hierdirect" : pieces_ == 1 ? "hier" : "hierpipe";
-  }
+  explicit HierAllReduce(int pieces = 1) : pieces_(pieces < 1 ? 1 : pieces) {}
+  std::string_view name() const override { return pieces_ == 1 ? "hier" : "hierpipe"; }
   bool supports(const CollArgs& args) const override;
   Schedule build(const CollArgs& args) const override;
 
  private:
   int pieces_;
-  bool direct_;
 };
 
 }  // namespace braid::algos

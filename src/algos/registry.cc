@@ -56,7 +56,6 @@ std::span<const Algorithm* const> algorithms() {
   static const TreeAllReduce treeAllReduce;
   static const HierAllReduce hierAllReduce;
   static const HierAllReduce hierPipeAllReduce(4);
-  static const HierAllReduce hierDirectAllReduce(1, /*direct=*/true);
   static const TwoShotCompressedAllReduce twoShotCompressed;
   static const SparseCompressedAllReduce sparseCompressed;
   static const HierCompressedAllReduce hierCompressed;
@@ -68,7 +67,7 @@ std::span<const Algorithm* const> algorithms() {
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &hierPipeAllReduce, &hierDirectAllReduce, &rackRingAllReduce, &hierAllGather,
+       &rhdAllReduce, &treeAllReduce, &hierAllReduce, &hierPipeAllReduce, &rackRingAllReduce, &hierAllGather,
        &hierReduceScatter, &hierBroadcast, &twoShotCompressed, &hierCompressed, &sparseCompressed,
        &hierSparseCompressed});
   return all;

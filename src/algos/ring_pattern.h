@@ -41,14 +41,4 @@ void ringAllGather(ScheduleBuilder& b, const RingOrder& ring, Range data, size_t
 void ringAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk,
                    bool average);
 
-// The same three with the same result layout, in one round each: every position sends each
-// other position its contribution to that position's part (and, gathering, its own part to
-// all), so n - 1 messages per rank leave at once instead of one per round for n - 1 rounds.
-// For small data, where a round costs more than its bytes (the hierarchical AllReduce's
-// `hierdirect`).
-void directReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk);
-void directAllGather(ScheduleBuilder& b, const RingOrder& ring, Range data, size_t chunk);
-void directAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk,
-                     bool average);
-
 }  // namespace braid::algos

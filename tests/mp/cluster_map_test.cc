@@ -48,7 +48,7 @@ TEST(ClusterMap, RanksGetTheMapsRacks) {
 // (the schedule tests prove the schedules; this runs them over shared memory between processes).
 TEST(ClusterMap, EveryAllReduceAlgorithmOnTwoRacks) {
   const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
-  for (const char* algo : {"ring", "direct", "rhd", "tree", "hier", "hierpipe", "hierdirect", "rackring"}) {
+  for (const char* algo : {"ring", "direct", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
     auto results = braid::testing::runProcesses(
         4,
         [](int rank, ncclComm_t comm) {

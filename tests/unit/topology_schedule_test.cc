@@ -352,35 +352,6 @@ TEST(TopologySchedule, HierEveryRankCount) {
   sweep(pipelined, evenThreeLevels);
 }
 
-TEST(TopologySchedule, HierDirectEveryRankCount) {
-  const algos::HierAllReduce direct(1, /*direct=*/true);
-  sweep(direct, none);
-  sweep(direct, twoLevels);
-  sweep(direct, threeLevels);
-  sweep(direct, evenTwoLevels);
-  sweep(direct, evenThreeLevels);
-}
-
-// hierdirect's stages are one round each: on two racks of four single-rank hosts, every rank
-// hears from each rack peer twice (the rack's reduce-scatter and all-gather, one message each)
-// and from its counterpart in the other rack twice (the same at the top), from no one else.
-TEST(TopologySchedule, HierDirectTalksOncePerStage) {
-  const Topology topo = Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6, 7}, {0, 0, 0, 0, 1, 1, 1, 1},
-                                                {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3});
-  const algos::HierAllReduce direct(1, /*direct=*/true);
-  const Case c{8, 64, 1 << 20, false, false, false, &topo};
-  for (int r = 0; r < 8; ++r) {
-    const algos::Schedule s = direct.build(argsFor(c, r));
-    std::map<int, int> recvsFrom;
-    for (const algos::Step& st : s.steps)
-      if (st.kind == algos::StepKind::Recv || st.kind == algos::StepKind::RecvReduce) ++recvsFrom[st.peer];
-    for (int p = 0; p < 8; ++p) {
-      const bool rackPeer = p != r && p / 4 == r / 4, counterpart = p == (r + 4) % 8;
-      EXPECT_EQ(recvsFrom[p], rackPeer || counterpart ? 2 : 0) << "rank " << r << " from " << p;
-    }
-  }
-}
-
 // hierpipe is offered only where two stages run on different links.
 TEST(TopologySchedule, HierPipeNeedsTwoStages) {
   const algos::HierAllReduce hierpipe(4);
@@ -456,9 +427,6 @@ TEST(TopologySchedule, HierShapes) {
               check(Unrestricted(hier), {topo.nranks(), count, chunk, inPlace, average, false, &topo});
               if (HasFatalFailure()) return;
             }
-            const algos::HierAllReduce direct(1, /*direct=*/true);
-            check(direct, {topo.nranks(), count, chunk, inPlace, average, false, &topo});
-            if (HasFatalFailure()) return;
           }
 }
 
@@ -549,7 +517,7 @@ Topology twoRacksSlowUplinks() {
 
 void printPrices(const char* title, const Topology& topo, size_t bytes) {
   std::printf("%s, %zu bytes:", title, bytes);
-  for (const char* algo : {"ring", "rhd", "tree", "hier", "hierpipe", "hierdirect", "rackring"}) {
+  for (const char* algo : {"ring", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
     Case c{topo.nranks(), bytes / 4, (size_t{1} << 20) / 4, false, false, false, &topo};
     if (algos::selectAlgorithm(argsFor(c, 0), algo)->name() != algo) continue;  // declines the call
     std::printf(" %s %.0f us", algo, price(algo, topo, bytes));
