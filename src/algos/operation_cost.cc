@@ -134,7 +134,7 @@ class OperationSim {
         outPort(l, from) = busy;
         inPort(l, to) = busy;
       }
-      const double arrival = start + link.alphaUs + b * link.betaUsPerByte;
+      const double arrival = start + link.alphaUs * topo_.alphaScale + b * link.betaUsPerByte;
       p.arrival[p.launched] = arrival;
       finish(from, i, arrival);
       const uint32_t recv = p.launched < p.recvs.size() ? p.recvs[p.launched] : UINT32_MAX;

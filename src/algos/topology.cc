@@ -46,6 +46,8 @@ std::string Topology::describe() const {
                   link[l].betaUsPerByte);
   }
   out += strfmt("top: link alpha %.2f us beta %.3g us/B\n", link.back().alphaUs, link.back().betaUsPerByte);
+  if (alphaScale != 1.0)
+    out += strfmt("ranks outnumber cores: every alpha priced x%.2f (ranks per core)\n", alphaScale);
   return out;
 }
 

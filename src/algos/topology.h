@@ -21,6 +21,10 @@ struct Topology {
   // link.size() == groupOf.size() + 1: the last entry is the top of the tree.
   std::vector<LinkCost> link;
   double gammaUsPerByte = 1e-4;
+  // Ranks per core on the most crowded machine, when more than one: every message's alpha is
+  // priced this many times over. A rank that outnumbers the cores waits for a turn on one before
+  // it can take a message in or pass it on, so each round costs about that many turns.
+  double alphaScale = 1.0;
 
   int nranks() const { return groupOf.empty() ? 0 : static_cast<int>(groupOf[0].size()); }
   int levels() const { return static_cast<int>(groupOf.size()); }

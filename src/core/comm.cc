@@ -62,6 +62,8 @@ transport::PeerInfo localPeerInfo(int rank) {
   info.processHash = processHash();
   std::snprintf(info.hostName, sizeof(info.hostName), "%s", braid::topo::localHostName().c_str());
   info.machineHash = machineHash();
+  cpu_set_t cpus;
+  info.cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   return info;
 }
 
@@ -81,8 +83,14 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   }
   int localRanks = 0;
   for (const auto& p : peers) localRanks += p.machineHash == peers[rank].machineHash;
-  cpu_set_t cpus;
-  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const int cores = std::max(1, peers[rank].cores);
+  // The cost model's view, the same on every rank: ranks per core on the most crowded machine.
+  for (const auto& p : peers) {
+    int ranks = 0, machineCores = 1;
+    for (const auto& q : peers)
+      if (q.machineHash == p.machineHash) ++ranks, machineCores = std::max(machineCores, q.cores);
+    ranksPerCore = std::max(ranksPerCore, static_cast<double>(ranks) / machineCores);
+  }
   spinRounds = localRanks <= cores ? 1u << 16 : 64;
   spinTime = localRanks <= cores ? std::chrono::nanoseconds::max() : std::chrono::microseconds(10);
   BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks, cores,
@@ -120,6 +128,7 @@ Status ncclComm::buildTopology() {
   braid::topo::CommTopology built;
   BRAID_TRY(braid::topo::buildCommTopology(in, &built));
   topology = std::move(built.topology);
+  topology.alphaScale = ranksPerCore;
   return Status::Ok();
 }
 

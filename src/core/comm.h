@@ -80,6 +80,7 @@ struct ncclComm {
   // ...and at most this long when ranks outnumber cores: an idle round over TCP makes a system
   // call per stream, so 64 of them can keep a peer off the core for hundreds of microseconds.
   std::chrono::nanoseconds spinTime = std::chrono::microseconds(10);
+  double ranksPerCore = 1.0;  // on the most crowded machine: Topology::alphaScale
   braid::RedOpTable redOps;
   braid::CommCompression compression;  // BRAID_COMPRESS and the residuals of this communicator
   std::string forcedAlgorithm;             // BRAID_ALGO

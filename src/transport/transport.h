@@ -28,6 +28,7 @@ struct PeerInfo {
   char hostName[64] = {};    // NCCL_HOSTID, else the hostname: how the cluster map names it
   uint64_t machineHash = 0;  // the kernel's boot id: equal means the same CPUs, whatever
                              // NCCL_HOSTID says (emulated hosts in namespaces share them)
+  int32_t cores = 1;         // CPUs this process may run on (its affinity mask)
 };
 
 // Receives the bytes of a posted receive as they arrive, in place of a memcpy into the buffer

@@ -588,8 +588,10 @@ TEST(TopologyCost, LogarithmicSchedulesWinForSmallBuffers) {
 // tiny buffer, and an unmatched message cannot complete.
 TEST(TopologyCost, PricesWholeOperations) {
   for (int n : {2, 4, 8}) {
-    const Topology flat = Topology::flat(n, {10, 0});
+    Topology flat = Topology::flat(n, {10, 0});
     EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 2 * (n - 1) * 10.0, 1.0) << n;
+    flat.alphaScale = 4;  // ranks outnumber cores four to one: every round costs four turns
+    EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 2 * (n - 1) * 40.0, 1.0) << n;
   }
   const Topology two = Topology::flat(2);
   algos::ScheduleBuilder lonely("lonely");
