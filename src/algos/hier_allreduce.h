@@ -18,7 +18,8 @@ namespace braid::algos {
 // and gets the result back at the end: correct, still hierarchical, at 2 n beta more on the
 // (cheap) links inside the group for the ranks beyond g.
 //
-// With pieces > 1 ("hierpipe") the buffer is cut into that many ranges, and the next range
+// With pieces > 1 ("hierpipe") the buffer is cut into that many ranges (more for large
+// buffers: piecesFor), and the next range
 // goes down the levels while the last one crosses the top: the slow top links then run
 // alongside the fast ones below instead of after them (the cost model picks between the two).
 class HierAllReduce final : public Algorithm {
@@ -27,6 +28,7 @@ class HierAllReduce final : public Algorithm {
   std::string_view name() const override { return pieces_ == 1 ? "hier" : "hierpipe"; }
   bool supports(const CollArgs& args) const override;
   Schedule build(const CollArgs& args) const override;
+  size_t piecesFor(size_t bytes) const;  // how many pieces a buffer of `bytes` is cut into
 
  private:
   int pieces_;

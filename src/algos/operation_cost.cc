@@ -1,13 +1,50 @@
 #include "algos/operation_cost.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <queue>
 #include <vector>
 
 namespace braid::algos {
 
 namespace {
+
+// A port's busy intervals. A message takes the earliest gap that fits it from the time it is
+// ready, so one that waits for a busy link further on does not hold this one meanwhile (a host
+// sends in-rack data while a cross-rack message waits for the uplink). First-come first-served
+// ports had priced hierpipe above hier at 64-256 MiB on the emulated cluster, where it measured
+// 16-17% faster.
+class Port {
+ public:
+  // The earliest t' >= t with [t', t' + length) free.
+  double earliest(double t, double length) const {
+    auto it = busy_.upper_bound(t);
+    if (it != busy_.begin()) t = std::max(t, std::prev(it)->second);
+    for (; it != busy_.end() && it->first < t + length; ++it) t = std::max(t, it->second);
+    return t;
+  }
+  void book(double t, double length) {
+    if (length <= 0) return;
+    double begin = t, end = t + length;
+    auto it = busy_.lower_bound(begin);
+    if (it != busy_.begin() && std::prev(it)->second >= begin) {
+      --it;
+      begin = it->first;
+      end = std::max(end, it->second);
+      it = busy_.erase(it);
+    }
+    while (it != busy_.end() && it->first <= end) {
+      end = std::max(end, it->second);
+      it = busy_.erase(it);
+    }
+    busy_.emplace(begin, end);
+  }
+
+ private:
+  std::map<double, double> busy_;  // start -> end, disjoint, touching ones merged
+};
 
 class OperationSim {
  public:
@@ -43,7 +80,7 @@ class OperationSim {
     for (int l = 0; l < topo.levels(); ++l) {
       int groups = 0;
       for (int g : topo.groupOf[l]) groups = std::max(groups, g + 1);
-      ports_[l].assign(2 * static_cast<size_t>(groups), 0.0);  // [2g]: out, [2g + 1]: in
+      ports_[l].assign(2 * static_cast<size_t>(groups), Port{});  // [2g]: out, [2g + 1]: in
     }
   }
 
@@ -123,16 +160,21 @@ class OperationSim {
       const double b = bytes(s_[from].steps[i]);
       const int level = topo_.commonLevel(from, to);
       const LinkCost& link = topo_.link[static_cast<size_t>(level)];
-      // Every port on the way must be free; each is then busy for its own level's beta.
+      // Every port on the way must be free at once, each for its own level's beta.
+      auto length = [&](int l) { return b * topo_.link[static_cast<size_t>(l) + 1].betaUsPerByte; };
       double start = std::max(rs.readyAt[i], p.linkFree);
-      for (int l = 0; l < level; ++l) {
-        start = std::max({start, outPort(l, from), inPort(l, to)});
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (int l = 0; l < level; ++l) {
+          const double t = std::max(outPort(l, from).earliest(start, length(l)),
+                                    inPort(l, to).earliest(start, length(l)));
+          if (t > start) start = t, moved = true;
+        }
       }
       p.linkFree = start + b * link.betaUsPerByte;
       for (int l = 0; l < level; ++l) {
-        const double busy = start + b * topo_.link[static_cast<size_t>(l) + 1].betaUsPerByte;
-        outPort(l, from) = busy;
-        inPort(l, to) = busy;
+        outPort(l, from).book(start, length(l));
+        inPort(l, to).book(start, length(l));
       }
       const double arrival = start + link.alphaUs * topo_.alphaScale + b * link.betaUsPerByte;
       p.arrival[p.launched] = arrival;
@@ -143,8 +185,8 @@ class OperationSim {
     }
   }
 
-  double& outPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank]]; }
-  double& inPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank] + 1]; }
+  Port& outPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank]]; }
+  Port& inPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank] + 1]; }
 
   void completeRecv(int r, uint32_t i, double arrival) {
     const Step& st = s_[r].steps[i];
@@ -170,7 +212,7 @@ class OperationSim {
   int n_;
   std::vector<Pair> pairs_;
   std::vector<RankState> ranks_;
-  std::vector<std::vector<double>> ports_;
+  std::vector<std::vector<Port>> ports_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   size_t total_ = 0, finished_ = 0;
   double end_ = 0.0;
