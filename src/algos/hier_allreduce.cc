@@ -86,13 +86,20 @@ struct HierBuilder {
 
 }  // namespace
 
-// Pipelining needs two stages on different links: some level whose groups are more than one
+// Pieces smaller than this only multiply the messages: on the emulated cluster (8 ranks on 2
+// cores) hierpipe took 2.1 ms at 64 KiB where hier took 1.0 ms, and was 1.6x faster from 256 KiB
+// (bench/results/netcluster_allreduce_small.md); the cost model does not see what a message
+// costs a rank that shares its core.
+constexpr size_t kMinPieceBytes = 64 << 10;
+
+// Pipelining needs pieces worth the messages, and two stages on different links: some level whose groups are more than one
 // and fewer than the ranks (on one host, or with every rank alone up to the top, hier is one
 // ring, and four pieces of it only cost four times the messages).
 bool HierAllReduce::supports(const CollArgs& args) const {
   if (args.coll != Collective::AllReduce) return false;
   if (pieces_ == 1) return true;
   if (!args.topology || args.count < static_cast<size_t>(pieces_)) return false;
+  if (args.count * args.typeSize < static_cast<size_t>(pieces_) * kMinPieceBytes) return false;
   const Topology& topo = *args.topology;
   for (int level = 0; level < topo.levels(); ++level) {
     const auto& groups = topo.groupOf[static_cast<size_t>(level)];

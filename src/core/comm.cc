@@ -91,10 +91,9 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
       if (q.machineHash == p.machineHash) ++ranks, machineCores = std::max(machineCores, q.cores);
     ranksPerCore = std::max(ranksPerCore, static_cast<double>(ranks) / machineCores);
   }
-  spinRounds = localRanks <= cores ? 1u << 16 : 64;
-  spinTime = localRanks <= cores ? std::chrono::nanoseconds::max() : std::chrono::microseconds(10);
+  spinRounds = localRanks <= cores ? 1u << 16 : 0;
   BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks, cores,
-             localRanks <= cores ? "spinning" : "yielding early");
+             localRanks <= cores ? "spinning" : "not spinning");
   BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
   BRAID_TRY(buildTopology());

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -73,13 +72,11 @@ struct ncclComm {
   size_t chunkBytes = 0;
   size_t directMaxBytes = 0;
   bool checkMismatch = true;
-  // Idle rounds the executor spins before it yields the core: many when every local rank can
-  // have a core of its own (yielding then only hands the core to unrelated work and adds
-  // microseconds), few when ranks outnumber cores (a spinning rank then starves its peer).
-  uint32_t spinRounds = 64;
-  // ...and at most this long when ranks outnumber cores: an idle round over TCP makes a system
-  // call per stream, so 64 of them can keep a peer off the core for hundreds of microseconds.
-  std::chrono::nanoseconds spinTime = std::chrono::microseconds(10);
+  // Idle rounds the executor spins before it yields the core or sleeps: many when every local
+  // rank can have a core of its own (yielding then only hands the core to unrelated work and
+  // adds microseconds), none when ranks outnumber cores (the data a spinning rank waits for needs
+  // a peer to run on the core it holds; over TCP each round is also a recvmsg per stream).
+  uint32_t spinRounds = 0;
   double ranksPerCore = 1.0;  // on the most crowded machine: Topology::alphaScale
   braid::RedOpTable redOps;
   braid::CommCompression compression;  // BRAID_COMPRESS and the residuals of this communicator

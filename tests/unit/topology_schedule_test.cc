@@ -368,6 +368,9 @@ TEST(TopologySchedule, HierPipeNeedsTwoStages) {
   EXPECT_TRUE(offered(twoHosts, 1 << 20));
   EXPECT_TRUE(offered(racks, 1 << 20));
   EXPECT_FALSE(offered(racks, 3));  // fewer elements than pieces
+  // Pieces of at least 64 KiB (8-byte elements here).
+  EXPECT_FALSE(offered(racks, 4 * (64 << 10) / 8 - 1));
+  EXPECT_TRUE(offered(racks, 4 * (64 << 10) / 8));
 }
 
 TEST(TopologySchedule, HierAllGatherEveryRankCount) {
