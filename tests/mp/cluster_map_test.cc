@@ -3,6 +3,8 @@
 // TUNING log prices algorithms on them, and collectives stay correct.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -65,6 +67,34 @@ TEST(ClusterMap, EveryAllReduceAlgorithmOnTwoRacks) {
         {{"NCCL_HOSTID", "h%r"}, {"BRAID_CLUSTER_FILE", map}, {"BRAID_ALGO", algo}});
     for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << algo << " rank " << r;
   }
+}
+
+// Four ranks held to one CPU (the affinity the processes inherit): the cost model prices every
+// alpha four times over, and says so in the GRAPH log.
+TEST(ClusterMap, RanksThatOutnumberCoresScaleTheAlphas) {
+  cpu_set_t saved, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &saved)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  auto results = braid::testing::runProcesses(
+      4,
+      [](int rank, ncclComm_t comm) {
+        int v = rank;
+        return ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr) == ncclSuccess && v == 6 ? 0 : 1;
+      },
+      {{"NCCL_DEBUG", "INFO"},
+       {"NCCL_DEBUG_SUBSYS", "GRAPH"},
+       {"NCCL_DEBUG_FILE", "/tmp/braid-cores-test.%p.log"}});
+  sched_setaffinity(0, sizeof saved, &saved);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
+  std::string logs = readAll("cat /tmp/braid-cores-test.*.log; rm -f /tmp/braid-cores-test.*.log");
+  EXPECT_NE(logs.find("4.00 ranks per core on the most crowded machine: every alpha priced x4.00"),
+            std::string::npos) << logs;
 }
 
 }  // namespace
