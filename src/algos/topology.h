@@ -25,6 +25,10 @@ struct Topology {
   // priced this many times over. A rank that outnumbers the cores waits for a turn on one before
   // it can take a message in or pass it on, so each round costs about that many turns.
   double alphaScale = 1.0;
+  // The executor checks each call's signature with every peer (BRAID_CHECK_MISMATCH): a 16-byte
+  // message each way, in one system call with the first data message where that can leave at
+  // once, else alone. Priced only where ranks outnumber cores (see alphaScale), as CPU work.
+  bool signatures = false;
 
   int nranks() const { return groupOf.empty() ? 0 : static_cast<int>(groupOf[0].size()); }
   int levels() const { return static_cast<int>(groupOf.size()); }

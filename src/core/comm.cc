@@ -128,6 +128,7 @@ Status ncclComm::buildTopology() {
   BRAID_TRY(braid::topo::buildCommTopology(in, &built));
   topology = std::move(built.topology);
   topology.alphaScale = ranksPerCore;
+  topology.signatures = checkMismatch;
   if (ranksPerCore > 1.0)
     BRAID_INFO(kGraph, "%.2f ranks per core on the most crowded machine: every alpha priced x%.2f",
                ranksPerCore, ranksPerCore);

@@ -593,8 +593,17 @@ TEST(TopologyCost, PricesWholeOperations) {
   for (int n : {2, 4, 8}) {
     Topology flat = Topology::flat(n, {10, 0});
     EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 2 * (n - 1) * 10.0, 1.0) << n;
-    flat.alphaScale = 4;  // ranks outnumber cores four to one: every round costs four turns
-    EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 2 * (n - 1) * 40.0, 1.0) << n;
+    // Ranks outnumber cores four to one: every round costs four turns, 2 (n - 1) x 40 us; and
+    // the cores' work bounds the whole, here more tightly: each of a rank's 2 (n - 1) messages
+    // (all between hosts: every rank has its own) costs its two ends an alpha each, four ranks
+    // to a core: 4 x 2 (n - 1) x 2 x 10 us.
+    flat.alphaScale = 4;
+    EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 4 * 2 * (n - 1) * 2 * 10.0, 1.0) << n;
+    // With signatures checked, a rank's signature to each of the n - 2 peers it sends no data
+    // to at once (all but its successor) travels alone: 4 x (n - 2) x 2 x 10 us more.
+    flat.signatures = true;
+    EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)),
+                4 * 2 * (n - 1) * 2 * 10.0 + 4 * (n - 2) * 2 * 10.0, 1.0) << n;
   }
   const Topology two = Topology::flat(2);
   algos::ScheduleBuilder lonely("lonely");
