@@ -160,16 +160,17 @@ class OperationSim {
     }
   }
 
-  // The signatures that travel alone: to every peer but those the rank sends data to at once.
+  // The signatures that travel alone: to every peer the rank sends no data to (the others wait
+  // for the first data message and leave with it).
   void addLoneSignatures() {
-    std::vector<char> early(static_cast<size_t>(n_));
+    std::vector<char> data(static_cast<size_t>(n_));
     for (int r = 0; r < n_; ++r) {
-      std::fill(early.begin(), early.end(), 0);
+      std::fill(data.begin(), data.end(), 0);
       for (const Step& st : s_[r].steps)
-        if (st.kind == StepKind::Send && st.depCount == 0) early[static_cast<size_t>(st.peer)] = 1;
+        if (st.kind == StepKind::Send) data[static_cast<size_t>(st.peer)] = 1;
       for (int p = 0; p < n_; ++p) {
         const int level = topo_.commonLevel(r, p);
-        if (p != r && !early[static_cast<size_t>(p)] && level > 0)
+        if (p != r && !data[static_cast<size_t>(p)] && level > 0)
           cpuWork_ += 2 * topo_.link[static_cast<size_t>(level)].alphaUs;
       }
     }

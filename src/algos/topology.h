@@ -26,8 +26,8 @@ struct Topology {
   // it can take a message in or pass it on, so each round costs about that many turns.
   double alphaScale = 1.0;
   // The executor checks each call's signature with every peer (BRAID_CHECK_MISMATCH): a 16-byte
-  // message each way, in one system call with the first data message where that can leave at
-  // once, else alone. Priced only where ranks outnumber cores (see alphaScale), as CPU work.
+  // message each way, with the first data message to that peer, or alone to a peer that gets
+  // no data. Priced only where ranks outnumber cores (see alphaScale), as CPU work.
   bool signatures = false;
 
   int nranks() const { return groupOf.empty() ? 0 : static_cast<int>(groupOf[0].size()); }

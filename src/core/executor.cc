@@ -76,6 +76,8 @@ class ReduceSink final : public transport::RecvSink {
 constexpr std::chrono::microseconds kSleep{2000};
 // How long a rank yields before it sleeps on doorbells (shared memory).
 constexpr std::chrono::microseconds kBellsAfter{200};
+// How long a rank waits before it sends the signatures it holds back (see readyToSend).
+constexpr std::chrono::milliseconds kFlushSignaturesAfter{5};
 
 struct StepRef {
   uint32_t plan;
@@ -149,6 +151,7 @@ class Run {
   bool ready(StepRef ref) const {
     return ref.step >= kSignature || state_[ref.plan].unmet[ref.step] == 0;
   }
+  bool readyToSend(const ChannelQueue& q, size_t k) const;
   ChannelQueue* queueFor(ncclComm* comm, int peer);
   Status addSignatures(uint32_t plan);
   Status announceReceives();
@@ -180,6 +183,7 @@ class Run {
   std::vector<Waiter> waiters_;
   uint32_t spinRounds_ = 0;
   size_t pending_ = 0;
+  bool flushSignatures_ = false;  // waited kFlushSignaturesAfter: held-back signatures go
 };
 
 void Run::complete(StepRef ref) {
@@ -320,10 +324,25 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
 }
 
 // Posts what is ready on one channel (in order), moves data, and retires completions.
+// A collective's signature to a peer its plan sends data to later waits for that first data
+// message, so that both leave together (one system call on TCP, where each message costs the
+// kernel's network path on both ends; with ranks sharing cores that CPU is the time). Mismatch
+// detection does not depend on it: a rank's signature goes at once to every peer it sends no
+// data to, and all held-back signatures go after kFlushSignaturesAfter of waiting, so ranks
+// stuck on each other's mismatched calls still see every signature.
+bool Run::readyToSend(const ChannelQueue& q, size_t k) const {
+  const StepRef ref = q.sends[k];
+  if (ref.step < kSignature) return ready(ref);
+  if (flushSignatures_ || k + 1 >= q.sends.size()) return true;
+  const StepRef next = q.sends[k + 1];
+  if (next.plan != ref.plan || next.step >= kSignature) return true;
+  return ready(next);
+}
+
 Status Run::pump(ChannelQueue& q, bool* moved) {
   PeerChannel& ch = q.comm->channels[q.peer];
   transport::Endpoint* ep = ch.endpoint.get();
-  while (q.sendsPosted < q.sends.size() && ready(q.sends[q.sendsPosted])) {
+  while (q.sendsPosted < q.sends.size() && readyToSend(q, q.sendsPosted)) {
     BRAID_TRY(postSend(q, q.sends[q.sendsPosted]));
     q.sendSeq[q.sendsPosted++] = ++ch.sendsPosted;
     *moved = true;
@@ -428,6 +447,7 @@ Status Run::failed(const Plan& plan, const Status& status) {
 Status Run::go(std::span<Plan> plans) {
   plans_ = plans;
   pending_ = 0;
+  flushSignatures_ = false;
   nQueues_ = 0;
   localReady_.clear();
   Status st = setUp();
@@ -565,6 +585,7 @@ void Run::lowerBells() {
 // timeouts and aborts now and then.
 Status Run::loop() {
   uint32_t idle = 0;
+  Waiter::Clock::time_point idleSince{};
   Waiter::Clock::time_point yieldingSince{};
   Waiter::Clock::time_point lastListen{};  // set when the first long wait starts
   while (pending_ > 0) {
@@ -600,8 +621,10 @@ Status Run::loop() {
       idle = 0;
       continue;
     }
-    if (idle++ == 0)  // a wait starts now: timeouts measure time without progress
+    if (idle++ == 0) {  // a wait starts now: timeouts measure time without progress
       for (Waiter& w : waiters_) w.restart();
+      if (!flushSignatures_) idleSince = Waiter::Clock::now();
+    }
     bool slept = false;
     if (!bells_.empty()) {  // raised last round, and nothing moved since
       slept = waitForBells(bells_, kSleep);
@@ -630,6 +653,7 @@ Status Run::loop() {
       // waiting, measured by the clock (idle rounds last anything from nanoseconds to a
       // scheduler slice, depending on how many ranks share the cores).
       auto now = Waiter::Clock::now();
+      if (!flushSignatures_ && now - idleSince >= kFlushSignaturesAfter) flushSignatures_ = true;
       if (lastListen == Waiter::Clock::time_point{}) lastListen = now;
       if (now - lastListen >= std::chrono::milliseconds(2)) {
         lastListen = now;

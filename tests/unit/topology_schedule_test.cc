@@ -600,7 +600,7 @@ TEST(TopologyCost, PricesWholeOperations) {
     flat.alphaScale = 4;
     EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 4 * 2 * (n - 1) * 2 * 10.0, 1.0) << n;
     // With signatures checked, a rank's signature to each of the n - 2 peers it sends no data
-    // to at once (all but its successor) travels alone: 4 x (n - 2) x 2 x 10 us more.
+    // to (all but its successor) travels alone: 4 x (n - 2) x 2 x 10 us more.
     flat.signatures = true;
     EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)),
                 4 * 2 * (n - 1) * 2 * 10.0 + 4 * (n - 2) * 2 * 10.0, 1.0) << n;
