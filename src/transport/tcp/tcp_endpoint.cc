@@ -102,6 +102,13 @@ Status TcpEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink) {
   return Status::Ok();
 }
 
+// A sendmsg that failed for good: the peer is gone, or the socket broke.
+Status TcpEndpoint::sendFailed(int err, size_t j) {
+  if (err == EPIPE || err == ECONNRESET)
+    return fail(remoteError("stream %zu: peer closed the connection", j));
+  return fail(systemError("stream %zu: send: %s", j, std::strerror(err)));
+}
+
 Status TcpEndpoint::fail(Status st) {
   error_ = st.withContext(strfmt("TCP connection to rank %d", peerRank_));
   return error_;
@@ -160,9 +167,7 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
           const int err = errno;
           if (wouldBlock(err)) return Status::Ok();
           if (err == EINTR) continue;
-          if (err == EPIPE || err == ECONNRESET)
-            return fail(remoteError("stream %zu: peer closed the connection", j));
-          return fail(systemError("stream %zu: send: %s", j, std::strerror(err)));
+          return sendFailed(err, j);
         }
         *moved = true;
         for (size_t k = 0; k < b.count; ++k) {
@@ -195,12 +200,10 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
       msg.msg_iovlen = count;
       ssize_t n = ::sendmsg(s.sendFd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0) {
-        int err = errno;
+        const int err = errno;
         if (wouldBlock(err)) return Status::Ok();
         if (err == EINTR) continue;
-        if (err == EPIPE || err == ECONNRESET)
-          return fail(remoteError("stream %zu: peer closed the connection", j));
-        return fail(systemError("stream %zu: send: %s", j, std::strerror(err)));
+        return sendFailed(err, j);
       }
       s.sendPos += static_cast<size_t>(n);
       *moved = true;
