@@ -585,7 +585,8 @@ void Run::lowerBells() {
 // timeouts and aborts now and then.
 Status Run::loop() {
   uint32_t idle = 0;
-  Waiter::Clock::time_point idleSince{};
+  Waiter::Clock::time_point idleSince{};  // when this wait's first periodic check came
+  bool idleTimed = false;
   Waiter::Clock::time_point yieldingSince{};
   Waiter::Clock::time_point lastListen{};  // set when the first long wait starts
   while (pending_ > 0) {
@@ -623,7 +624,7 @@ Status Run::loop() {
     }
     if (idle++ == 0) {  // a wait starts now: timeouts measure time without progress
       for (Waiter& w : waiters_) w.restart();
-      if (!flushSignatures_) idleSince = Waiter::Clock::now();
+      idleTimed = false;
     }
     bool slept = false;
     if (!bells_.empty()) {  // raised last round, and nothing moved since
@@ -653,7 +654,14 @@ Status Run::loop() {
       // waiting, measured by the clock (idle rounds last anything from nanoseconds to a
       // scheduler slice, depending on how many ranks share the cores).
       auto now = Waiter::Clock::now();
-      if (!flushSignatures_ && now - idleSince >= kFlushSignaturesAfter) flushSignatures_ = true;
+      // Timed from the wait's first check (within 256 idle rounds or one sleep), so that
+      // short waits read no clock.
+      if (!idleTimed) {
+        idleSince = now;
+        idleTimed = true;
+      } else if (!flushSignatures_ && now - idleSince >= kFlushSignaturesAfter) {
+        flushSignatures_ = true;
+      }
       if (lastListen == Waiter::Clock::time_point{}) lastListen = now;
       if (now - lastListen >= std::chrono::milliseconds(2)) {
         lastListen = now;
