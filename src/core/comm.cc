@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <unordered_map>
 
 #include "algos/selector.h"
 #include "core/env.h"
@@ -81,16 +82,18 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
   }
-  int localRanks = 0;
-  for (const auto& p : peers) localRanks += p.machineHash == peers[rank].machineHash;
-  const int cores = std::max(1, peers[rank].cores);
-  // The cost model's view, the same on every rank: ranks per core on the most crowded machine.
+  std::unordered_map<uint64_t, std::pair<int, int>> machines;  // hash -> ranks, most cores
   for (const auto& p : peers) {
-    int ranks = 0, machineCores = 1;
-    for (const auto& q : peers)
-      if (q.machineHash == p.machineHash) ++ranks, machineCores = std::max(machineCores, q.cores);
-    ranksPerCore = std::max(ranksPerCore, static_cast<double>(ranks) / machineCores);
+    auto& [ranks, machineCores] = machines.try_emplace(p.machineHash, 0, 1).first->second;
+    ++ranks;
+    machineCores = std::max(machineCores, p.cores);
   }
+  // The cost model's view, the same on every rank: ranks per core on the most crowded machine.
+  for (const auto& [hash, m] : machines)
+    ranksPerCore = std::max(ranksPerCore, static_cast<double>(m.first) / m.second);
+  // Spinning is this rank's own choice: the cores it may run on.
+  const int localRanks = machines[peers[rank].machineHash].first;
+  const int cores = std::max(1, peers[rank].cores);
   spinRounds = localRanks <= cores ? 1u << 16 : 0;
   BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks, cores,
              localRanks <= cores ? "spinning" : "not spinning");

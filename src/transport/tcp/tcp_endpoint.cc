@@ -114,40 +114,32 @@ Status TcpEndpoint::fail(Status st) {
   return error_;
 }
 
+void TcpEndpoint::putHeader(uint8_t* h, uint64_t message, size_t bytes) {
+  net::putU32(h, kMessageMagic);
+  net::putU32(h + 4, static_cast<uint32_t>(message));
+  net::putU64(h + 8, bytes);
+}
+
 // A stream's next messages when several small ones wait whole on stream 0: they leave in one
 // sendmsg (one system call and, usually, one packet: a call's signature and its first data
 // message, say). The sequence continues in pumpSend when only part of them went out.
-size_t TcpEndpoint::batchSends(const Stream& s, Batch* b) const {
-  b->count = 0;
-  size_t iovs = 0;
+void TcpEndpoint::batchSends(const Stream& s, Batch* b) const {
   for (uint64_t m = s.sendMsg; m - sendBase_ < sends_.size() && b->count < kBatch; ++m) {
     const SendOp& op = sends_[m - sendBase_];
     if (op.bytes > kBatchMaxBytes || op.bytes > slice_) break;
-    uint8_t* h = b->headers[b->count];
-    net::putU32(h, kMessageMagic);
-    net::putU32(h + 4, static_cast<uint32_t>(m));
-    net::putU64(h + 8, op.bytes);
-    b->iov[iovs++] = {h, kHeaderBytes};
-    if (op.bytes) b->iov[iovs++] = {const_cast<uint8_t*>(op.data), op.bytes};
-    b->length[b->count++] = kHeaderBytes + op.bytes;
+    putHeader(b->add(const_cast<uint8_t*>(op.data), op.bytes), m, op.bytes);
   }
-  return iovs;
 }
 
 // The same for receives: small posted receives without a sink, read in one recvmsg. Their sizes
 // are known (a message must match its posted receive); should a header disagree, the endpoint
 // fails, so bytes read past a shorter message do no harm.
-size_t TcpEndpoint::batchRecvs(const Stream& s, Batch* b) const {
-  b->count = 0;
-  size_t iovs = 0;
+void TcpEndpoint::batchRecvs(const Stream& s, Batch* b) const {
   for (uint64_t m = s.recvMsg; m - recvBase_ < recvs_.size() && b->count < kBatch; ++m) {
     const RecvOp& op = recvs_[m - recvBase_];
     if (op.sink || op.bytes > kBatchMaxBytes || op.bytes > slice_) break;
-    b->iov[iovs++] = {b->headers[b->count], kHeaderBytes};
-    if (op.bytes) b->iov[iovs++] = {op.data, op.bytes};
-    b->length[b->count++] = kHeaderBytes + op.bytes;
+    b->add(op.data, op.bytes);
   }
-  return iovs;
 }
 
 Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
@@ -157,11 +149,11 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
     if (s.sendMsg - sendBase_ >= sends_.size()) return Status::Ok();
     if (header && s.sendPos == 0 && s.sendMsg + 1 - sendBase_ < sends_.size()) {
       Batch b;
-      const size_t iovs = batchSends(s, &b);
+      batchSends(s, &b);
       if (b.count >= 2) {
         msghdr msg{};
         msg.msg_iov = b.iov;
-        msg.msg_iovlen = iovs;
+        msg.msg_iovlen = b.iovs;
         ssize_t n = ::sendmsg(s.sendFd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
           const int err = errno;
@@ -184,11 +176,7 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
     }
     const SendOp& op = sends_[s.sendMsg - sendBase_];
     const size_t total = header + partBytes(j, op.bytes);
-    if (s.sendPos == 0 && header) {
-      net::putU32(s.headerOut, kMessageMagic);
-      net::putU32(s.headerOut + 4, static_cast<uint32_t>(s.sendMsg));
-      net::putU64(s.headerOut + 8, op.bytes);
-    }
+    if (s.sendPos == 0 && header) putHeader(s.headerOut, s.sendMsg, op.bytes);
     if (s.sendPos < total) {
       iovec iov[kMaxIov];
       size_t count = 0;
@@ -234,11 +222,11 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
     if (s.recvMsg - recvBase_ >= recvs_.size()) return Status::Ok();
     if (header && s.recvPos == 0 && s.recvMsg + 1 - recvBase_ < recvs_.size()) {
       Batch b;
-      const size_t iovs = batchRecvs(s, &b);
+      batchRecvs(s, &b);
       if (b.count >= 2) {
         msghdr msg{};
         msg.msg_iov = b.iov;
-        msg.msg_iovlen = iovs;
+        msg.msg_iovlen = b.iovs;
         ssize_t n = ::recvmsg(s.recvFd, &msg, MSG_DONTWAIT);
         BRAID_TRY(checkRecv(n, j));
         if (n < 0) {

@@ -65,13 +65,22 @@ class TcpEndpoint final : public Endpoint {
   static constexpr size_t kBatch = 8;
   static constexpr size_t kBatchMaxBytes = 4096;
   struct Batch {
-    size_t count;
+    size_t count = 0, iovs = 0;
     uint8_t headers[kBatch][kHeaderBytes];
     size_t length[kBatch];  // header and payload
     iovec iov[2 * kBatch];
+    // Appends a message: its header slot, then its payload; returns the header slot.
+    uint8_t* add(void* payload, size_t bytes) {
+      uint8_t* h = headers[count];
+      iov[iovs++] = {h, kHeaderBytes};
+      if (bytes) iov[iovs++] = {payload, bytes};
+      length[count++] = kHeaderBytes + bytes;
+      return h;
+    }
   };
-  size_t batchSends(const Stream& s, Batch* b) const;
-  size_t batchRecvs(const Stream& s, Batch* b) const;
+  static void putHeader(uint8_t* h, uint64_t message, size_t bytes);
+  void batchSends(const Stream& s, Batch* b) const;
+  void batchRecvs(const Stream& s, Batch* b) const;
 
   size_t partBytes(size_t stream, size_t bytes) const;  // payload part, header excluded
   // Where position `pos` of a stream's payload part lands: buffer offset and contiguous length.
