@@ -5,7 +5,7 @@ Runs, one after another and with the same ranks and sizes (AllReduce, the defaul
   Braid    tools/braidrun -np N bench/perf/all_reduce_perf   (float, sum)
   OpenMPI  mpirun -np N bench/mpi/mpi_coll_perf -C allreduce  (MPI_Allreduce, float, sum)
   Gloo     bench/gloo/gloo_coll_perf.py --coll allreduce --np N (torch.distributed "gloo")
-  memcpy   bench/memcpy-rate                                   (one thread)
+  memcpy   bench/memcpy-rate                                   (one thread, and all cores at once)
 parses their tables, prints one combined table and writes it as markdown to
 bench/results/<name>.md with the command line, date, machine and versions.
 
@@ -20,6 +20,16 @@ communicator with BRAID_ALGO=NAME; auto leaves the choice to Braid), each as its
 (ncclGroupSimulateEnd) against the measured one. A forced name that does not apply at a size
 (direct above BRAID_DIRECT_MAX_BYTES, a name Braid does not know) runs Braid's own choice there:
 such cells name the algorithm that ran, e.g. "2.31 [ring]".
+
+For the collectives that only move data (AllGather, Broadcast, AlltoAll, Gather, Scatter,
+SendRecv) the table adds a copy bound: the busbw at which the bytes every rank's output needs
+(out-of-place: all of it; in-place: all but what is already there) would be copied at the rate
+of memcpy on all cores at once (memcpy-rate -p <cores>). No implementation that copies with the
+CPU passes it by more than memcpy's own margin (streaming stores: ~10%); where the buffers fit
+in the caches (a few MiB) it is rough.
+
+--register gives Braid's perf binaries -R 1: buffers from ncclMemAlloc, which peers on the host
+read in place (zero-copy) instead of through a shared-memory ring.
 
 It builds nothing: build first (cmake --build build --target braidrun perf mpi_coll_perf
 memcpy-rate). A baseline that is not built or not installed, or a collective a
@@ -41,7 +51,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 OTHERS = ("mpi", "gloo")
-LABEL = {"braid": "Braid", "mpi": "OpenMPI", "gloo": "Gloo", "memcpy": "memcpy"}
+LABEL = {"braid": "Braid", "mpi": "OpenMPI", "gloo": "Gloo", "memcpy": "memcpy", "memcpy-all": "memcpy, all cores"}
 
 
 def label(key):
@@ -51,24 +61,41 @@ def label(key):
 
 
 class Coll:
-    """One collective: its title, Braid's perf binary, the busbw formula the tables use."""
+    """One collective: its title, Braid's perf binary, the busbw formula the tables use, and for
+    one that only moves data, `copies(n, in_place)`: (bytes all ranks' outputs need copied, per
+    byte of size; busbw per byte of size per second), so that the copy bound is rate x the
+    second / the first."""
 
-    def __init__(self, title, perf, busbw, reduces=False, rooted=False):
+    def __init__(self, title, perf, busbw, reduces=False, rooted=False, copies=None):
         self.title, self.perf, self.busbw = title, perf, busbw
-        self.reduces, self.rooted = reduces, rooted
+        self.reduces, self.rooted, self.copies = reduces, rooted, copies
 
 
 _SHARE = "size / time x (n-1)/n, size being the whole gathered or scattered buffer"
+
+
+# Bytes to copy, per byte of size, into every rank's output (size bytes each; in place, a rank's
+# own block is already there), and busbw per byte of size per second.
+def _every_output(n, in_place):
+    return (n - 1 if in_place else n), (n - 1) / n
+
+
+def _root_output(n, in_place):  # Gather's root, or Scatter's n blocks of size / n
+    return ((n - 1) / n if in_place else 1), (n - 1) / n
+
+
 COLLS = {
     "allreduce": Coll("AllReduce", "all_reduce_perf", "size / time x 2(n-1)/n", reduces=True),
-    "allgather": Coll("AllGather", "all_gather_perf", _SHARE),
+    "allgather": Coll("AllGather", "all_gather_perf", _SHARE, copies=_every_output),
     "reducescatter": Coll("ReduceScatter", "reduce_scatter_perf", _SHARE, reduces=True),
-    "broadcast": Coll("Broadcast", "broadcast_perf", "size / time", rooted=True),
+    "broadcast": Coll("Broadcast", "broadcast_perf", "size / time", rooted=True,
+                      copies=lambda n, in_place: ((n - 1 if in_place else n), 1)),
     "reduce": Coll("Reduce", "reduce_perf", "size / time", reduces=True, rooted=True),
-    "alltoall": Coll("AlltoAll", "alltoall_perf", _SHARE),
-    "gather": Coll("Gather", "gather_perf", _SHARE, rooted=True),
-    "scatter": Coll("Scatter", "scatter_perf", _SHARE, rooted=True),
-    "sendrecv": Coll("SendRecv", "sendrecv_perf", "size / time (each rank sends to the next)"),
+    "alltoall": Coll("AlltoAll", "alltoall_perf", _SHARE, copies=_every_output),
+    "gather": Coll("Gather", "gather_perf", _SHARE, rooted=True, copies=_root_output),
+    "scatter": Coll("Scatter", "scatter_perf", _SHARE, rooted=True, copies=_root_output),
+    "sendrecv": Coll("SendRecv", "sendrecv_perf", "size / time (each rank sends to the next)",
+                     copies=lambda n, in_place: (n, 1)),
 }
 
 
@@ -210,6 +237,7 @@ def run_braid(args, coll, algo=None):
     build = Path(args.build)
     launcher, perf = build / "tools" / "braidrun", build / "bench" / "perf" / COLLS[coll].perf
     pick = ["-A", algo, "-P", "1"] if algo else []
+    pick += ["-R", "1"] if args.register else []
     run = Run(f"braid/{algo}" if algo else "braid",
               [str(launcher), "-np", str(args.np), "--timeout", str(args.timeout), "--", str(perf)]
               + perf_args(args, coll) + pick)
@@ -262,9 +290,10 @@ def run_gloo(args, coll):
     return run
 
 
-def run_memcpy(args, coll=None):
+def run_memcpy(args, threads=1):
     binary = Path(args.build) / "bench" / "memcpy-rate"
-    run = Run("memcpy", [str(binary), "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor)])
+    run = Run("memcpy" if threads == 1 else "memcpy-all", [str(binary), "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor)]
+              + (["-p", str(threads)] if threads > 1 else []))
     if not binary.exists():
         run.why = f"not built: {binary}"
         return run
@@ -330,13 +359,16 @@ def busbw_cell(run, size):
     return text
 
 
-def combine(runs, sizes):
-    braid, memcpy = runs[headline(runs)], runs["memcpy"]
+def combine(args, coll, runs, sizes):
+    braid, memcpy, every = runs[headline(runs)], runs["memcpy"], runs["memcpy-all"]
+    copies = COLLS[coll].copies
     header = ["size"]
     for k in braid_keys(runs):
         header += [f"{label(k)} busbw", f"{label(k)} us"]
     header += ["OpenMPI busbw", "OpenMPI us", "Gloo busbw", "Gloo us", "memcpy GB/s", "Braid/best other",
                "Braid/memcpy"]
+    if copies:
+        header += [f"memcpy x{args.cores} GB/s", "copy bound busbw", "Braid/bound", "OpenMPI/bound"]
     table = []
     for s in sizes:
         b = braid.rows.get(s)
@@ -351,6 +383,14 @@ def combine(runs, sizes):
         row += [cell(runs["mpi"], s, "busbw", "{:.2f}"), cell(runs["mpi"], s, "time_us", "{:.1f}"),
                 cell(runs["gloo"], s, "busbw", "{:.2f}"), cell(runs["gloo"], s, "time_us", "{:.1f}"),
                 cell(memcpy, s, "rate", "{:.2f}"), ratio, pct]
+        if copies:
+            volume, per = copies(args.np, args.place == "in")
+            rate = every.rows.get(s, {}).get("rate")
+            bound = rate * per / volume if rate else None
+            mpi = runs["mpi"].rows.get(s)
+            row += [cell(every, s, "rate", "{:.2f}"), f"{bound:.2f}" if bound else "-",
+                    f"{100 * b['busbw'] / bound:.0f}%" if b and bound else "-",
+                    f"{100 * mpi['busbw'] / bound:.0f}%" if mpi and bound else "-"]
         table.append(row)
     return header, table
 
@@ -405,12 +445,18 @@ def section(args, coll, runs, header, table, pred=None):
     kind = "float sum" if c.reduces else "float"
     if c.rooted:
         kind += f", root {args.root}"
-    out = [f"- ranks: {args.np} on one host; {kind}; sizes {human(args.min)} to {human(args.max)}, factor "
+    buffers = "; Braid's buffers from ncclMemAlloc (-R 1)" if args.register else ""
+    out = [f"- ranks: {args.np} on one host; {kind}{buffers}; sizes {human(args.min)} to {human(args.max)}, factor "
            f"{args.factor}; {args.iters} timed iterations after {args.warmup} warm-up; data check "
            f"{'on' if args.check else 'off'}; the {place} columns",
            f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
            "Braid/best other compares busbw with the faster of OpenMPI and Gloo; Braid/memcpy is Braid's "
            "busbw as a share of memcpy's rate"]
+    if c.copies:
+        volume, per = c.copies(args.np, args.place == "in")
+        out += [f"- copy bound = memcpy x{args.cores} (that many threads copying at once, total rate) x {per:.3g} / "
+                f"{volume:.3g}: the outputs need {volume:.3g} x size bytes copied, and busbw is {per:.3g} x size / "
+                "time; Braid/bound and OpenMPI/bound are their busbw as a share of it"]
     if pred:
         out += [f"- Braid runs once per algorithm (`-A NAME`: BRAID_ALGO=NAME; auto: Braid chooses); the ratio "
                 f"columns use {label(headline(runs))}; a cell marked [x] ran algorithm x because the forced one "
@@ -462,8 +508,8 @@ def compare(args, coll, memcpy):
         run = runs[key]
         run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
         print(f"== {label(key)}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr, flush=True)
-    runs["memcpy"] = memcpy
-    header, table = combine(runs, args.sizes)
+    runs["memcpy"], runs["memcpy-all"] = memcpy
+    header, table = combine(args, coll, runs, args.sizes)
     return runs, header, table, predictions(runs, args.sizes)
 
 
@@ -485,6 +531,8 @@ def main():
     ap.add_argument("--algos", default="",
                     help="comma list of Braid algorithms (auto, ring, direct, ...): one Braid column group each, "
                          "plus the cost model's predictions; default: one Braid run, Braid's choice")
+    ap.add_argument("--register", action="store_true",
+                    help="Braid's buffers from ncclMemAlloc (perf -R 1): read in place by peers on the host")
     ap.add_argument("--build", default=str(REPO / "build"), help="build folder (default <repo>/build)")
     ap.add_argument("--python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
                     help="python with torch, for Gloo")
@@ -503,13 +551,18 @@ def main():
         args.sizes.append(s)
         s *= args.factor
 
-    # memcpy does not depend on the collective: measured once.
-    if "memcpy" in {k.strip() for k in args.only.split(",")}:
-        memcpy = run_memcpy(args)
-    else:
-        memcpy = Run("memcpy")
-        memcpy.why = "not selected (--only)"
-    print(f"== memcpy: {memcpy.status}" + (f" ({memcpy.why})" if memcpy.why else ""), file=sys.stderr, flush=True)
+    # memcpy does not depend on the collective: measured once, by one thread and by all cores.
+    args.cores = len(os.sched_getaffinity(0))
+    memcpy = []
+    for threads in (1, args.cores):
+        if "memcpy" in {k.strip() for k in args.only.split(",")}:
+            run = run_memcpy(args, threads)
+        else:
+            run = Run("memcpy" if threads == 1 else "memcpy-all")
+            run.why = "not selected (--only)"
+        print(f"== memcpy x{threads}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr,
+              flush=True)
+        memcpy.append(run)
 
     colls = list(COLLS) if args.coll == "all" else [args.coll]
     sections, bad = {}, []
