@@ -12,7 +12,7 @@ bench/results/<name>.md with the command line, date, machine and versions.
 --coll NAME compares another collective (allgather, reducescatter, broadcast, reduce, alltoall,
 gather, scatter, sendrecv): Braid's <name>_perf, mpi/mpi_coll_perf -C NAME and
 gloo/gloo_coll_perf.py --coll NAME, each with its own busbw formula. --coll all runs every
-collective in turn into one results file, one table per collective.
+collective in turn into one results file, one table per collective; --coll a,b,c those named.
 
 --algos auto,ring,direct runs Braid once per algorithm (all_reduce_perf -A NAME -P 1: a
 communicator with BRAID_ALGO=NAME; auto leaves the choice to Braid), each as its own column group
@@ -27,6 +27,10 @@ SendRecv) the table adds a copy bound: the busbw at which the bytes every rank's
 of memcpy on all cores at once (memcpy-rate -p <cores>). No implementation that copies with the
 CPU passes it by more than memcpy's own margin (streaming stores: ~10%); where the buffers fit
 in the caches (a few MiB) it is rough.
+
+--rounds K runs the baselines in turn K times (Braid, OpenMPI, Gloo, memcpy, then again) and
+reports, per baseline and size, the round with the median time: this machine's memory
+bandwidth drifts by 2x over minutes, and a single pass can catch one baseline in a slow minute.
 
 --register gives Braid's perf binaries -R 1: buffers from ncclMemAlloc, which peers on the host
 read in place (zero-copy) instead of through a shared-memory ring.
@@ -452,6 +456,10 @@ def section(args, coll, runs, header, table, pred=None):
            f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
            "Braid/best other compares busbw with the faster of OpenMPI and Gloo; Braid/memcpy is Braid's "
            "busbw as a share of memcpy's rate"]
+    if args.rounds > 1:
+        out += [f"- {args.rounds} rounds: the baselines ran in turn (Braid, OpenMPI, Gloo, memcpy, then again), so "
+                "that the machine's drift reaches them alike; each cell is the round with the median time (memcpy: "
+                "the median rate), and the last table has every round's figure"]
     if c.copies:
         volume, per = c.copies(args.np, args.place == "in")
         out += [f"- copy bound = memcpy x{args.cores} (that many threads copying at once, total rate) x {per:.3g} / "
@@ -476,6 +484,12 @@ def section(args, coll, runs, header, table, pred=None):
                 "against the measured out-of-place time; `used` is the algorithm that ran (from Braid's TUNING "
                 "log).", "", "| " + " | ".join(ph) + " |", "|" + "---|" * len(ph)]
         out += ["| " + " | ".join(str(c) for c in row) + " |" for row in pt]
+    rounds = spread(runs, args.sizes)
+    if rounds:
+        rh, rt = rounds
+        out += ["", "Every round (busbw GB/s; memcpy: rate), in the order they ran:", "",
+                "| " + " | ".join(rh) + " |", "|" + "---|" * len(rh)]
+        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rt]
     return out
 
 
@@ -491,33 +505,70 @@ def markdown(args, sections, when, command):
     return "\n".join(out) + "\n"
 
 
-def compare(args, coll, memcpy):
-    """Runs the chosen baselines for one collective (Braid once per --algos name); returns
-    (runs, header, table, predictions)."""
+def merge(rounds):
+    """One baseline's runs from several rounds as one: per size the round with the median time
+    (memcpy: the median rate), each row keeping every round's figure in "rounds"; the first
+    failure's status, or "ok"."""
+    if len(rounds) == 1:
+        return rounds[0]
+    first = rounds[0]
+    merged = Run(first.key, first.cmd)
+    bad = [r for r in rounds if r.status != "ok"]
+    merged.status, merged.why = (bad[0].status, bad[0].why) if bad else ("ok", "")
+    merged.version = next((r.version for r in rounds if r.version), "")
+    merged.wrong = sum(r.wrong for r in rounds)
+    for size in sorted({s for r in rounds for s in r.rows}):
+        rows = [r.rows[size] for r in rounds if size in r.rows]
+        field = "rate" if "rate" in rows[0] else "time_us"
+        ordered = sorted(rows, key=lambda row: row[field])
+        merged.rows[size] = dict(ordered[(len(ordered) - 1) // 2])
+        merged.rows[size]["rounds"] = [row["rate" if field == "rate" else "busbw"] for row in rows]
+    return merged
+
+
+def compare(args, coll):
+    """Runs the chosen baselines for one collective (Braid once per --algos name), --rounds
+    times in turn; returns (runs, header, table, predictions)."""
     chosen = {k.strip() for k in args.only.split(",") if k.strip()}
     jobs = [(f"braid/{a}", lambda a=a: run_braid(args, coll, a)) for a in args.algos] or \
         [("braid", lambda: run_braid(args, coll))]
-    jobs += [("mpi", lambda: run_mpi(args, coll)), ("gloo", lambda: run_gloo(args, coll))]
-    runs = {}
-    for key, fn in jobs:
-        if key.split("/")[0] in chosen:
-            runs[key] = fn()
-        else:
-            runs[key] = Run(key)
-            runs[key].why = "not selected (--only)"
-        run = runs[key]
-        run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
-        print(f"== {label(key)}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr, flush=True)
-    runs["memcpy"], runs["memcpy-all"] = memcpy
+    jobs += [("mpi", lambda: run_mpi(args, coll)), ("gloo", lambda: run_gloo(args, coll)),
+             ("memcpy", lambda: run_memcpy(args)), ("memcpy-all", lambda: run_memcpy(args, args.cores))]
+    rounds = {key: [] for key, _ in jobs}
+    for i in range(args.rounds):
+        for key, fn in jobs:
+            if key.split("/")[0].split("-")[0] in chosen:
+                run = fn()
+            else:
+                run = Run(key)
+                run.why = "not selected (--only)"
+            run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
+            rounds[key].append(run)
+            where = f" (round {i + 1} of {args.rounds})" if args.rounds > 1 else ""
+            print(f"== {label(key)}{where}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr,
+                  flush=True)
+    runs = {key: merge(rs) for key, rs in rounds.items()}
     header, table = combine(args, coll, runs, args.sizes)
     return runs, header, table, predictions(runs, args.sizes)
+
+
+def spread(runs, sizes):
+    """With --rounds: every round's busbw (memcpy: rate) per baseline and size."""
+    keys = [k for k, r in runs.items() if any("rounds" in row for row in r.rows.values())]
+    if not keys:
+        return None
+    header = ["size"] + [label(k) for k in keys]
+    table = [[human(s)] + [" / ".join(f"{x:.2f}" for x in runs[k].rows[s]["rounds"]) if s in runs[k].rows else "-"
+                           for k in keys] for s in sizes]
+    return header, table
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-np", "--np", type=int, default=4, help="ranks (default 4)")
-    ap.add_argument("--coll", default="allreduce", choices=list(COLLS) + ["all"],
-                    help="collective to compare (default allreduce); all: each in turn, one file")
+    ap.add_argument("--coll", default="allreduce",
+                    help="collective to compare (default allreduce), a comma list of them, or all: each in turn, "
+                         "one file (" + ", ".join(COLLS) + ")")
     ap.add_argument("-b", "--min", type=parse_size, default=8, help="smallest size (default 8)")
     ap.add_argument("-e", "--max", type=parse_size, default=256 << 20, help="largest size (default 256M)")
     ap.add_argument("-f", "--factor", type=int, default=2, choices=(2, 4),
@@ -531,6 +582,8 @@ def main():
     ap.add_argument("--algos", default="",
                     help="comma list of Braid algorithms (auto, ring, direct, ...): one Braid column group each, "
                          "plus the cost model's predictions; default: one Braid run, Braid's choice")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the baselines in turn this many times and report each one's median (default 1)")
     ap.add_argument("--register", action="store_true",
                     help="Braid's buffers from ncclMemAlloc (perf -R 1): read in place by peers on the host")
     ap.add_argument("--build", default=str(REPO / "build"), help="build folder (default <repo>/build)")
@@ -540,6 +593,11 @@ def main():
     ap.add_argument("--name", help="results file name (default <coll>_np<N>_<date>)")
     ap.add_argument("--results", default=str(BENCH / "results"), help="folder for <name>.md")
     args = ap.parse_args()
+    unknown = [c for c in args.coll.split(",") if c.strip() and c.strip() not in COLLS and args.coll != "all"]
+    if unknown or not args.coll.strip(","):
+        ap.error(f"--coll {args.coll}: expected all or a comma list of " + ", ".join(COLLS))
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: expected 1 or more")
 
     now = datetime.datetime.now(datetime.timezone.utc)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -551,23 +609,11 @@ def main():
         args.sizes.append(s)
         s *= args.factor
 
-    # memcpy does not depend on the collective: measured once, by one thread and by all cores.
     args.cores = len(os.sched_getaffinity(0))
-    memcpy = []
-    for threads in (1, args.cores):
-        if "memcpy" in {k.strip() for k in args.only.split(",")}:
-            run = run_memcpy(args, threads)
-        else:
-            run = Run("memcpy" if threads == 1 else "memcpy-all")
-            run.why = "not selected (--only)"
-        print(f"== memcpy x{threads}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr,
-              flush=True)
-        memcpy.append(run)
-
-    colls = list(COLLS) if args.coll == "all" else [args.coll]
+    colls = list(COLLS) if args.coll == "all" else [c.strip() for c in args.coll.split(",") if c.strip()]
     sections, bad = {}, []
     for coll in colls:
-        runs, header, table, pred = compare(args, coll, memcpy)
+        runs, header, table, pred = compare(args, coll)
         if len(colls) > 1:
             print(f"\n{COLLS[coll].title}")
         print(text_table(header, table))
@@ -577,7 +623,7 @@ def main():
         sections[coll] = section(args, coll, runs, header, table, pred)
         bad += [f"{label(k)} ({COLLS[coll].title})" for k, r in runs.items() if r.wrong]
 
-    name = args.name or f"{args.coll}_np{args.np}_{now.strftime('%Y%m%d-%H%M')}"
+    name = args.name or f"{args.coll.replace(',', '-')}_np{args.np}_{now.strftime('%Y%m%d-%H%M')}"
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"{name}.md"

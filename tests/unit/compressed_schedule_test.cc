@@ -341,7 +341,9 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
           err2 += d * d;
           ref2 += exact * exact;
         }
-        if (count > 100) EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+        if (count > 100) {
+          EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+        }
       }
   }
   // One group, or every rank a group of its own: nothing to gain (the selector takes c2shot).
@@ -401,7 +403,9 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
           err2 += d * d;
           ref2 += exact * exact;
         }
-        if (count > 100) EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+        if (count > 100) {
+          EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+        }
       }
 }
 
