@@ -189,27 +189,40 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
                           std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs) {
   // Everything selection and building read from the arguments; rank, nranks and the size
   // thresholds are the communicator's.
-  auto same = [&](const braid::algos::CollArgs& b) {
+  auto sameBut = [&](const braid::algos::CollArgs& b) {  // all but in-place
     return a.coll == b.coll && a.count == b.count && a.typeSize == b.typeSize &&
-           a.average == b.average && a.root == b.root && a.inPlace == b.inPlace &&
+           a.average == b.average && a.root == b.root &&
            a.chunkCount == b.chunkCount && a.codec == b.codec &&
            (!a.codec || (a.feedback == b.feedback && a.type == b.type));
   };
+  const CacheEntry* sibling = nullptr;  // the same call in the other placement
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (same(it->args)) {
-      if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
-      *out = cache_.front().schedule;
-      *estimateUs = cache_.front().estimateUs;
-      return Status::Ok();
+    if (!sameBut(it->args)) continue;
+    if (it->args.inPlace != a.inPlace) {
+      sibling = &*it;
+      continue;
     }
+    if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
+    *out = cache_.front().schedule;
+    *estimateUs = cache_.front().estimateUs;
+    return Status::Ok();
   }
   braid::algos::Choice choice;
-  BRAID_TRY(braid::algos::chooseAlgorithm(a, algoFilter, forcedAlgorithm, &choice));
+  // Selection prices a call out of place whatever its placement (ranks choose placement each
+  // for itself), so the other placement's choice stands where its algorithm serves this one too:
+  // a sweep over sizes in both placements (the perf tables) selects once per size.
+  if (sibling && sibling->algorithm->supports(a)) {
+    choice.algorithm = sibling->algorithm;
+    choice.estimateUs = sibling->estimateUs;
+    choice.reason = a.inPlace ? "as out of place" : "as in place";
+  } else {
+    BRAID_TRY(braid::algos::chooseAlgorithm(a, algoFilter, forcedAlgorithm, &choice));
+  }
   BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %.*s (%s)", braid::algos::collectiveName(a.coll),
              a.count, a.typeSize, a.nranks, static_cast<int>(choice.algorithm->name().size()),
              choice.algorithm->name().data(), choice.reason.c_str());
   auto built = std::make_shared<const braid::algos::Schedule>(choice.algorithm->build(a));
-  cache_.push_front({a, choice.estimateUs, built});
+  cache_.push_front({a, choice.algorithm, choice.estimateUs, built});
   *estimateUs = choice.estimateUs;
   constexpr size_t kCacheEntries = 64;
   if (cache_.size() > kCacheEntries) cache_.pop_back();

@@ -139,6 +139,7 @@ struct ncclComm {
 
   struct CacheEntry {
     braid::algos::CollArgs args;
+    const braid::algos::Algorithm* algorithm;
     double estimateUs;
     std::shared_ptr<const braid::algos::Schedule> schedule;
   };
