@@ -21,8 +21,12 @@ size_t pageRound(size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
+// Segments hold rings, whose every page is used sooner or later: MAP_POPULATE maps them all now,
+// at init, instead of one page fault at a time on the first messages through each part of the
+// ring (a 16 KiB AllReduce on 2 ranks took 11-14 us instead of 2-4 for its first 50 calls after
+// a sweep that had gone by reference, never touching the ring).
 Status mapFd(int fd, size_t bytes, const std::string& what, void** out) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) return systemError("mmap of %s (%zu bytes) failed: %s", what.c_str(), bytes,
                                           std::strerror(errno));
   *out = p;
@@ -106,7 +110,7 @@ Status Segment::open(const std::string& name, size_t bytes, Segment* out) {
 
 Status Segment::anonymous(size_t bytes, Segment* out) {
   bytes = pageRound(bytes);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) return systemError("mmap of %zu anonymous bytes failed: %s", bytes, std::strerror(errno));
   Segment seg;
   seg.data_ = p;
