@@ -54,15 +54,23 @@ void ScheduleBuilder::needAccum(size_t count) {
 
 Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   const uint32_t index = static_cast<uint32_t>(schedule_.steps.size());
-  const bool reads = kind != StepKind::Recv;
-  const bool writes = kind != StepKind::Send;
+  const bool reads = kind != StepKind::Recv && src.count > 0;
+  const bool writes = kind != StepKind::Send && dst.count > 0;
+  auto slot = [](Buffer b) { return static_cast<size_t>(b); };
 
-  // A step depends on every earlier step whose access conflicts with one of its own.
+  // A step depends on every earlier step whose access conflicts with one of its own, directly or
+  // through a later write that covers that access (see below): a write conflicts with every
+  // access of its region, a read with the writes.
   depScratch_.clear();
-  for (const Access& a : accesses_) {
-    bool conflict = (writes && a.region.overlaps(dst)) || (reads && a.write && a.region.overlaps(src));
-    if (conflict) depScratch_.push_back(a.step);
+  auto conflicts = [&](const std::vector<Access>& list, const Region& r) {
+    for (const Access& a : list)
+      if (a.begin < r.offset + r.count && r.offset < a.end) depScratch_.push_back(a.step);
+  };
+  if (writes) {
+    conflicts(reads_[slot(dst.buffer)], dst);
+    conflicts(writes_[slot(dst.buffer)], dst);
   }
+  if (reads) conflicts(writes_[slot(src.buffer)], src);
   std::sort(depScratch_.begin(), depScratch_.end());
   depScratch_.erase(std::unique(depScratch_.begin(), depScratch_.end()), depScratch_.end());
 
@@ -71,8 +79,17 @@ Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   schedule_.deps.insert(schedule_.deps.end(), depScratch_.begin(), depScratch_.end());
   schedule_.steps.push_back(step);
 
-  if (reads && src.count > 0) accesses_.push_back({index, src, false});
-  if (writes && dst.count > 0) accesses_.push_back({index, dst, true});
+  // Accesses that this write covers whole need not be checked again: a later step that
+  // conflicts with one of them conflicts with this write too, and this write follows them. So
+  // the lists stay about as long as the data in flight, not the schedule.
+  if (writes) {
+    const size_t begin = dst.offset, end = dst.offset + dst.count;
+    auto covered = [&](const Access& a) { return begin <= a.begin && a.end <= end; };
+    std::erase_if(reads_[slot(dst.buffer)], covered);
+    std::erase_if(writes_[slot(dst.buffer)], covered);
+  }
+  if (reads) reads_[slot(src.buffer)].push_back({index, src.offset, src.offset + src.count});
+  if (writes) writes_[slot(dst.buffer)].push_back({index, dst.offset, dst.offset + dst.count});
   if (peer >= 0) schedule_.peers.push_back(peer);
   return schedule_.steps.back();
 }
@@ -93,7 +110,8 @@ Schedule ScheduleBuilder::finish() && {
     const Step& step = s.steps[i];
     for (uint32_t k = 0; k < step.depCount; ++k) s.dependents[fill[s.deps[step.depBegin + k]]++] = i;
   }
-  accesses_.clear();
+  for (auto& list : reads_) list.clear();
+  for (auto& list : writes_) list.clear();
   return std::move(s);
 }
 

@@ -3,6 +3,7 @@
 // Algorithms produce schedules as data; the executor (src/core/executor) runs any of them.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -105,10 +106,12 @@ class ScheduleBuilder {
   Schedule schedule_;
   struct Access {
     uint32_t step;
-    Region region;
-    bool write;
+    size_t begin, end;  // units of the buffer
   };
-  std::vector<Access> accesses_;
+  // Per buffer, the accesses later steps must be checked against, reads and writes apart: a
+  // read conflicts only with writes.
+  static constexpr size_t kBuffers = static_cast<size_t>(Buffer::Accum) + 1;
+  std::array<std::vector<Access>, kBuffers> reads_, writes_;
   std::vector<uint32_t> depScratch_;
 };
 
