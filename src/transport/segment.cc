@@ -110,7 +110,9 @@ Status Segment::open(const std::string& name, size_t bytes, Segment* out) {
 
 Status Segment::anonymous(size_t bytes, Segment* out) {
   bytes = pageRound(bytes);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  // Not populated: between threads, pages are committed as the rings first reach them (shared
+  // segments are committed anyway, by posix_fallocate, so mapping them whole costs no memory).
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return systemError("mmap of %zu anonymous bytes failed: %s", bytes, std::strerror(errno));
   Segment seg;
   seg.data_ = p;
