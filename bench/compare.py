@@ -537,7 +537,7 @@ def compare(args, coll):
     rounds = {key: [] for key, _ in jobs}
     for i in range(args.rounds):
         for key, fn in jobs:
-            if key.split("/")[0].split("-")[0] in chosen:
+            if re.split(r"[/-]", key)[0] in chosen:  # braid/ring: braid; memcpy-all: memcpy
                 run = fn()
             else:
                 run = Run(key)

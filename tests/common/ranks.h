@@ -111,4 +111,15 @@ inline std::vector<ProcessResult> runProcesses(
   return results;
 }
 
+// A death test's body: a one-rank communicator's ncclCommCuDevice, as an exit code: 0 when it
+// answers -1 (host memory only), 2 or 3 when init or the query fails, 4 for a device.
+inline int hostOnlyExitCode() {
+  ncclComm_t comm = nullptr;
+  int dev = 0;
+  if (ncclCommInitAll(&comm, 1, nullptr) != ncclSuccess) return 2;
+  if (ncclCommCuDevice(comm, &dev) != ncclSuccess) return 3;
+  ncclCommDestroy(comm);
+  return dev == -1 ? 0 : 4;
+}
+
 }  // namespace braid::testing

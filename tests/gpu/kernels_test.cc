@@ -17,10 +17,8 @@
 namespace braid::cuda {
 namespace {
 
-constexpr ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
-                                     ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
-                                     ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin};
+constexpr auto& kTypes = kernels::testref::kAllTypes;
+constexpr auto& kOps = kernels::testref::kReduceOps;
 
 std::vector<unsigned char> randomBytes(size_t n, uint64_t seed) {
   std::vector<unsigned char> v(n);

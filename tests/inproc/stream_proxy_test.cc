@@ -65,6 +65,15 @@ Plan devicePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const vo
   return plan;
 }
 
+// Plans one call on r's stream and submits it alone: the plan's error, else the submit's.
+Status submitOne(Rank& r, const Call& call, const ResolvedOp& op, const void* send, void* recv) {
+  Status st;
+  std::vector<Plan> plans;
+  plans.push_back(devicePlan(r.comm, call, op, send, recv, r.stream.handle(), &st));
+  if (!st.ok()) return st;
+  return r.proxy->submit(std::move(plans));
+}
+
 // Runs one case on every rank; "" or what went wrong, per rank.
 std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
   std::atomic<int> submitted{0};
@@ -204,11 +213,7 @@ TEST(StreamProxyOps, PreMulSumScalarInDeviceMemory) {
     Call call{Collective::AllReduce, n, ncclFloat32, handle, true};
     call.inPlace = true;
     call.inputCount = n;
-    Status st;
-    std::vector<Plan> plans;
-    plans.push_back(devicePlan(comm, call, op, buf.data(), buf.data(), r.stream.handle(), &st));
-    if (!st.ok()) return st.message();
-    if (Status s = r.proxy->submit(std::move(plans)); !s.ok()) return s.message();
+    if (Status s = submitOne(r, call, op, buf.data(), buf.data()); !s.ok()) return s.message();
     r.stream.sync();
     ncclRedOpDestroy(handle, comm);
     for (float v : buf)
@@ -227,12 +232,7 @@ TEST(StreamProxyOps, AFailedBatchStillReleasesItsStream) {
     std::vector<float> buf(64, 1.0f);
     Call call{Collective::AllReduce, size_t(rank == 0 ? 16 : 12), ncclFloat32, ncclSum, true};
     call.inPlace = true;
-    ResolvedOp op;
-    Status st;
-    std::vector<Plan> plans;
-    plans.push_back(devicePlan(comm, call, op, buf.data(), buf.data(), r.stream.handle(), &st));
-    if (!st.ok()) return st.message();
-    if (Status s = r.proxy->submit(std::move(plans)); !s.ok()) return "submit: " + s.message();
+    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok()) return "submit: " + s.message();
     r.stream.sync();  // returns: the flag was written although the batch failed
     if (comm->asyncError.load() != ncclInvalidUsage)
       return "asyncError is " + std::to_string(int(comm->asyncError.load())) + ", want ncclInvalidUsage";
@@ -273,12 +273,7 @@ TEST(StreamProxyOps, AbortReleasesAWaitingStream) {
     std::vector<float> buf(1024, 1.0f);
     Call call{Collective::AllReduce, 1024, ncclFloat32, ncclSum, true};
     call.inPlace = true;
-    ResolvedOp op;
-    Status st;
-    std::vector<Plan> plans;
-    plans.push_back(devicePlan(comm, call, op, buf.data(), buf.data(), r.stream.handle(), &st));
-    if (!st.ok()) return st.message();
-    if (Status s = r.proxy->submit(std::move(plans)); !s.ok()) return s.message();
+    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok()) return s.message();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (r.stream.idle()) return "the stream went on before the collective could finish";
     comm->abortFlag.store(true);

@@ -80,8 +80,9 @@ void faultOneRank(const char* shmDisable, Fault fault) {
     EXPECT_EQ(results[r].exitCode, 0) << "rank " << r << " did not return an error";
     int res = shared->result[r];
     EXPECT_TRUE(res == ncclRemoteError || res == ncclSystemError) << "rank " << r << ": " << res;
-    if (fault == Fault::Stall)
+    if (fault == Fault::Stall) {
       EXPECT_GE(shared->failedAt[r] - shared->killedAt, kTimeoutMs - 100) << "rank " << r << " gave up early";
+    }
     EXPECT_LE(shared->failedAt[r] - shared->killedAt, kTimeoutMs + 1000) << "rank " << r;
   }
   const auto left = segmentsOf(*shared, kRanks);

@@ -61,8 +61,11 @@ void killAndShrink(int victim, const char* shmDisable, int shrinkFlags) {
       },
       {{"BRAID_TIMEOUT_MS", "2000"}, {"NCCL_SHM_DISABLE", shmDisable}}, 60);
   EXPECT_EQ(results[victim].exitCode, -SIGKILL);
-  for (int r = 0; r < kRanks; ++r)
-    if (r != victim) EXPECT_EQ(results[r].exitCode, kOk) << "rank " << r;
+  for (int r = 0; r < kRanks; ++r) {
+    if (r != victim) {
+      EXPECT_EQ(results[r].exitCode, kOk) << "rank " << r;
+    }
+  }
 }
 
 TEST(SplitAcrossProcesses, TwoColors) {

@@ -19,10 +19,8 @@
 namespace braid::kernels {
 namespace {
 
-constexpr ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
-                                     ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
-                                     ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin};
+constexpr auto& kTypes = testref::kAllTypes;
+constexpr auto& kOps = testref::kReduceOps;
 
 // Calls f(T{}) with the element type of `type`.
 template <typename F>

@@ -13,6 +13,12 @@
 
 namespace braid::kernels::testref {
 
+// Every NCCL data type, and the built-in ops that reduce (Avg is Sum, then a division).
+inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
+                                               ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
+                                               ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+inline constexpr ncclRedOp_t kReduceOps[] = {ncclSum, ncclProd, ncclMax, ncclMin};
+
 struct FormatSpec {
   int expBits;
   int manBits;

@@ -17,10 +17,8 @@
 namespace braid::kernels {
 namespace {
 
-constexpr ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
-                                     ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
-                                     ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin};
+constexpr auto& kTypes = testref::kAllTypes;
+constexpr auto& kOps = testref::kReduceOps;
 // 7 and 1000003 leave a remainder after every vector width; 0 and 1 are the edges.
 constexpr size_t kCounts[] = {0, 1, 7, 1000003};
 
