@@ -36,7 +36,14 @@ Status checkRank(const ncclComm* comm, int r, const char* name) {
 
 using braid::Call;
 
-// Plans one call; in a group the plan waits for ncclGroupEnd.
+// A failed call leaves nothing to repeat (its communicator is failed anyway).
+Status ranKept(ncclComm* comm, Status st) {
+  if (!st.ok()) comm->repeat.clear();
+  return st;
+}
+
+// Plans one call (or takes the plan of the same call made last time); in a group the plan
+// waits for ncclGroupEnd.
 Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
                cudaStream_t stream) {
   braid::ResolvedOp op;
@@ -50,6 +57,11 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
     BRAID_TRY(braid::device::classify(comm, buffers, &onDevice));
   }
   if (call.count == 0) return Status::Ok();
+  const bool now = !onDevice && !braid::group::active();
+  if (now) {
+    if (braid::Plan* kept = comm->repeat.find(comm, call, sendbuff, recvbuff))
+      return ranKept(comm, braid::group::runNow(*kept));
+  }
   braid::Plan plan;
   BRAID_TRY(braid::makePlan(comm, call, op, sendbuff, recvbuff, &plan));
   if (onDevice) {
@@ -58,7 +70,8 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
     plan.sendBytes = buffers.sendBytes;
     plan.recvBytes = buffers.recvBytes;
   }
-  return braid::group::submit(std::move(plan));
+  if (!now) return braid::group::submit(std::move(plan));
+  return ranKept(comm, braid::group::runNow(*comm->repeat.keep(comm, call, &plan)));
 }
 
 // Runs `body` as one collective call: comm checked and held for the whole call (so that

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "algos/selector.h"
+#include "core/calls_in_flight.h"
 #include "core/env.h"
 #include "core/topology_probe.h"
 #include "topo/comm_topology.h"
@@ -230,16 +231,14 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
   return Status::Ok();
 }
 
-ncclComm::CallScope::CallScope(ncclComm* comm) : comm_(comm) {
-  comm_->activeCalls_.fetch_add(1, std::memory_order_acquire);
-}
+ncclComm::CallScope::CallScope(ncclComm* comm) : comm_(comm), token_(braid::calls::enter(comm)) {}
 
-ncclComm::CallScope::~CallScope() { comm_->activeCalls_.fetch_sub(1, std::memory_order_release); }
+ncclComm::CallScope::~CallScope() { braid::calls::leave(comm_, token_); }
 
-// Only destroy and abort wait here, and calls in flight leave promptly once the abort flag is
-// set (the executor checks it while idle), so a sleeping poll is enough.
+// Only destroy, abort and shrink wait here, and calls in flight leave promptly once the abort
+// flag is set (the executor checks it while idle), so a sleeping poll is enough.
 void ncclComm::waitForCalls() {
-  while (activeCalls_.load(std::memory_order_acquire) != 0)
+  for (bool first = true; braid::calls::inFlight(this, first); first = false)
     std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 

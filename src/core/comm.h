@@ -15,6 +15,7 @@
 #include "algos/selector.h"
 #include "core/bootstrap.h"
 #include "core/compression.h"
+#include "core/plan.h"
 #include "core/redop.h"
 #include "core/registry.h"
 #include "core/status.h"
@@ -105,15 +106,21 @@ struct ncclComm {
   // *estimateUs: the cost model's price of the whole operation (ncclGroupSimulateEnd).
   braid::Status schedule(const braid::algos::CollArgs& args,
                          std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs);
+  // The last call's plan, for a repeat of it (core/plan.h).
+  braid::RepeatPlan repeat;
 
   // Calls that use the communicator hold a CallScope, so that ncclCommAbort from another
   // thread can wait for them to leave before it frees anything.
+  // (core/calls_in_flight.h says how.)
   class CallScope {
    public:
     explicit CallScope(ncclComm* comm);
     ~CallScope();
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
    private:
     ncclComm* comm_;
+    int token_;
   };
   void waitForCalls();
 
@@ -134,7 +141,6 @@ struct ncclComm {
   braid::Status buildTopology();
 
   std::mutex mu_;
-  std::atomic<int> activeCalls_{0};  // an atomic, not a lock: it is on every call's path
   std::string lastError_;
 
   struct CacheEntry {

@@ -98,6 +98,7 @@ struct SignatureSlot {
   uint64_t in[2];
   uint64_t expected[2];
   uint32_t plan;
+  bool sends, receives, announcement;
 };
 
 // The operations of every plan that go to one peer of one communicator, in the order they
@@ -130,6 +131,8 @@ class Run {
   };
 
   Status setUp();
+  bool canReplay() const;
+  void replay();
   Status loop();
 
   char* address(uint32_t plan, const Region& r) const {
@@ -184,6 +187,13 @@ class Run {
   uint32_t spinRounds_ = 0;
   size_t pending_ = 0;
   bool flushSignatures_ = false;  // waited kFlushSignaturesAfter: held-back signatures go
+
+  // A kept plan (Plan::keptId) that ran alone and succeeded as this Run's last execution: its
+  // queues are still set up, and a repeat only resets them (replay()). 0: none.
+  uint64_t replayId_ = 0;
+  std::vector<uint32_t> replayUnmet_;    // the plan's dependency counts before it starts
+  std::vector<StepRef> replayLocal_;     // its local steps ready at the start
+  size_t replayPending_ = 0;
 };
 
 void Run::complete(StepRef ref) {
@@ -270,6 +280,9 @@ void Run::addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives
   PeerChannel& ch = p.comm->channels[q.peer];
   SignatureSlot slot{};
   slot.plan = plan;
+  slot.sends = sends;
+  slot.receives = receives;
+  slot.announcement = announcement;
   StepRef ref{plan, kSignature + static_cast<uint32_t>(q.signatures.size())};
   if (sends) {
     slot.out[0] = signatureOf(p);
@@ -446,16 +459,61 @@ Status Run::failed(const Plan& plan, const Status& status) {
 
 Status Run::go(std::span<Plan> plans) {
   plans_ = plans;
-  pending_ = 0;
   flushSignatures_ = false;
-  nQueues_ = 0;
-  localReady_.clear();
-  Status st = setUp();
+  Status st;
+  if (canReplay()) {
+    replay();
+  } else {
+    replayId_ = 0;
+    pending_ = 0;
+    nQueues_ = 0;
+    localReady_.clear();
+    st = setUp();
+    if (st.ok() && plans.size() == 1 && plans[0].keptId) {
+      replayId_ = plans[0].keptId;
+      replayUnmet_ = state_[0].unmet;
+      replayLocal_ = localReady_;
+      replayPending_ = pending_;
+    }
+  }
   if (st.ok()) st = loop();
   lowerBells();
-  if (!st.ok()) abandon(st.code());
+  if (!st.ok()) {
+    replayId_ = 0;
+    abandon(st.code());
+  }
   plans_ = {};
   return st;
+}
+
+// The same kept plan again, right after its last run here succeeded: the queues, signature
+// slots and buffers set up for it are still in place (nothing else ran on this thread since).
+bool Run::canReplay() const {
+  return replayId_ != 0 && plans_.size() == 1 && plans_[0].keptId == replayId_;
+}
+
+// What setUp() would have done for that plan, from what it left: dependency counts, the local
+// steps ready at the start, and fresh numbers for the signatures (each call is a new operation
+// on its pairs of ranks).
+void Run::replay() {
+  const Plan& plan = plans_[0];
+  PlanState& ps = state_[0];
+  std::copy(replayUnmet_.begin(), replayUnmet_.end(), ps.unmet.begin());
+  ps.sinks.clear();
+  if (plan.schedule->accumCount > 0) ps.accum.assign(plan.schedule->accumCount, 0.0f);
+  localReady_.assign(replayLocal_.begin(), replayLocal_.end());
+  pending_ = replayPending_;
+  for (size_t i = 0; i < nQueues_; ++i) {
+    ChannelQueue& q = queues_[i];
+    PeerChannel& ch = q.comm->channels[q.peer];
+    q.sendsPosted = q.sendsDone = q.recvsPosted = q.recvsDone = 0;
+    for (SignatureSlot& slot : q.signatures) {
+      if (slot.sends) slot.out[1] = slot.announcement ? ++ch.announcementsSent : ++ch.signaturesSent;
+      if (slot.receives)
+        slot.expected[1] = slot.announcement ? ++ch.announcementsReceived : ++ch.signaturesReceived;
+    }
+  }
+  for (Waiter& w : waiters_) w.restart();
 }
 
 // A failed run leaves operations posted on endpoints, naming the caller's buffers, which the

@@ -60,6 +60,10 @@ struct Plan {
   uint64_t seed = 0;
   uint16_t compressTag = 0;
 
+  // Nonzero for a plan a communicator keeps for repeats of its call (core/plan.h), unique in
+  // the process: the executor then reuses what it set up for the plan's last run.
+  uint64_t keptId = 0;
+
   // The input when the executor had to copy it first (PreMulSum; a send whose buffer a receive
   // of the same group overwrites).
   std::vector<char> privateInput;

@@ -85,14 +85,15 @@ Status simulateEnd(float* estimatedUs) {
   return Status::Ok();
 }
 
-Status submit(Plan plan) {
+Status submit(Plan&& plan) {
   State& tls = state();
   if (tls.depth > 0) {
     tls.plans.push_back(std::move(plan));
     return Status::Ok();
   }
-  Plan one[1] = {std::move(plan)};
-  return run(one);
+  return run({&plan, 1});
 }
+
+Status runNow(Plan& plan) { return run({&plan, 1}); }
 
 }  // namespace braid::group

@@ -14,8 +14,10 @@ bool active();
 // Ends the outermost group without running it: the cost model's estimate of what it would
 // have taken, in microseconds (ncclGroupSimulateEnd).
 Status simulateEnd(float* estimatedUs);
-// Runs `plan` now, or queues it when a group is open.
-Status submit(Plan plan);
+// Runs `plan` now, or queues it (moved) when a group is open.
+Status submit(Plan&& plan);
+// Runs `plan` now, outside any group, and leaves it as it was (a kept plan: core/plan.h).
+Status runNow(Plan& plan);
 // An argument error inside a group also fails its ncclGroupEnd, naming the call.
 void recordError(const Status& status);
 

@@ -1,6 +1,7 @@
 #include "core/plan.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/comm.h"
 #include "core/compression.h"
@@ -76,4 +77,34 @@ Status makePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const vo
   return Status::Ok();
 }
 
+namespace {
+
+// Whether a plan made for `call` may run again for the same call: nothing in it is per call.
+bool repeatable(const ncclComm* comm, const Call& call, const Plan& plan) {
+  const bool builtInOp = !call.reduces || static_cast<int>(call.op) < ncclNumOps;
+  return builtInOp && !plan.onDevice && !plan.preMul && !plan.codec &&
+         !comm->compression.defaultCompresses();
+}
+
+}  // namespace
+
+Plan* RepeatPlan::find(const ncclComm* comm, const Call& call, const void* sendbuff,
+                       const void* recvbuff) {
+  if (!valid_ || plan_.sendbuff != sendbuff || plan_.recvbuff != recvbuff || !(call_ == call) ||
+      comm->compression.defaultCompresses())
+    return nullptr;
+  return &plan_;
+}
+
+Plan* RepeatPlan::keep(const ncclComm* comm, const Call& call, Plan* plan) {
+  if (!repeatable(comm, call, *plan)) return plan;
+  static std::atomic<uint64_t> lastId{0};
+  call_ = call;
+  plan_ = std::move(*plan);
+  plan_.keptId = lastId.fetch_add(1, std::memory_order_relaxed) + 1;
+  valid_ = true;
+  return &plan_;
+}
+
 }  // namespace braid
+

@@ -294,6 +294,12 @@ class CaseRun {
 
   ncclResult_t call(ncclComm_t comm) { return c_.spec->call(args_, send_, recv_, comm); }
 
+  // Back to the state before the call, same buffers: for calling it again.
+  void reset() {
+    for (Allocation& a : allocs_)
+      for (size_t p = 0; p < a.elems; ++p) writeInitial(a, p);
+  }
+
   // "" when every allocated byte holds what it should. Allocations of more than 200000
   // elements are checked on a stride of 61 plus 4096 elements at each end; guards always.
   std::string check() {
