@@ -46,8 +46,6 @@ Status ranKept(ncclComm* comm, Status st) {
 // waits for ncclGroupEnd.
 Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
                cudaStream_t stream) {
-  braid::ResolvedOp op;
-  if (call.reduces) BRAID_TRY(comm->redOps.resolve(call.op, call.type, &op));
   // Device support only: the host path never asks what its pointers are.
   braid::device::Buffers buffers;
   bool onDevice = false;
@@ -56,12 +54,15 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
     buffers = braid::extents(comm, call, sendbuff, recvbuff);
     BRAID_TRY(braid::device::classify(comm, buffers, &onDevice));
   }
-  if (call.count == 0) return Status::Ok();
   const bool now = !onDevice && !braid::group::active();
-  if (now) {
+  // A repeat's op was resolved when its plan was kept (built-in ops only: always the same).
+  if (now && call.count > 0) {
     if (braid::Plan* kept = comm->repeat.find(comm, call, sendbuff, recvbuff))
       return ranKept(comm, braid::group::runNow(*kept));
   }
+  braid::ResolvedOp op;
+  if (call.reduces) BRAID_TRY(comm->redOps.resolve(call.op, call.type, &op));
+  if (call.count == 0) return Status::Ok();
   braid::Plan plan;
   BRAID_TRY(braid::makePlan(comm, call, op, sendbuff, recvbuff, &plan));
   if (onDevice) {

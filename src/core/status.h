@@ -2,6 +2,7 @@
 // ncclResult_t plus the text ncclGetLastError returns.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -10,25 +11,41 @@
 
 namespace braid {
 
+// Success is the code alone: the message lives on the heap, and only failures have one. Every
+// layer of every call returns a Status, so an Ok() that built and destroyed an empty string each
+// time was measurable on an 8-byte AllReduce.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(ncclResult_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(ncclResult_t code, std::string message)
+      : code_(code), message_(message.empty() ? nullptr : std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status& o) : code_(o.code_), message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
+  Status& operator=(const Status& o) {
+    if (this != &o) *this = Status(o);
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
 
   static Status Ok() { return {}; }
   bool ok() const { return code_ == ncclSuccess; }
   ncclResult_t code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return message_ ? *message_ : empty(); }
 
   // Prefixes context ("ncclAllReduce: ") so messages read from the outside in.
   Status withContext(const std::string& context) const {
     if (ok()) return *this;
-    return {code_, context + ": " + message_};
+    return {code_, context + ": " + message()};
   }
 
  private:
+  static const std::string& empty() {
+    static const std::string none;
+    return none;
+  }
+
   ncclResult_t code_ = ncclSuccess;
-  std::string message_;
+  std::unique_ptr<std::string> message_;
 };
 
 template <typename... Args>
