@@ -93,12 +93,27 @@ constexpr uint32_t kSignature = 0x80000000u;
 // order. Exchanging both ways in call order would pair a Send with the peer's Send whenever two
 // ranks send to and receive from each other; apart, the two streams pair k-th Send with k-th
 // Recv, as NCCL matches them, whatever the order of the calls.
+//
+// A signature message has a fixed size whatever the call, so that mismatched calls still pair
+// their signatures, and room for a small first data message of the same plan to ride along
+// (kInlineBytes; an 8-byte AllReduce on 2 ranks then moves one message each way instead of two).
+// The sender inlines its plan's next data message when that is ready and small; the top byte of
+// the operation number says how many bytes came, and the receiver takes them from there in place
+// of a receive (after the signature was checked, never before).
+constexpr size_t kInlineBytes = 32;
+constexpr size_t kSignatureBytes = 16 + kInlineBytes;
+constexpr int kInlineShift = 56;
+constexpr uint64_t kNumberMask = (uint64_t{1} << kInlineShift) - 1;
+
 struct SignatureSlot {
-  uint64_t out[2];  // signature, operation number on this pair
-  uint64_t in[2];
+  // signature, operation number on this pair (and inline bytes above kInlineShift), inline data
+  uint64_t out[kSignatureBytes / 8];
+  uint64_t in[kSignatureBytes / 8];
   uint64_t expected[2];
   uint32_t plan;
   bool sends, receives, announcement;
+
+  size_t inlineIn() const { return in[1] >> kInlineShift; }
 };
 
 // The operations of every plan that go to one peer of one communicator, in the order they
@@ -108,6 +123,7 @@ struct ChannelQueue {
   int peer;
   std::vector<StepRef> sends, recvs;
   std::vector<uint64_t> sendSeq, recvSeq;  // endpoint numbers of posted operations
+  std::vector<uint8_t> recvInline;  // 1: receive k's data may come inside the signature before it
   size_t sendsPosted = 0, sendsDone = 0, recvsPosted = 0, recvsDone = 0;
   std::deque<SignatureSlot> signatures;  // a deque: endpoints hold pointers into it
 };
@@ -160,8 +176,12 @@ class Run {
   Status announceReceives();
   void addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives, bool announcement = false);
   Status checkSignature(const ChannelQueue& q, StepRef ref) const;
-  Status postSend(ChannelQueue& q, StepRef ref);
+  bool inlineCandidate(const std::vector<StepRef>& refs, size_t k) const;
+  const SignatureSlot* inlineCarrier(const ChannelQueue& q, size_t k) const;
+  Status postSend(ChannelQueue& q, StepRef ref, bool* inlined);
   Status postRecv(ChannelQueue& q, StepRef ref);
+  Status takeInline(const SignatureSlot& slot, StepRef ref);
+  bool postRecvs(ChannelQueue& q, Status* st);
   void scaleInput(Plan& plan);
   void snapshotOverlappingSends();
   Status sendToSelf();
@@ -306,24 +326,76 @@ Status Run::checkSignature(const ChannelQueue& q, StepRef ref) const {
   if (s.in[0] != s.expected[0])
     return invalidUsage("rank %d called %s where rank %d called %s", q.peer,
                         describeSignature(s.in[0]).c_str(), me, describe(p).c_str());
-  if (s.in[1] != s.expected[1])
+  if ((s.in[1] & kNumberMask) != s.expected[1])
     return invalidUsage("rank %d is at its operation #%llu with rank %d, which is at #%llu: one of "
                         "them skipped or added a call", q.peer,
-                        static_cast<unsigned long long>(s.in[1]), me,
+                        static_cast<unsigned long long>(s.in[1] & kNumberMask), me,
                         static_cast<unsigned long long>(s.expected[1]));
   return Status::Ok();
 }
 
-Status Run::postSend(ChannelQueue& q, StepRef ref) {
+// Whether refs[k] (a send or receive queue) is a small data message right after its own plan's
+// signature: the sender's and the receiver's queues agree on it, being the same call's.
+bool Run::inlineCandidate(const std::vector<StepRef>& refs, size_t k) const {
+  if (k == 0 || k >= refs.size()) return false;
+  const StepRef sig = refs[k - 1], data = refs[k];
+  if (sig.step < kSignature || data.step >= kSignature || sig.plan != data.plan) return false;
+  const Step& st = stepOf(data);
+  return bytesOf(data.plan, st.kind == StepKind::Send ? st.src : st.dst) <= kInlineBytes;
+}
+
+// The signature slot whose message may carry receive k's data, or null.
+const SignatureSlot* Run::inlineCarrier(const ChannelQueue& q, size_t k) const {
+  if (!inlineCandidate(q.recvs, k)) return nullptr;
+  const SignatureSlot& slot = q.signatures[q.recvs[k - 1].step - kSignature];
+  return slot.announcement ? nullptr : &slot;
+}
+
+// A signature takes the next send along when that is its plan's, small and ready (*inlined).
+Status Run::postSend(ChannelQueue& q, StepRef ref, bool* inlined) {
   transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
-  if (ref.step >= kSignature) return ep->postSend(q.signatures[ref.step - kSignature].out, 16);
+  *inlined = false;
+  if (ref.step >= kSignature) {
+    SignatureSlot& slot = q.signatures[ref.step - kSignature];
+    slot.out[1] &= kNumberMask;
+    const size_t k = q.sendsPosted + 1;
+    if (!slot.announcement && inlineCandidate(q.sends, k) && ready(q.sends[k])) {
+      const Region& src = stepOf(q.sends[k]).src;
+      const size_t bytes = bytesOf(q.sends[k].plan, src);
+      std::memcpy(&slot.out[2], address(q.sends[k].plan, src), bytes);
+      slot.out[1] |= static_cast<uint64_t>(bytes) << kInlineShift;
+      *inlined = true;
+    }
+    return ep->postSend(slot.out, kSignatureBytes);
+  }
   const Step& st = stepOf(ref);
   return ep->postSend(address(ref.plan, st.src), bytesOf(ref.plan, st.src));
 }
 
+// A receive whose data came with its signature: what the transport would have done with it.
+Status Run::takeInline(const SignatureSlot& slot, StepRef ref) {
+  const Step& st = stepOf(ref);
+  const size_t bytes = bytesOf(ref.plan, st.dst);
+  if (slot.inlineIn() != bytes)
+    return internalError("%zu bytes came with the signature for a receive of %zu bytes",
+                         slot.inlineIn(), bytes);
+  const void* data = &slot.in[2];
+  if (st.kind == StepKind::RecvReduce) {
+    const Plan& plan = plans_[ref.plan];
+    const char* local = address(ref.plan, st.src);
+    char* dst = address(ref.plan, st.dst);
+    if (st.incomingFirst) kernels::reduce(dst, data, local, st.dst.count, plan.type, plan.op);
+    else kernels::reduce(dst, local, data, st.dst.count, plan.type, plan.op);
+  } else {
+    std::memcpy(address(ref.plan, st.dst), data, bytes);
+  }
+  return Status::Ok();
+}
+
 Status Run::postRecv(ChannelQueue& q, StepRef ref) {
   transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
-  if (ref.step >= kSignature) return ep->postRecv(q.signatures[ref.step - kSignature].in, 16, nullptr);
+  if (ref.step >= kSignature)
+    return ep->postRecv(q.signatures[ref.step - kSignature].in, kSignatureBytes, nullptr);
   const Step& st = stepOf(ref);
   transport::RecvSink* sink = nullptr;
   if (st.kind == StepKind::RecvReduce) {
@@ -356,15 +428,17 @@ Status Run::pump(ChannelQueue& q, bool* moved) {
   PeerChannel& ch = q.comm->channels[q.peer];
   transport::Endpoint* ep = ch.endpoint.get();
   while (q.sendsPosted < q.sends.size() && readyToSend(q, q.sendsPosted)) {
-    BRAID_TRY(postSend(q, q.sends[q.sendsPosted]));
+    bool inlined;
+    BRAID_TRY(postSend(q, q.sends[q.sendsPosted], &inlined));
     q.sendSeq[q.sendsPosted++] = ++ch.sendsPosted;
+    // The data went inside the signature: it completes when the signature does.
+    if (inlined) q.sendSeq[q.sendsPosted++] = ch.sendsPosted;
     *moved = true;
   }
-  while (q.recvsPosted < q.recvs.size() && ready(q.recvs[q.recvsPosted])) {
-    BRAID_TRY(postRecv(q, q.recvs[q.recvsPosted]));
-    q.recvSeq[q.recvsPosted++] = ++ch.recvsPosted;
-    *moved = true;
-  }
+  Status st;
+  const size_t posted = q.recvsPosted;
+  if (!postRecvs(q, &st)) return st;
+  if (q.recvsPosted != posted) *moved = true;
   Status progress;
   if (q.sendsDone < q.sendsPosted || q.recvsDone < q.recvsPosted) progress = ep->progress();
   while (q.sendsDone < q.sendsPosted && ep->sendsCompleted() >= q.sendSeq[q.sendsDone]) {
@@ -372,14 +446,46 @@ Status Run::pump(ChannelQueue& q, bool* moved) {
     *moved = true;
   }
   // Received signatures are checked before anything else is believed: after a mismatch, a
-  // transport error (say, a size mismatch on the next message) is only a consequence.
-  while (q.recvsDone < q.recvsPosted && ep->recvsCompleted() >= q.recvSeq[q.recvsDone]) {
-    StepRef ref = q.recvs[q.recvsDone++];
-    if (ref.step >= kSignature) BRAID_TRY(checkSignature(q, ref));
-    complete(ref);
-    *moved = true;
+  // transport error (say, a size mismatch on the next message) is only a consequence. A
+  // signature that carried data lets the receive behind it be taken at once (postRecvs).
+  for (bool again = true; again;) {
+    again = false;
+    while (q.recvsDone < q.recvsPosted && ep->recvsCompleted() >= q.recvSeq[q.recvsDone]) {
+      StepRef ref = q.recvs[q.recvsDone++];
+      if (ref.step >= kSignature) {
+        BRAID_TRY(checkSignature(q, ref));
+        again = q.recvsPosted == q.recvsDone && q.recvsPosted < q.recvs.size();
+      }
+      complete(ref);
+      *moved = true;
+    }
+    if (again && !postRecvs(q, &st)) return st;
   }
   return progress;
+}
+
+// Posts the receives that are ready, in order. One that may come inside the signature before it
+// waits for that signature; if data came with it, it is taken from there (completing with the
+// signature) instead of posted. False (and *st) on failure.
+bool Run::postRecvs(ChannelQueue& q, Status* st) {
+  PeerChannel& ch = q.comm->channels[q.peer];
+  while (q.recvsPosted < q.recvs.size() && ready(q.recvs[q.recvsPosted])) {
+    const size_t k = q.recvsPosted;
+    if (q.recvInline[k]) {
+      if (q.recvsDone < k) break;  // its signature has not arrived
+      const SignatureSlot& carrier = q.signatures[q.recvs[k - 1].step - kSignature];
+      if (carrier.inlineIn() > 0) {
+        *st = takeInline(carrier, q.recvs[k]);
+        if (!st->ok()) return false;
+        q.recvSeq[q.recvsPosted++] = q.recvSeq[k - 1];
+        continue;
+      }
+    }
+    *st = postRecv(q, q.recvs[k]);
+    if (!st->ok()) return false;
+    q.recvSeq[q.recvsPosted++] = ++ch.recvsPosted;
+  }
+  return true;
 }
 
 // PreMulSum: the input, times the scalar, into a buffer of the plan's own.
@@ -569,8 +675,11 @@ Status Run::setUp() {
     pending_ += s.steps.size();
   }
   for (size_t i = 0; i < nQueues_; ++i) {
-    queues_[i].sendSeq.resize(queues_[i].sends.size());
-    queues_[i].recvSeq.resize(queues_[i].recvs.size());
+    ChannelQueue& q = queues_[i];
+    q.sendSeq.resize(q.sends.size());
+    q.recvSeq.resize(q.recvs.size());
+    q.recvInline.resize(q.recvs.size());
+    for (size_t k = 0; k < q.recvs.size(); ++k) q.recvInline[k] = inlineCarrier(q, k) != nullptr;
   }
   waiters_.clear();
   spinRounds_ = ~0u;

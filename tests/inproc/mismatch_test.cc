@@ -83,6 +83,21 @@ TEST(Mismatch, LargeCountsToo) {
       "ncclAllReduce(count=1048571, float, sum)", "ncclAllReduce(count=1048576, float, sum)");
 }
 
+// Data of up to 32 bytes rides inside the signature message: a rank whose small call meets a
+// larger one (inline data against none), or another small one, still fails on the signature.
+TEST(Mismatch, SmallCountsThatRideWithTheSignature) {
+  expectMismatch(
+      [](int rank, ncclComm_t comm, std::vector<float>& b) {
+        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 2 : 16, ncclFloat, ncclSum, comm, nullptr);
+      },
+      "ncclAllReduce(count=2, float, sum)", "ncclAllReduce(count=16, float, sum)");
+  expectMismatch(
+      [](int rank, ncclComm_t comm, std::vector<float>& b) {
+        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 3 : 2, ncclFloat, ncclSum, comm, nullptr);
+      },
+      "ncclAllReduce(count=3, float, sum)", "ncclAllReduce(count=2, float, sum)");
+}
+
 // With checking off the same call is not caught (it hangs or misreads): only check that the
 // knob is honoured by a matching call still working.
 TEST(Mismatch, CheckingCanBeTurnedOff) {

@@ -5,7 +5,9 @@
 // still carries its signature (a mismatch after many identical calls is caught).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/coll_sweep.h"
@@ -76,6 +78,29 @@ TEST(RepeatCall, GroupedCallBetweenRepeats) {
     }
     return "";
   }));
+}
+
+// A signature waits for its plan's first data message to the same peer so that small data can
+// ride inside it, but not for ever: after a few milliseconds it goes alone, and the receiver then
+// takes the data as a message of its own. A chain broadcast whose root arrives late makes every
+// forwarding rank's signature go before its data.
+TEST(RepeatCall, SignatureThatWentWithoutItsData) {
+  setenv("BRAID_ALGO", "chain", 1);
+  constexpr int kRanks = 4;
+  auto errors = testing::runThreads(kRanks, [](int rank, ncclComm_t comm) -> std::string {
+    std::vector<int> buf(4);
+    for (int i = 0; i < 3; ++i) {
+      for (int& v : buf) v = rank == 0 ? 100 + i : -1;
+      if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      if (ncclBroadcast(buf.data(), buf.data(), buf.size(), ncclInt32, 0, comm, nullptr) != ncclSuccess)
+        return "call " + std::to_string(i) + ": " + last(comm);
+      for (int v : buf)
+        if (v != 100 + i) return "call " + std::to_string(i) + ": " + std::to_string(v);
+    }
+    return "";
+  });
+  unsetenv("BRAID_ALGO");
+  expectAllEmpty(errors);
 }
 
 // Ten identical calls, then one rank changes its count: every rank fails naming both calls.
