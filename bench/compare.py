@@ -353,6 +353,25 @@ def headline(runs):
     return "braid/auto" if "braid/auto" in keys else keys[0]
 
 
+def time_cell(run, size):
+    """Microseconds, with two decimals where a tenth would blur the comparison (small sizes)."""
+    row = run.rows.get(size) if run.status == "ok" else None
+    if not row:
+        return cell(run, size, "time_us", "{:.1f}")
+    return f"{row['time_us']:.2f}" if row["time_us"] < 10 else f"{row['time_us']:.1f}"
+
+
+def speedup(braid_row, other_rows):
+    """Braid's busbw over the best other's, as "1.23x": from the times (the same size and busbw
+    formula for all, and a time has more digits than a small size's busbw), else the busbw."""
+    if not braid_row or not other_rows:
+        return "-"
+    if braid_row.get("time_us", 0) > 0 and all(r.get("time_us", 0) > 0 for r in other_rows):
+        return f"{min(r['time_us'] for r in other_rows) / braid_row['time_us']:.2f}x"
+    best = max(r["busbw"] for r in other_rows)
+    return f"{braid_row['busbw'] / best:.2f}x" if best else "-"
+
+
 def busbw_cell(run, size):
     """busbw; a forced algorithm that did not run at this size names the one that did."""
     text = cell(run, size, "busbw", "{:.2f}")
@@ -376,16 +395,14 @@ def combine(args, coll, runs, sizes):
     table = []
     for s in sizes:
         b = braid.rows.get(s)
-        others = [runs[k].rows[s]["busbw"] for k in OTHERS if s in runs[k].rows]
-        best = max(others) if others else None
-        ratio = f"{b['busbw'] / best:.2f}x" if b and best else "-"
+        ratio = speedup(b, [runs[k].rows[s] for k in OTHERS if s in runs[k].rows])
         mc = memcpy.rows.get(s)
         pct = f"{100 * b['busbw'] / mc['rate']:.0f}%" if b and mc and mc["rate"] > 0 else "-"
         row = [human(s)]
         for k in braid_keys(runs):
-            row += [busbw_cell(runs[k], s), cell(runs[k], s, "time_us", "{:.1f}")]
-        row += [cell(runs["mpi"], s, "busbw", "{:.2f}"), cell(runs["mpi"], s, "time_us", "{:.1f}"),
-                cell(runs["gloo"], s, "busbw", "{:.2f}"), cell(runs["gloo"], s, "time_us", "{:.1f}"),
+            row += [busbw_cell(runs[k], s), time_cell(runs[k], s)]
+        row += [cell(runs["mpi"], s, "busbw", "{:.2f}"), time_cell(runs["mpi"], s),
+                cell(runs["gloo"], s, "busbw", "{:.2f}"), time_cell(runs["gloo"], s),
                 cell(memcpy, s, "rate", "{:.2f}"), ratio, pct]
         if copies:
             volume, per = copies(args.np, args.place == "in")
@@ -454,8 +471,8 @@ def section(args, coll, runs, header, table, pred=None):
            f"{args.factor}; {args.iters} timed iterations after {args.warmup} warm-up; data check "
            f"{'on' if args.check else 'off'}; the {place} columns",
            f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
-           "Braid/best other compares busbw with the faster of OpenMPI and Gloo; Braid/memcpy is Braid's "
-           "busbw as a share of memcpy's rate"]
+           "Braid/best other compares busbw with the faster of OpenMPI and Gloo (computed from the times, "
+           "which have more digits); Braid/memcpy is Braid's busbw as a share of memcpy's rate"]
     if args.rounds > 1:
         out += [f"- {args.rounds} rounds: the baselines ran in turn (Braid, OpenMPI, Gloo, memcpy, then again), so "
                 "that the machine's drift reaches them alike; each cell is the round with the median time (memcpy: "
@@ -487,7 +504,8 @@ def section(args, coll, runs, header, table, pred=None):
     rounds = spread(runs, args.sizes)
     if rounds:
         rh, rt = rounds
-        out += ["", "Every round (busbw GB/s; memcpy: rate), in the order they ran:", "",
+        out += ["", "Every round (busbw GB/s, and the times where busbw is below 1; memcpy: rate), "
+                "in the order they ran:", "",
                 "| " + " | ".join(rh) + " |", "|" + "---|" * len(rh)]
         out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rt]
     return out
@@ -523,6 +541,8 @@ def merge(rounds):
         ordered = sorted(rows, key=lambda row: row[field])
         merged.rows[size] = dict(ordered[(len(ordered) - 1) // 2])
         merged.rows[size]["rounds"] = [row["rate" if field == "rate" else "busbw"] for row in rows]
+        if field == "time_us":
+            merged.rows[size]["rounds_us"] = [row["time_us"] for row in rows]
     return merged
 
 
@@ -558,8 +578,12 @@ def spread(runs, sizes):
     if not keys:
         return None
     header = ["size"] + [label(k) for k in keys]
-    table = [[human(s)] + [" / ".join(f"{x:.2f}" for x in runs[k].rows[s]["rounds"]) if s in runs[k].rows else "-"
-                           for k in keys] for s in sizes]
+    def rounds(row):
+        text = " / ".join(f"{x:.2f}" for x in row["rounds"])
+        if max(row["rounds"]) < 1 and "rounds_us" in row:  # busbw this small has too few digits
+            text += " (" + " / ".join(f"{t:.2f}" for t in row["rounds_us"]) + " us)"
+        return text
+    table = [[human(s)] + [rounds(runs[k].rows[s]) if s in runs[k].rows else "-" for k in keys] for s in sizes]
     return header, table
 
 

@@ -19,6 +19,18 @@ def perf_run(key, rows, status="ok"):
     return run
 
 
+class Speedup(unittest.TestCase):
+    def test_from_the_times_when_every_run_has_one(self):
+        braid = {"time_us": 0.16, "busbw": 0.05}
+        others = [{"time_us": 0.14, "busbw": 0.05}, {"time_us": 0.30, "busbw": 0.02}]
+        self.assertEqual(compare.speedup(braid, others), "0.88x")  # 0.14 / 0.16, not 0.05 / 0.05
+
+    def test_from_busbw_without_times_and_nothing_to_compare(self):
+        self.assertEqual(compare.speedup({"busbw": 3.0}, [{"busbw": 1.5}]), "2.00x")
+        self.assertEqual(compare.speedup({"time_us": 1.0, "busbw": 1.0}, []), "-")
+        self.assertEqual(compare.speedup(None, [{"time_us": 1.0, "busbw": 1.0}]), "-")
+
+
 class MergeRounds(unittest.TestCase):
     def test_one_round_is_itself(self):
         run = perf_run("braid", {1024: (10.0, 1.0)})
@@ -31,6 +43,7 @@ class MergeRounds(unittest.TestCase):
         self.assertEqual(merged.rows[1024]["time_us"], 20.0)
         self.assertEqual(merged.rows[1024]["busbw"], 2.0)
         self.assertEqual(merged.rows[1024]["rounds"], [1.0, 3.0, 2.0])  # in the order they ran
+        self.assertEqual(merged.rows[1024]["rounds_us"], [30.0, 10.0, 20.0])
         self.assertEqual(merged.status, "ok")
 
     def test_even_rounds_take_the_lower_median_and_failures_show(self):
