@@ -1,6 +1,7 @@
 #include "core/doorbell.h"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,6 +19,17 @@ void Doorbell::ring() {
 namespace {
 std::atomic<bool> unsupported{false};
 }  // namespace
+
+void registerForBells() {
+  static const bool registered =
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+  if (registered) detail::fencedBySleepers.store(true, std::memory_order_relaxed);
+}
+
+void fenceRingers() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+}
 
 bool canWaitForBells() {
 #ifdef SYS_futex_waitv

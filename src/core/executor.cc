@@ -13,6 +13,7 @@
 #include "core/doorbell.h"
 #include "core/log.h"
 #include "core/signature.h"
+#include "core/small_copy.h"
 #include "core/thread_local.h"
 #include "kernels/reduce.h"
 
@@ -234,10 +235,12 @@ Status Run::runLocal(StepRef ref) {
   const ncclDataType_t dstType = step.dst.buffer == Buffer::Accum ? ncclFloat32 : plan.type;
   if (step.kind == StepKind::Copy) {
     const bool fromAccum = step.src.buffer == Buffer::Accum;
-    if (fromAccum != (step.dst.buffer == Buffer::Accum))
-      convertCopy(fromAccum, plan.type, address(ref.plan, step.src), address(ref.plan, step.dst), step.dst.count);
-    else
-      std::memmove(address(ref.plan, step.dst), address(ref.plan, step.src), bytesOf(ref.plan, step.dst));
+    const size_t bytes = bytesOf(ref.plan, step.dst);
+    char* dst = address(ref.plan, step.dst);
+    const char* src = address(ref.plan, step.src);
+    if (fromAccum != (step.dst.buffer == Buffer::Accum)) convertCopy(fromAccum, plan.type, src, dst, step.dst.count);
+    else if (bytes <= 64) smallCopy(dst, src, bytes);  // (overlap-safe too)
+    else std::memmove(dst, src, bytes);
   } else if (step.kind == StepKind::Reduce) {
     char* dst = address(ref.plan, step.dst);
     kernels::reduce(dst, dst, address(ref.plan, step.src), step.dst.count, plan.type, plan.op);
@@ -362,7 +365,7 @@ Status Run::postSend(ChannelQueue& q, StepRef ref, bool* inlined) {
     if (!slot.announcement && inlineCandidate(q.sends, k) && ready(q.sends[k])) {
       const Region& src = stepOf(q.sends[k]).src;
       const size_t bytes = bytesOf(q.sends[k].plan, src);
-      std::memcpy(&slot.out[2], address(q.sends[k].plan, src), bytes);
+      smallCopy(&slot.out[2], address(q.sends[k].plan, src), bytes);
       slot.out[1] |= static_cast<uint64_t>(bytes) << kInlineShift;
       *inlined = true;
     }
@@ -387,7 +390,7 @@ Status Run::takeInline(const SignatureSlot& slot, StepRef ref) {
     if (st.incomingFirst) kernels::reduce(dst, data, local, st.dst.count, plan.type, plan.op);
     else kernels::reduce(dst, local, data, st.dst.count, plan.type, plan.op);
   } else {
-    std::memcpy(address(ref.plan, st.dst), data, bytes);
+    smallCopy(address(ref.plan, st.dst), data, bytes);
   }
   return Status::Ok();
 }
@@ -739,7 +742,9 @@ bool Run::raiseBells() {
     }
     bells_.push_back(raiseFlag(d));
   }
-  return !bells_.empty();
+  if (bells_.empty()) return false;
+  fenceRingers();
+  return true;
 }
 
 void Run::lowerBells() {

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "core/doorbell.h"
+#include "core/small_copy.h"
 #include "core/status.h"
 
 namespace braid::transport {
@@ -76,15 +77,18 @@ class Ring {
     return true;
   }
 
+  // Zeros from `pos` up to the next 16-byte position (fewer than kAlign bytes: never wraps).
+  void zeroAt(uint64_t pos, size_t n) const { std::memset(data_ + pos % capacity_, 0, n); }
+
   // Wrap-aware copies at a position; the caller has checked the space.
   void copyIn(uint64_t pos, const void* src, size_t n) const {
     size_t off = pos % capacity_, first = capacity_ - off < n ? capacity_ - off : n;
-    std::memcpy(data_ + off, src, first);
+    smallCopy(data_ + off, src, first);
     if (n > first) std::memcpy(data_, static_cast<const char*>(src) + first, n - first);
   }
   void copyOut(uint64_t pos, void* dst, size_t n) const {
     size_t off = pos % capacity_, first = capacity_ - off < n ? capacity_ - off : n;
-    std::memcpy(dst, data_ + off, first);
+    smallCopy(dst, data_ + off, first);
     if (n > first) std::memcpy(static_cast<char*>(dst) + first, data_, n - first);
   }
   // Calls f(pointer, length) once, or twice when [pos, pos+n) wraps: readers consume in place.
@@ -128,6 +132,11 @@ class RingWriter {
   void skipTo(uint64_t pos) { head_ = pos; }
   void write(const void* src, size_t n) {
     ring_.copyIn(head_, src, n);
+    head_ += n;
+  }
+  // Zeros up to the next 16-byte position (padding between records; it never wraps).
+  void zero(size_t n) {
+    ring_.zeroAt(head_, n);
     head_ += n;
   }
   void publish() { ring_.ctl()->head.store(head_, std::memory_order_release); }

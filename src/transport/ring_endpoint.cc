@@ -32,7 +32,6 @@ struct DirectDescriptor {
   int64_t regionFd;
 };
 constexpr size_t kHeaderBytes = 16;
-constexpr char kZeros[Ring::kAlign] = {};
 static_assert(sizeof(DirectDescriptor) % Ring::kAlign == 0);
 
 // Bytes copied before publishing them, so that a large message streams through the ring in
@@ -231,7 +230,7 @@ bool RingEndpoint::pumpSends() {
       const bool whole = !direct && op.bytes <= std::min<uint64_t>(kPublishSlice, tx_.ring().capacity() / 2);
       const size_t body = direct ? sizeof(DirectDescriptor) : whole ? op.bytes : 0;
       if (tx_.writable(pad + kHeaderBytes + body) < pad + kHeaderBytes + body) break;
-      tx_.write(kZeros, pad);
+      tx_.zero(pad);
       const Ring& ring = tx_.ring();
       if (direct) {
         DirectDescriptor d{reinterpret_cast<uint64_t>(op.data), ++directPosted_, region.id,
