@@ -363,9 +363,16 @@ def time_cell(run, size):
 
 def speedup(braid_row, other_rows):
     """Braid's busbw over the best other's, as "1.23x": from the times (the same size and busbw
-    formula for all, and a time has more digits than a small size's busbw), else the busbw."""
+    formula for all, and a time has more digits than a small size's busbw), else the busbw.
+    With rounds, the median over rounds of that round's ratio: the runs of one round are seconds
+    apart, so a round pairs them under the same machine weather, where the median rounds of two
+    baselines may come from different weather (the machine's speed flips between modes)."""
     if not braid_row or not other_rows:
         return "-"
+    rounds = braid_row.get("rounds_us")
+    if rounds and all(len(r.get("rounds_us", [])) == len(rounds) for r in other_rows) and min(rounds) > 0:
+        ratios = sorted(min(r["rounds_us"][i] for r in other_rows) / rounds[i] for i in range(len(rounds)))
+        return f"{ratios[(len(ratios) - 1) // 2]:.2f}x"
     if braid_row.get("time_us", 0) > 0 and all(r.get("time_us", 0) > 0 for r in other_rows):
         return f"{min(r['time_us'] for r in other_rows) / braid_row['time_us']:.2f}x"
     best = max(r["busbw"] for r in other_rows)
@@ -472,7 +479,7 @@ def section(args, coll, runs, header, table, pred=None):
            f"{'on' if args.check else 'off'}; the {place} columns",
            f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
            "Braid/best other compares busbw with the faster of OpenMPI and Gloo (computed from the times, "
-           "which have more digits); Braid/memcpy is Braid's busbw as a share of memcpy's rate"]
+           "which have more digits; with rounds, the median of the rounds' own ratios); Braid/memcpy is Braid's busbw as a share of memcpy's rate"]
     if args.rounds > 1:
         out += [f"- {args.rounds} rounds: the baselines ran in turn (Braid, OpenMPI, Gloo, memcpy, then again), so "
                 "that the machine's drift reaches them alike; each cell is the round with the median time (memcpy: "
