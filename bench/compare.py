@@ -379,6 +379,18 @@ def speedup(braid_row, other_rows):
     return f"{braid_row['busbw'] / best:.2f}x" if best else "-"
 
 
+def memcpy_share(braid_row, memcpy_row):
+    """Braid's busbw as a share of memcpy's rate, "41%"; with rounds, the median of each round's
+    share (paired as in speedup())."""
+    if not braid_row or not memcpy_row or memcpy_row["rate"] <= 0:
+        return "-"
+    b, m = braid_row.get("rounds"), memcpy_row.get("rounds")
+    if b and m and len(b) == len(m) and min(m) > 0:
+        shares = sorted(x / y for x, y in zip(b, m))
+        return f"{100 * shares[(len(shares) - 1) // 2]:.0f}%"
+    return f"{100 * braid_row['busbw'] / memcpy_row['rate']:.0f}%"
+
+
 def busbw_cell(run, size):
     """busbw; a forced algorithm that did not run at this size names the one that did."""
     text = cell(run, size, "busbw", "{:.2f}")
@@ -404,7 +416,7 @@ def combine(args, coll, runs, sizes):
         b = braid.rows.get(s)
         ratio = speedup(b, [runs[k].rows[s] for k in OTHERS if s in runs[k].rows])
         mc = memcpy.rows.get(s)
-        pct = f"{100 * b['busbw'] / mc['rate']:.0f}%" if b and mc and mc["rate"] > 0 else "-"
+        pct = memcpy_share(b, mc)
         row = [human(s)]
         for k in braid_keys(runs):
             row += [busbw_cell(runs[k], s), time_cell(runs[k], s)]
@@ -479,7 +491,8 @@ def section(args, coll, runs, header, table, pred=None):
            f"{'on' if args.check else 'off'}; the {place} columns",
            f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
            "Braid/best other compares busbw with the faster of OpenMPI and Gloo (computed from the times, "
-           "which have more digits; with rounds, the median of the rounds' own ratios); Braid/memcpy is Braid's busbw as a share of memcpy's rate"]
+           "which have more digits; with rounds, the median of the rounds' own ratios); Braid/memcpy is Braid's "
+           "busbw as a share of memcpy's rate (with rounds, likewise the median of each round's share)"]
     if args.rounds > 1:
         out += [f"- {args.rounds} rounds: the baselines ran in turn (Braid, OpenMPI, Gloo, memcpy, then again), so "
                 "that the machine's drift reaches them alike; each cell is the round with the median time (memcpy: "

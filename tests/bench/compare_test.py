@@ -25,10 +25,28 @@ class Speedup(unittest.TestCase):
         others = [{"time_us": 0.14, "busbw": 0.05}, {"time_us": 0.30, "busbw": 0.02}]
         self.assertEqual(compare.speedup(braid, others), "0.88x")  # 0.14 / 0.16, not 0.05 / 0.05
 
+    def test_with_rounds_the_median_of_each_rounds_ratio(self):
+        # Round 2 caught Braid in a slow minute and round 3 OpenMPI: the medians of the times
+        # (0.16 and 0.15) would say 0.94x; round by round it is 1.00x, 0.40x and 2.5x.
+        braid = {"time_us": 0.16, "busbw": 0.05, "rounds_us": [0.15, 0.40, 0.16]}
+        mpi = {"time_us": 0.15, "busbw": 0.05, "rounds_us": [0.15, 0.15, 0.40]}
+        self.assertEqual(compare.speedup(braid, [mpi]), "1.00x")
+
     def test_from_busbw_without_times_and_nothing_to_compare(self):
         self.assertEqual(compare.speedup({"busbw": 3.0}, [{"busbw": 1.5}]), "2.00x")
         self.assertEqual(compare.speedup({"time_us": 1.0, "busbw": 1.0}, []), "-")
         self.assertEqual(compare.speedup(None, [{"time_us": 1.0, "busbw": 1.0}]), "-")
+
+
+class MemcpyShare(unittest.TestCase):
+    def test_each_rounds_share_then_the_median(self):
+        braid = {"busbw": 6.0, "rounds": [6.0, 6.2, 5.8]}
+        memcpy = {"rate": 15.0, "rounds": [12.0, 15.0, 20.0]}  # 50%, 41%, 29%
+        self.assertEqual(compare.memcpy_share(braid, memcpy), "41%")
+
+    def test_one_round_and_nothing_to_compare(self):
+        self.assertEqual(compare.memcpy_share({"busbw": 6.0}, {"rate": 15.0}), "40%")
+        self.assertEqual(compare.memcpy_share(None, {"rate": 15.0}), "-")
 
 
 class MergeRounds(unittest.TestCase):
