@@ -69,7 +69,8 @@ class RingEndpoint final : public Endpoint {
   ~RingEndpoint() override;
 
   Status postSend(const void* data, size_t bytes) override;
-  Status postRecv(void* data, size_t bytes, RecvSink* sink) override;
+  using Endpoint::postRecv;
+  Status postRecv(void* data, size_t bytes, RecvSink* sink, bool streamed) override;
   Status progress() override;
   uint64_t sendsCompleted() const override { return sendsDone_; }
   uint64_t recvsCompleted() const override { return recvsDone_; }
@@ -95,6 +96,7 @@ class RingEndpoint final : public Endpoint {
     SharedRegion region{};  // id 0: not in a shared allocation
     bool direct = false;
     bool whole = false;  // the payload was in the ring before the header was stamped
+    bool streamed = false;  // write data with non-temporal stores (see Endpoint::postRecv)
   };
 
   explicit RingEndpoint(RingEndpointConfig config);

@@ -68,8 +68,15 @@ inline std::vector<ProcessResult> runProcesses(
     pid_t pid = fork();
     if (pid == 0) {
       for (const auto& [k, v] : env) {
-        std::string value = v;  // "%r" stands for the rank, for per-rank settings
-        for (size_t at; (at = value.find("%r")) != std::string::npos;) value.replace(at, 2, std::to_string(r));
+        std::string value;  // "%r" stands for the rank, for per-rank settings
+        for (size_t i = 0; i < v.size(); ++i) {
+          if (v.compare(i, 2, "%r") == 0) {
+            value += std::to_string(r);
+            ++i;
+          } else {
+            value += v[i];
+          }
+        }
         setenv(k.c_str(), value.c_str(), 1);
       }
       setenv("NCCL_COMM_ID", commId.c_str(), 1);

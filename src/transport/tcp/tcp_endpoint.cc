@@ -95,7 +95,7 @@ Status TcpEndpoint::postSend(const void* data, size_t bytes) {
   return Status::Ok();
 }
 
-Status TcpEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink) {
+Status TcpEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink, bool /*streamed: the kernel copies*/) {
   if (!error_.ok()) return error_;
   if (bytes && !data && !sink) return invalidArgument("%s", "TCP postRecv: null buffer");
   recvs_.push_back({static_cast<uint8_t*>(data), bytes, sink});

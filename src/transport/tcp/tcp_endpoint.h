@@ -27,7 +27,8 @@ class TcpEndpoint final : public Endpoint {
   TcpEndpoint(std::vector<StreamFds> streams, size_t sliceBytes, int peerRank);
 
   Status postSend(const void* data, size_t bytes) override;
-  Status postRecv(void* data, size_t bytes, RecvSink* sink) override;
+  using Endpoint::postRecv;
+  Status postRecv(void* data, size_t bytes, RecvSink* sink, bool streamed) override;
   Status progress() override;
   uint64_t sendsCompleted() const override { return sendBase_; }
   uint64_t recvsCompleted() const override { return recvBase_; }
