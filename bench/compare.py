@@ -524,7 +524,7 @@ def section(args, coll, runs, header, table, pred=None):
     rounds = spread(runs, args.sizes)
     if rounds:
         rh, rt = rounds
-        out += ["", "Every round (busbw GB/s, and the times where busbw is below 1; memcpy: rate), "
+        out += ["", "Every round (busbw GB/s, and the times where busbw is below 0.1; memcpy: rate), "
                 "in the order they ran:", "",
                 "| " + " | ".join(rh) + " |", "|" + "---|" * len(rh)]
         out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rt]
@@ -600,7 +600,7 @@ def spread(runs, sizes):
     header = ["size"] + [label(k) for k in keys]
     def rounds(row):
         text = " / ".join(f"{x:.2f}" for x in row["rounds"])
-        if max(row["rounds"]) < 1 and "rounds_us" in row:  # busbw this small has too few digits
+        if max(row["rounds"]) < 0.1 and "rounds_us" in row:  # busbw this small has one digit or none
             text += " (" + " / ".join(f"{t:.2f}" for t in row["rounds_us"]) + " us)"
         return text
     table = [[human(s)] + [rounds(runs[k].rows[s]) if s in runs[k].rows else "-" for k in keys] for s in sizes]
