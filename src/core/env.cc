@@ -81,7 +81,7 @@ constexpr Var kTable[] = {
     {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384",
      "between threads, messages from this size are copied once, sender buffer to receiver buffer; "
      "smaller ones go through the ring (0: always the ring)"},
-    {"BRAID_SHM_BUFFSIZE", "4194304", "bytes of each shared-memory ring between two local ranks"},
+    {"BRAID_SHM_BUFFSIZE", "1048576", "bytes of each shared-memory ring between two local ranks"},
     {"BRAID_SHM_CMA_MIN_BYTES", "0",
      "between processes, messages from this size are read once with process_vm_readv where the "
      "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
