@@ -107,4 +107,3 @@ Plan* RepeatPlan::keep(const ncclComm* comm, const Call& call, Plan* plan) {
 }
 
 }  // namespace braid
-
