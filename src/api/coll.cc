@@ -17,9 +17,10 @@ namespace {
 
 using braid::algos::Collective;
 
-Status checkType(ncclDataType_t type) {
-  if (static_cast<int>(type) < 0 || static_cast<int>(type) >= ncclNumTypes)
-    return braid::invalidArgument("datatype %d is not an NCCL data type", static_cast<int>(type));
+// By reference: the check reads the caller's int (braid::api::enumValue).
+Status checkType(const ncclDataType_t& type) {
+  const int v = braid::api::enumValue(type);
+  if (v < 0 || v >= ncclNumTypes) return braid::invalidArgument("datatype %d is not an NCCL data type", v);
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 // ncclGetLastError returns. Nothing thrown inside Braid crosses into the caller.
 #pragma once
 
+#include <cstring>
 #include <exception>
 #include <string>
 #include <new>
@@ -50,6 +51,16 @@ ncclResult_t guard(ncclComm* comm, const char* function, Body&& body) noexcept {
 
 namespace braid::api {
 std::string globalLastError();
+// The int a C caller passed for an enum parameter. A value outside the enum's range (a mistake
+// to report) cannot be read as the C++ enum without undefined behaviour, so checks read the
+// parameter's bytes; it is used as the enum only once it checked out.
+template <typename E>
+int enumValue(const E& value) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &value, sizeof v);
+  return v;
+}
 // A communicator handle the caller passed: null and garbage handles are argument errors, a
 // communicator that failed or was aborted is a usage error naming why.
 Status checkComm(ncclComm* comm, const char* name = "comm");

@@ -9,6 +9,12 @@ BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
           ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
   return guard(comm, "ncclRedOpCreatePreMulSum", [&]() -> Status {
     BRAID_TRY(braid::api::checkComm(comm));
+    const int type = braid::api::enumValue(datatype), where = braid::api::enumValue(residence);
+    if (type < 0 || type >= ncclNumTypes)
+      return braid::invalidArgument("datatype %d is not an NCCL data type", type);
+    if (where != ncclScalarDevice && where != ncclScalarHostImmediate)
+      return braid::invalidArgument("residence %d is neither ncclScalarDevice nor ncclScalarHostImmediate",
+                                    where);
     return comm->redOps.create(scalar, datatype, residence, op);
   });
 }
