@@ -91,7 +91,7 @@ Status submit(Plan&& plan) {
     tls.plans.push_back(std::move(plan));
     return Status::Ok();
   }
-  return run({&plan, 1});
+  return runNow(plan);
 }
 
 Status runNow(Plan& plan) { return run({&plan, 1}); }
