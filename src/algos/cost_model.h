@@ -15,6 +15,9 @@ namespace braid::algos {
 struct LinkCost {
   double alphaUs = 1.0;         // per message
   double betaUsPerByte = 2e-4;  // 1 / bandwidth (5 GB/s)
+  // A rate-limited link's token bucket (tc tbf, a cloud NIC's shaper): after idling it passes
+  // up to this many bytes at once, then its rate. 0 for a plain link.
+  double burstBytes = 0;
 };
 
 struct CostParams {

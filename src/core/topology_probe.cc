@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/comm.h"
 #include "core/env.h"
@@ -18,8 +19,13 @@ constexpr uint64_t kTagRacks = 0x70726b73;
 // Per measurement: kPings ping-pongs (the fastest is the latency: a descheduled rank only makes
 // a round trip look slower), one untimed message that drains whatever burst a shaped link
 // allows and opens the TCP window, then kTransfers timed messages: the link's steady rate.
+// Last, the link idles kIdle and one more message is timed: a shaped link's token bucket has
+// refilled (if it refills within kIdle), and what arrived faster than the rate allows is its
+// burst. Below kMinBurstShare of the message that is read as noise: no bucket.
 constexpr size_t kTransferBytes = 512 << 10;
 constexpr int kTransfers = 4, kPings = 5;
+constexpr auto kIdle = std::chrono::milliseconds(3);
+constexpr double kMinBurstShare = 0.125;
 
 enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2 };
 struct Command {
@@ -29,6 +35,7 @@ struct Command {
 struct Result {
   double latencyUs;
   double bandwidthGbps;
+  double burstBytes;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -78,6 +85,14 @@ Status measureAsSender(ncclComm& comm, int peer, Result* out) {
   const double us = since(t0) - rttUs / 2;
   out->latencyUs = rttUs / 2;
   out->bandwidthGbps = us > 0 ? kTransfers * kTransferBytes * 8.0 / (us * 1e3) : 0;
+  std::this_thread::sleep_for(kIdle);
+  t0 = Clock::now();
+  BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size()));
+  BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
+  // Bytes per microsecond at the steady rate: Gbit/s x 1e3 / 8.
+  const double atRate = (since(t0) - rttUs) * out->bandwidthGbps * 1e3 / 8;
+  const double burst = std::clamp(static_cast<double>(kTransferBytes) - atRate, 0.0, double{kTransferBytes});
+  out->burstBytes = burst >= kMinBurstShare * kTransferBytes ? burst : 0;
   return Status::Ok();
 }
 
@@ -91,6 +106,8 @@ Status measureAsReceiver(ncclComm& comm, int peer) {
   BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));  // warm-up
   BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
   for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));
+  BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
+  BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));  // the burst
   return transfer(comm, peer, true, &word, sizeof word);
 }
 
@@ -108,6 +125,7 @@ Status drive(ncclComm& comm, const std::vector<int>& leaders, topo::RackClusteri
     if (sender != 0) BRAID_TRY(bs.recv(sender, kTagResult, &result, sizeof result));
     sample->latencyUs = result.latencyUs;
     sample->bandwidthGbps = result.bandwidthGbps;
+    sample->burstBytes = result.burstBytes;
     return Status::Ok();
   };
   topo::ProbeOptions options;
@@ -151,14 +169,14 @@ Status probeTopology(ncclComm& comm, const std::vector<std::string>& rankHosts, 
   // result: ok flag, racks per host, rack count, threshold, two link costs.
   struct Wire {
     int32_t ok, racks;
-    double threshold, intraAlpha, intraBeta, interAlpha, interBeta;
+    double threshold;
+    algos::LinkCost intra, inter;
   } wire{};
   std::vector<int32_t> rackOfHost(hosts.size(), 0);
   if (comm.rank == 0) {
     Status st = drive(comm, leaders, racks);
     if (!st.ok()) BRAID_WARN("topology probe failed, treating hosts as one flat network: %s", st.message().c_str());
-    wire = {st.ok(), racks->racks, racks->thresholdGbps, racks->intraRack.alphaUs, racks->intraRack.betaUsPerByte,
-            racks->interRack.alphaUs, racks->interRack.betaUsPerByte};
+    wire = {st.ok(), racks->racks, racks->thresholdGbps, racks->intraRack, racks->interRack};
     if (st.ok()) std::copy(racks->rackOfHost.begin(), racks->rackOfHost.end(), rackOfHost.begin());
     for (int r = 1; r < comm.nranks; ++r) {
       BRAID_TRY(comm.bootstrap->send(r, kTagRacks, &wire, sizeof wire));
@@ -173,8 +191,8 @@ Status probeTopology(ncclComm& comm, const std::vector<std::string>& rankHosts, 
   racks->rackOfHost.assign(rackOfHost.begin(), rackOfHost.end());
   racks->racks = wire.racks;
   racks->thresholdGbps = wire.threshold;
-  racks->intraRack = {wire.intraAlpha, wire.intraBeta};
-  racks->interRack = {wire.interAlpha, wire.interBeta};
+  racks->intraRack = wire.intra;
+  racks->interRack = wire.inter;
   *ran = true;
   return Status::Ok();
 }

@@ -7,7 +7,7 @@ namespace braid::topo {
 
 algos::LinkCost ClusterLevel::link() const {
   // Gbit/s to microseconds per byte: 8 bits / (bw * 1e9 bit/s) = 8e-3 / bw us.
-  return {latencyUs, 8e-3 / bwGbps};
+  return {latencyUs, 8e-3 / bwGbps, burstKib * 1024};
 }
 
 namespace {
@@ -70,7 +70,7 @@ class Parser {
   }
 
   Status level(const pugi::xml_node& n) {
-    BRAID_TRY(onlyAttributes(n, {"name", "bw_gbps", "latency_us"}));
+    BRAID_TRY(onlyAttributes(n, {"name", "bw_gbps", "latency_us", "burst_kib"}));
     ClusterLevel l;
     l.name = n.attribute("name").value();
     if (l.name.empty()) return src_.error(n, "<level> has no name; expected name=\"host\", \"rack\", ...");
@@ -84,6 +84,7 @@ class Parser {
         return src_.error(n, strfmt("level \"%s\" declared twice; expected each level once", l.name.c_str()));
     BRAID_TRY(number(n, "bw_gbps", true, &l.bwGbps));
     BRAID_TRY(number(n, "latency_us", false, &l.latencyUs));
+    if (n.attribute("burst_kib")) BRAID_TRY(number(n, "burst_kib", false, &l.burstKib));
     map_->levels.push_back(std::move(l));
     return Status::Ok();
   }

@@ -27,7 +27,9 @@ std::string rankRanges(const std::vector<int>& ranks) {
 }
 
 std::string linkText(const algos::LinkCost& l) {
-  return strfmt("%.3g us, %.3g Gbit/s", l.alphaUs, l.betaUsPerByte > 0 ? 8e-3 / l.betaUsPerByte : 0.0);
+  std::string text = strfmt("%.3g us, %.3g Gbit/s", l.alphaUs, l.betaUsPerByte > 0 ? 8e-3 / l.betaUsPerByte : 0.0);
+  if (l.burstBytes > 0) text += strfmt(", bursts of %.4g KiB", l.burstBytes / 1024);
+  return text;
 }
 
 // Numbers the distinct values of `keys` (one per rank) in order of first appearance.

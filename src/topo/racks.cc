@@ -31,13 +31,14 @@ double median(std::vector<double> v) {
 }
 
 algos::LinkCost medianLink(std::span<const PairSample> samples) {
-  std::vector<double> lat, bw;
+  std::vector<double> lat, bw, burst;
   for (const PairSample& s : samples) {
     lat.push_back(s.link.latencyUs);
     bw.push_back(s.link.bandwidthGbps);
+    burst.push_back(s.link.burstBytes);
   }
   double b = median(bw);
-  return {median(lat), b > 0 ? 8e-3 / b : algos::LinkCost{}.betaUsPerByte};
+  return {median(lat), b > 0 ? 8e-3 / b : algos::LinkCost{}.betaUsPerByte, median(burst)};
 }
 
 bool usable(const PairSample& s, int nhosts) {

@@ -19,6 +19,7 @@ namespace braid::topo {
 struct LinkSample {
   double latencyUs = 0;
   double bandwidthGbps = 0;
+  double burstBytes = 0;  // what a shaped link passed faster than its rate after idling
 };
 
 struct PairSample {

@@ -44,6 +44,17 @@ TEST(ClusterMap, TwoRacks) {
   EXPECT_EQ(map.groups[0][4].line, 12);
 }
 
+// A shaped level declares its token bucket; the others have none.
+TEST(ClusterMap, ShapedLevelsCarryTheirBurst) {
+  ClusterMap map;
+  ASSERT_TRUE(parseClusterMap(XmlSource::fromText("t", R"(<cluster>
+    <level name="host" bw_gbps="2" latency_us="0"/>
+    <level name="rack" bw_gbps="0.667" latency_us="0" burst_kib="81.5"/>
+    <rack name="r0"><host name="a"/></rack></cluster>)"), &map).ok());
+  EXPECT_EQ(map.levels[0].link().burstBytes, 0);
+  EXPECT_DOUBLE_EQ(map.levels[1].link().burstBytes, 81.5 * 1024);
+}
+
 TEST(ClusterMap, HostsMatchByFullOrShortName) {
   ClusterMap map = load("cluster_two_racks.xml");
   EXPECT_EQ(map.findHost("node03.example.org"), 2);
@@ -139,6 +150,8 @@ TEST(ClusterMap, InlineErrorsNameLineAndExpectation) {
        "map.xml:2: <level latency_us=\"-1\">: expected a non-negative number"},
       {"<cluster>\n<level name=\"host\" bw_gbps=\"1\"/>\n</cluster>",
        "map.xml:2: <level> has no latency_us attribute"},
+      {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"1\" burst_kib=\"-4\"/>\n</cluster>",
+       "map.xml:2: <level burst_kib=\"-4\">: expected a non-negative number"},
       {levels + "<level name=\"rack\" bw_gbps=\"1\" latency_us=\"1\"/></cluster>",
        "map.xml:4: level \"rack\" declared twice"},
       {levels + "<rack name=\"r\"/><rack name=\"r\"/></cluster>",

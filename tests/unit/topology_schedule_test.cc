@@ -618,5 +618,36 @@ TEST(TopologyCost, PricesWholeOperations) {
   EXPECT_EQ(algos::estimateMicroseconds(unsent, 4, two), std::numeric_limits<double>::infinity());
 }
 
+// A shaped link (a token bucket: tc tbf, a cloud NIC's limiter) passes its burst at once after
+// idling, then its rate: rank 0 sends two 64 KiB messages to rank 1 on another host.
+TEST(TopologyCost, ShapedLinksPassTheirBurstAtOnce) {
+  const double alpha = 10, beta = 1e-3;  // 1 ns per byte: 64 KiB take 65.5 us
+  const size_t floats = 16384;           // 64 KiB
+  const double message = floats * 4 * beta;
+  auto twoMessages = [&] {
+    algos::ScheduleBuilder sender("two"), receiver("two");
+    for (size_t i = 0; i < 2; ++i) {
+      sender.send(1, {algos::Buffer::Send, i * floats, floats});
+      receiver.recv(0, {algos::Buffer::Recv, i * floats, floats});
+    }
+    std::vector<algos::Schedule> s;
+    s.push_back(std::move(sender).finish());
+    s.push_back(std::move(receiver).finish());
+    return s;
+  };
+  const auto s = twoMessages();
+  Topology topo = Topology::flat(2, {alpha, beta});
+  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha + 2 * message, 1e-6);
+  // A bucket of one message: the first passes at once, the second at the rate.
+  topo.link[1].burstBytes = floats * 4;
+  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha + message, 1e-6);
+  // Half a message: the bucket covers half of the first.
+  topo.link[1].burstBytes = floats * 2;
+  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha + 1.5 * message, 1e-6);
+  // Both fit: no wait for the link at all.
+  topo.link[1].burstBytes = floats * 8;
+  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha, 1e-6);
+}
+
 }  // namespace
 }  // namespace braid
