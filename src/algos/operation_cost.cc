@@ -1,6 +1,7 @@
 #include "algos/operation_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -22,11 +23,13 @@ namespace {
 // Credit is kept in booking order, which is nearly time order (the simulation is event-driven).
 class Port {
  public:
-  explicit Port(double depthUs = 0) : depthUs_(depthUs), creditUs_(depthUs) {}
+  Port(double depthUs, double creditUs) : depthUs_(depthUs), creditUs_(std::min(creditUs, depthUs)) {}
 
   // How long a message that needs `length` of link time at full rate keeps the port busy when
   // it starts at t.
   double busyFor(double t, double length) const { return std::max(0.0, length - creditAt(t)); }
+
+  double depth() const { return depthUs_; }
 
   // The earliest t' >= t with [t', t' + length) free.
   double earliest(double t, double length) const {
@@ -35,6 +38,13 @@ class Port {
     for (; it != busy_.end() && it->first < t + length; ++it) t = std::max(t, it->second);
     return t;
   }
+  // The bucket at t: what it held when last used, plus what it gained since (at one microsecond
+  // of link time per microsecond), at most its depth.
+  double creditAt(double t) const {
+    if (depthUs_ <= 0) return 0;
+    return std::min(depthUs_, creditUs_ + std::max(0.0, t - creditAsOf_));
+  }
+
   // Books a message needing `length` at full rate from t: spends credit, then the rest.
   void book(double t, double length) {
     const double credit = creditAt(t);
@@ -59,13 +69,6 @@ class Port {
   }
 
  private:
-  // The bucket at t: what it held when last used, plus what it gained since (at one microsecond
-  // of link time per microsecond), at most its depth.
-  double creditAt(double t) const {
-    if (depthUs_ <= 0) return 0;
-    return std::min(depthUs_, creditUs_ + std::max(0.0, t - creditAsOf_));
-  }
-
   std::map<double, double> busy_;  // start -> end, disjoint, touching ones merged
   double depthUs_;
   double creditUs_;
@@ -74,7 +77,9 @@ class Port {
 
 class OperationSim {
  public:
-  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo)
+  // Token buckets per port: `credits` as a previous run left them (endCredits), or full.
+  using Credits = std::vector<std::vector<double>>;
+  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo, const Credits* credits)
       : s_(s), typeSize_(typeSize), topo_(topo), n_(static_cast<int>(s.size())) {
     pairs_.resize(static_cast<size_t>(n_) * n_);
     ranks_.resize(static_cast<size_t>(n_));
@@ -108,8 +113,9 @@ class OperationSim {
       int groups = 0;
       for (int g : topo.groupOf[l]) groups = std::max(groups, g + 1);
       const LinkCost& up = topo.link[static_cast<size_t>(l) + 1];  // the link above level l's groups
-      // [2g]: out, [2g + 1]: in
-      ports_[l].assign(2 * static_cast<size_t>(groups), Port(up.burstBytes * up.betaUsPerByte));
+      const double depthUs = up.burstBytes * up.betaUsPerByte;
+      for (int p = 0; p < 2 * groups; ++p)  // [2g]: out, [2g + 1]: in
+        ports_[l].emplace_back(depthUs, credits ? (*credits)[l][static_cast<size_t>(p)] : depthUs);
     }
   }
 
@@ -130,6 +136,20 @@ class OperationSim {
     // 0.71, ring (112) 0.81 at 1 KiB.
     if (topo_.alphaScale > 1.0) end_ = std::max(end_, topo_.alphaScale * cpuWork_ / n_);
     return end_;
+  }
+
+  // What every port's bucket holds when the operation ends (after run()).
+  Credits endCredits() const {
+    Credits c(ports_.size());
+    for (size_t l = 0; l < ports_.size(); ++l)
+      for (const Port& p : ports_[l]) c[l].push_back(p.creditAt(end_));
+    return c;
+  }
+  double deepestBucket() const {
+    double d = 0;
+    for (const auto& level : ports_)
+      for (const Port& p : level) d = std::max(d, p.depth());
+    return d;
   }
 
  private:
@@ -281,11 +301,31 @@ class OperationSim {
   double cpuWork_ = 0.0;  // microseconds of CPU all messages cost their two ends
 };
 
+constexpr int kSteadyRounds = 16;
+
 }  // namespace
 
 double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo) {
   if (schedules.size() != static_cast<size_t>(topo.nranks())) return std::numeric_limits<double>::infinity();
-  return OperationSim(schedules, typeSize, topo).run();
+  OperationSim first(schedules, typeSize, topo, nullptr);
+  double us = first.run();
+  const double depth = first.deepestBucket();
+  if (depth <= 0 || !std::isfinite(us)) return us;
+  // Shaped links: price a call in a steady stream of calls, as training issues them and the
+  // benchmarks time them. A bucket starts each call with what the previous call left in it, so
+  // the operation is run again from the buckets the last run left until they settle.
+  OperationSim::Credits credits = first.endCredits();
+  for (int round = 0; round < kSteadyRounds; ++round) {
+    OperationSim next(schedules, typeSize, topo, &credits);
+    us = next.run();
+    OperationSim::Credits after = next.endCredits();
+    double moved = 0;
+    for (size_t l = 0; l < after.size(); ++l)
+      for (size_t p = 0; p < after[l].size(); ++p) moved = std::max(moved, std::abs(after[l][p] - credits[l][p]));
+    credits = std::move(after);
+    if (moved <= 0.01 * depth) break;
+  }
+  return us;
 }
 
 }  // namespace braid::algos

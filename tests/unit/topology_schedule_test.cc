@@ -620,13 +620,17 @@ TEST(TopologyCost, PricesWholeOperations) {
 
 // A shaped link (a token bucket: tc tbf, a cloud NIC's limiter) passes its burst at once after
 // idling, then its rate: rank 0 sends two 64 KiB messages to rank 1 on another host.
-TEST(TopologyCost, ShapedLinksPassTheirBurstAtOnce) {
+TEST(TopologyCost, ShapedLinksPassWhatTheirBucketRegainsBetweenMessages) {
+  // Calls in a steady stream: a bucket holds at a call's start what the previous call left.
   const double alpha = 10, beta = 1e-3;  // 1 ns per byte: 64 KiB take 65.5 us
   const size_t floats = 16384;           // 64 KiB
   const double message = floats * 4 * beta;
-  auto twoMessages = [&] {
-    algos::ScheduleBuilder sender("two"), receiver("two");
-    for (size_t i = 0; i < 2; ++i) {
+  // The sender copies `copyFloats` locally (gamma per byte), then sends `messages` messages.
+  auto schedules = [&](size_t copyFloats, size_t messages) {
+    algos::ScheduleBuilder sender("s"), receiver("r");
+    // The copy writes what the sends read, so they wait for it.
+    if (copyFloats > 0) sender.copy({algos::Buffer::Recv, 0, copyFloats}, {algos::Buffer::Send, 0, copyFloats});
+    for (size_t i = 0; i < messages; ++i) {
       sender.send(1, {algos::Buffer::Send, i * floats, floats});
       receiver.recv(0, {algos::Buffer::Recv, i * floats, floats});
     }
@@ -635,18 +639,24 @@ TEST(TopologyCost, ShapedLinksPassTheirBurstAtOnce) {
     s.push_back(std::move(receiver).finish());
     return s;
   };
-  const auto s = twoMessages();
   Topology topo = Topology::flat(2, {alpha, beta});
-  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha + 2 * message, 1e-6);
-  // A bucket of one message: the first passes at once, the second at the rate.
+  topo.gammaUsPerByte = beta;  // copying a message takes as long as sending it
+  const auto back = schedules(0, 2);
+  const auto copyFirst = schedules(2 * floats, 1);
+  EXPECT_NEAR(algos::estimateMicroseconds(back, 4, topo), alpha + 2 * message, 1e-6);
+  EXPECT_NEAR(algos::estimateMicroseconds(copyFirst, 4, topo), 2 * message + alpha + message, 1e-6);
+  // Back-to-back messages keep the link busy: a stream of them goes at the rate whatever the
+  // bucket (it regains only the alpha at the end of each call).
+  for (double depth : {0.5, 1.0, 4.0}) {
+    topo.link[1].burstBytes = depth * floats * 4;
+    EXPECT_NEAR(algos::estimateMicroseconds(back, 4, topo), 2 * message, 1e-6) << depth;
+  }
+  // Where the link idles during the copy (two messages' time), a bucket of one message passes
+  // the message at once; half a message covers half of it.
   topo.link[1].burstBytes = floats * 4;
-  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha + message, 1e-6);
-  // Half a message: the bucket covers half of the first.
+  EXPECT_NEAR(algos::estimateMicroseconds(copyFirst, 4, topo), 2 * message + alpha, 1e-6);
   topo.link[1].burstBytes = floats * 2;
-  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha + 1.5 * message, 1e-6);
-  // Both fit: no wait for the link at all.
-  topo.link[1].burstBytes = floats * 8;
-  EXPECT_NEAR(algos::estimateMicroseconds(s, 4, topo), alpha, 1e-6);
+  EXPECT_NEAR(algos::estimateMicroseconds(copyFirst, 4, topo), 2 * message + alpha + message / 2, 1e-6);
 }
 
 }  // namespace
