@@ -18,6 +18,10 @@ struct LinkCost {
   // A rate-limited link's token bucket (tc tbf, a cloud NIC's shaper): after idling it passes
   // up to this many bytes at once, then its rate. 0 for a plain link.
   double burstBytes = 0;
+  // CPU that a byte between two hosts costs both ends together (the kernel's network path, the
+  // copies in and out), in microseconds. Priced only where ranks outnumber cores, as the cores'
+  // total work bounds the time (operation_cost.h). 0: not measured.
+  double cpuUsPerByte = 0;
 };
 
 struct CostParams {

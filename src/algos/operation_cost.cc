@@ -258,7 +258,7 @@ class OperationSim {
         inPort(l, to).book(start, length(l));
       }
       const double arrival = start + link.alphaUs * topo_.alphaScale + transfer;
-      if (level > 0) cpuWork_ += 2 * link.alphaUs;  // a network message: the kernel's work
+      if (level > 0) cpuWork_ += 2 * link.alphaUs + b * link.cpuUsPerByte;  // the kernel's work
       p.arrival[p.launched] = arrival;
       finish(from, i, arrival);
       const uint32_t recv = p.launched < p.recvs.size() ? p.recvs[p.launched] : UINT32_MAX;

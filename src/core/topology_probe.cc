@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <poll.h>
 #include <thread>
 
 #include "core/comm.h"
@@ -18,13 +21,16 @@ constexpr uint64_t kTagResult = 0x70726f72;
 constexpr uint64_t kTagRacks = 0x70726b73;
 // Per measurement: kPings ping-pongs (the fastest is the latency: a descheduled rank only makes
 // a round trip look slower), one untimed message that drains whatever burst a shaped link
-// allows and opens the TCP window, then kTransfers timed messages: the link's steady rate.
+// allows and opens the TCP window, then kTransfers timed messages: the link's steady rate, and
+// the CPU time both sides spent on them per byte (each side sleeps while it waits; the kernel's
+// work outside the two threads, such as softirq processing, is not seen).
 // Last, the link idles kIdle and one more message is timed: a shaped link's token bucket has
 // refilled (if it refills within kIdle), and what arrived faster than the rate allows is its
 // burst. Below kMinBurstShare of the message that is read as noise: no bucket.
 constexpr size_t kTransferBytes = 512 << 10;
 constexpr int kTransfers = 4, kPings = 5;
 constexpr auto kIdle = std::chrono::milliseconds(3);
+constexpr int kMaxWaitFds = 64, kPollMs = 10;
 constexpr double kMinBurstShare = 0.125;
 
 enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2 };
@@ -36,13 +42,14 @@ struct Result {
   double latencyUs;
   double bandwidthGbps;
   double burstBytes;
+  double cpuUsPerByte;
 };
 
 using Clock = std::chrono::steady_clock;
 
 // One message on the communicator's connection to `peer`, waited for. The channel's posted
 // counts move with it, as the executor numbers operations by them.
-Status transfer(ncclComm& comm, int peer, bool send, void* data, size_t bytes) {
+Status transfer(ncclComm& comm, int peer, bool send, void* data, size_t bytes, bool sleep = false) {
   PeerChannel& ch = comm.channels[peer];
   transport::Endpoint* ep = ch.endpoint.get();
   if (!ep) return internalError("topology probe: no connection to rank %d", peer);
@@ -55,11 +62,25 @@ Status transfer(ncclComm& comm, int peer, bool send, void* data, size_t bytes) {
     seq = ++ch.recvsPosted;
   }
   Waiter waiter(comm.timeoutMs > 0 ? comm.timeoutMs : 10000, &comm.abortFlag);
-  while ((send ? ep->sendsCompleted() : ep->recvsCompleted()) < seq) {
+  // With `sleep`, waits in poll() between moves where the endpoint allows it, so that a side's
+  // CPU time is the work of moving the data, not of waiting for it (see threadCpuUs). Latency is
+  // measured spinning, as the executor waits for a small message.
+  pollfd fds[kMaxWaitFds];
+  for (;;) {
     BRAID_TRY(ep->progress());
+    if ((send ? ep->sendsCompleted() : ep->recvsCompleted()) >= seq) return Status::Ok();
     BRAID_TRY(waiter.check("topology probe"));
+    const int n = sleep ? ep->waitFds(fds, kMaxWaitFds) : 0;
+    if (n > 0 && ::poll(fds, static_cast<nfds_t>(n), kPollMs) < 0 && errno != EINTR)
+      return systemError("topology probe: poll: %s", std::strerror(errno));
   }
-  return Status::Ok();
+}
+
+// The calling thread's CPU time so far (user and system), in microseconds.
+double threadCpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
 }
 
 // The two leaders' sides of one measurement: ping-pongs for latency, then kTransfers messages
@@ -80,11 +101,14 @@ Status measureAsSender(ncclComm& comm, int peer, Result* out) {
   BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size()));  // warm-up
   BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
   auto t0 = Clock::now();
-  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size()));
-  BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));
+  const double cpu0 = threadCpuUs();
+  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size(), true));
+  const double cpuUs = threadCpuUs() - cpu0;
+  BRAID_TRY(transfer(comm, peer, false, &word, sizeof word));  // the receiver's CPU, in ns
   const double us = since(t0) - rttUs / 2;
   out->latencyUs = rttUs / 2;
   out->bandwidthGbps = us > 0 ? kTransfers * kTransferBytes * 8.0 / (us * 1e3) : 0;
+  out->cpuUsPerByte = (cpuUs + static_cast<double>(word) * 1e-3) / (kTransfers * double{kTransferBytes});
   std::this_thread::sleep_for(kIdle);
   t0 = Clock::now();
   BRAID_TRY(transfer(comm, peer, true, buf.data(), buf.size()));
@@ -105,7 +129,9 @@ Status measureAsReceiver(ncclComm& comm, int peer) {
   }
   BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));  // warm-up
   BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
-  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));
+  const double cpu0 = threadCpuUs();
+  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size(), true));
+  word = static_cast<uint64_t>(std::max(0.0, (threadCpuUs() - cpu0) * 1e3));
   BRAID_TRY(transfer(comm, peer, true, &word, sizeof word));
   BRAID_TRY(transfer(comm, peer, false, buf.data(), buf.size()));  // the burst
   return transfer(comm, peer, true, &word, sizeof word);
@@ -126,6 +152,7 @@ Status drive(ncclComm& comm, const std::vector<int>& leaders, topo::RackClusteri
     sample->latencyUs = result.latencyUs;
     sample->bandwidthGbps = result.bandwidthGbps;
     sample->burstBytes = result.burstBytes;
+    sample->cpuUsPerByte = result.cpuUsPerByte;
     return Status::Ok();
   };
   topo::ProbeOptions options;

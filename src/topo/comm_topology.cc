@@ -29,6 +29,7 @@ std::string rankRanges(const std::vector<int>& ranks) {
 std::string linkText(const algos::LinkCost& l) {
   std::string text = strfmt("%.3g us, %.3g Gbit/s", l.alphaUs, l.betaUsPerByte > 0 ? 8e-3 / l.betaUsPerByte : 0.0);
   if (l.burstBytes > 0) text += strfmt(", bursts of %.4g KiB", l.burstBytes / 1024);
+  if (l.cpuUsPerByte > 0) text += strfmt(", %.3g ns of CPU per byte", l.cpuUsPerByte * 1e3);
   return text;
 }
 

@@ -31,14 +31,15 @@ double median(std::vector<double> v) {
 }
 
 algos::LinkCost medianLink(std::span<const PairSample> samples) {
-  std::vector<double> lat, bw, burst;
+  std::vector<double> lat, bw, burst, cpu;
   for (const PairSample& s : samples) {
     lat.push_back(s.link.latencyUs);
     bw.push_back(s.link.bandwidthGbps);
     burst.push_back(s.link.burstBytes);
+    cpu.push_back(s.link.cpuUsPerByte);
   }
   double b = median(bw);
-  return {median(lat), b > 0 ? 8e-3 / b : algos::LinkCost{}.betaUsPerByte, median(burst)};
+  return {median(lat), b > 0 ? 8e-3 / b : algos::LinkCost{}.betaUsPerByte, median(burst), median(cpu)};
 }
 
 bool usable(const PairSample& s, int nhosts) {

@@ -20,6 +20,7 @@ struct LinkSample {
   double latencyUs = 0;
   double bandwidthGbps = 0;
   double burstBytes = 0;  // what a shaped link passed faster than its rate after idling
+  double cpuUsPerByte = 0;  // CPU both ends spent per byte of the timed transfer (0: unknown)
 };
 
 struct PairSample {

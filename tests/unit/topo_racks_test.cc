@@ -69,6 +69,23 @@ TEST(Racks, EightHostsTwoRacksFromAllPairsWithNoise) {
   }
 }
 
+// Each side's link cost is the median of its samples, the token bucket and CPU per byte too.
+TEST(Racks, LinkCostsAreMediansOfEachSide) {
+  std::vector<PairSample> samples = {
+      {0, 1, {2, 100, 200e3, 0.3e-3}}, {2, 3, {3, 90, 220e3, 0.5e-3}}, {0, 2, {9, 30, 70e3, 0.4e-3}},
+      {1, 3, {7, 33, 80e3, 0.6e-3}},   {0, 3, {8, 31, 75e3, 0.2e-3}},
+  };
+  RackClustering c = clusterRacks(4, samples);
+  ASSERT_EQ(c.racks, 2);
+  EXPECT_DOUBLE_EQ(c.intraRack.alphaUs, 2.5);
+  EXPECT_DOUBLE_EQ(c.intraRack.burstBytes, 210e3);
+  EXPECT_DOUBLE_EQ(c.intraRack.cpuUsPerByte, 0.4e-3);
+  EXPECT_DOUBLE_EQ(c.interRack.alphaUs, 8);
+  EXPECT_DOUBLE_EQ(c.interRack.betaUsPerByte, 8e-3 / 31);
+  EXPECT_DOUBLE_EQ(c.interRack.burstBytes, 75e3);
+  EXPECT_DOUBLE_EQ(c.interRack.cpuUsPerByte, 0.4e-3);
+}
+
 TEST(Racks, UniformBandwidthIsOneRack) {
   for (unsigned seed = 1; seed <= 20; ++seed) {
     Synthetic s{{0, 0, 0, 0, 0, 0, 0, 0}};

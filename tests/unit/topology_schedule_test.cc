@@ -604,6 +604,13 @@ TEST(TopologyCost, PricesWholeOperations) {
     flat.signatures = true;
     EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)),
                 4 * 2 * (n - 1) * 2 * 10.0 + 4 * (n - 2) * 2 * 10.0, 1.0) << n;
+    // A measured CPU cost per byte adds each message's bytes: 1 MiB in 2 (n - 1) messages of
+    // 1/n of it per rank, 1 us per KiB, four ranks to a core.
+    flat.signatures = false;
+    flat.link[1].cpuUsPerByte = 1.0 / 1024;
+    const size_t bytes = size_t{1} << 20;
+    const double perRank = 2 * (n - 1) * (2 * 10.0 + static_cast<double>(bytes / n) / 1024);
+    EXPECT_NEAR(price("ring", flat, bytes), 4 * perRank, 1.0) << n;
   }
   const Topology two = Topology::flat(2);
   algos::ScheduleBuilder lonely("lonely");
