@@ -17,10 +17,10 @@ namespace {
 // sends in-rack data while a cross-rack message waits for the uplink). First-come first-served
 // ports had priced hierpipe above hier at 64-256 MiB on the emulated cluster, where it measured
 // 16-17% faster.
-// A direction of a group's link to the level above: busy intervals, and the link's token bucket
-// where it is shaped (LinkCost::burstBytes). The bucket fills at the link's rate while the port
-// idles, up to its depth; a message spends the credit first and is busy only for the rest.
-// Credit is kept in booking order, which is nearly time order (the simulation is event-driven).
+// Where the link is shaped (LinkCost::burstBytes) the port also holds its token bucket: it fills
+// at the link's rate while the port idles, up to its depth, and a message spends the credit
+// first and keeps the port busy only for the rest. Credit is kept in booking order, which is
+// nearly time order (the simulation is event-driven).
 class Port {
  public:
   Port(double depthUs, double creditUs) : depthUs_(depthUs), creditUs_(std::min(creditUs, depthUs)) {}

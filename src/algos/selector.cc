@@ -19,8 +19,8 @@ constexpr int kWholeOperationRanks = 16;
 // Prices this close are a tie, and the algorithm listed first wins (registry.cc). Where shaped
 // links are priced in a steady stream of calls, several schedules reach the slowest link's rate
 // alike; the one-shot schedules then queue their burst at that link, which the model does not
-// price: on the emulated cluster at 256 KiB, rhd 8.4 ms, hier 5.8 ms, hierpipe 3.5 ms, all priced
-// 3.29 ms (bench/results/netcluster_allreduce.md).
+// price: on the emulated cluster at 256 KiB, rhd 6.3-6.9 ms, hier 3.7-4.5 ms, hierpipe 3.35 ms,
+// all priced 3.29 ms (bench/results/netcluster_allreduce.md, runs S1-S3).
 constexpr double kTiePercent = 1.0;
 
 int collectiveFromName(std::string_view name) {

@@ -626,7 +626,8 @@ TEST(TopologyCost, PricesWholeOperations) {
 }
 
 // A shaped link (a token bucket: tc tbf, a cloud NIC's limiter) passes its burst at once after
-// idling, then its rate: rank 0 sends two 64 KiB messages to rank 1 on another host.
+// idling, then its rate: rank 0 sends 64 KiB messages to rank 1 on another host, back to back or
+// after a local copy.
 TEST(TopologyCost, ShapedLinksPassWhatTheirBucketRegainsBetweenMessages) {
   // Calls in a steady stream: a bucket holds at a call's start what the previous call left.
   const double alpha = 10, beta = 1e-3;  // 1 ns per byte: 64 KiB take 65.5 us
