@@ -38,6 +38,7 @@ const char* collectiveName(Collective coll) {
 
 std::span<const Algorithm* const> algorithms() {
   static const DirectAllReduce directAllReduce;
+  static const HierDirectAllReduce hierDirectAllReduce;
   static const RingAllReduce ringAllReduce;
   static const ChainBroadcast chainBroadcast;
   static const ChainReduce chainReduce;
@@ -69,7 +70,8 @@ std::span<const Algorithm* const> algorithms() {
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &hierPipeAllReduce, &hierAllReduce, &rhdAllReduce, &treeAllReduce, &rackRingAllReduce, &hierAllGather,
+       &hierPipeAllReduce, &hierAllReduce, &rhdAllReduce, &treeAllReduce, &rackRingAllReduce, &hierDirectAllReduce,
+       &hierAllGather,
        &hierReduceScatter, &hierBroadcast, &twoShotCompressed, &hierCompressed, &sparseCompressed,
        &hierSparseCompressed});
   return all;

@@ -15,8 +15,8 @@ namespace {
 constexpr Var kTable[] = {
     {"NCCL_ALGO", nullptr,
      "algorithms allowed: \"ring,tree\", \"^ring\" (all but), per collective "
-     "\"allreduce:tree;allgather:ring\"; names are Braid's (ring, direct, rhd, tree, hier, hierpipe, "
-     "rackring, chain, pairwise, p2p); the cost model picks among those allowed"},
+     "\"allreduce:tree;allgather:ring\"; names are Braid's (ring, direct, hierdirect, rhd, tree, hier, "
+     "hierpipe, rackring, chain, pairwise, p2p); the cost model picks among those allowed"},
     {"NCCL_COMM_ID", nullptr,
      "host:port of the bootstrap root; makes the unique id deterministic and rank 0 hosts the root"},
     {"NCCL_CONF_FILE", nullptr, "file of NAME=VALUE lines read for variables not set in the environment"},
@@ -41,7 +41,7 @@ constexpr Var kTable[] = {
      "host topology XML in NCCL's schema, used instead of detection; a file that is not XML is "
      "ignored with a warning, one that breaks the schema fails init (docs/topology.md)"},
     {"BRAID_ALGO", nullptr,
-     "force an algorithm by name (direct, ring, rhd, tree, hier, hierpipe, rackring, chain, pairwise, p2p) "
+     "force an algorithm by name (direct, hierdirect, ring, rhd, tree, hier, hierpipe, rackring, chain, pairwise, p2p) "
      "for every collective it implements; the cost model chooses for the others"},
     {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
      "the bootstrap root gives up (and its thread exits) after this long without a new rank"},

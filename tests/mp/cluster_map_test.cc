@@ -5,7 +5,9 @@
 
 #include <sched.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -50,7 +52,7 @@ TEST(ClusterMap, RanksGetTheMapsRacks) {
 // (the schedule tests prove the schedules; this runs them over shared memory between processes).
 TEST(ClusterMap, EveryAllReduceAlgorithmOnTwoRacks) {
   const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
-  for (const char* algo : {"ring", "direct", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
+  for (const char* algo : {"ring", "direct", "hierdirect", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
     auto results = braid::testing::runProcesses(
         4,
         [](int rank, ncclComm_t comm) {
@@ -67,6 +69,48 @@ TEST(ClusterMap, EveryAllReduceAlgorithmOnTwoRacks) {
         {{"NCCL_HOSTID", "h%r"}, {"BRAID_CLUSTER_FILE", map}, {"BRAID_ALGO", algo}});
     for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << algo << " rank " << r;
   }
+}
+
+// hierdirect adds the racks' sums in one order on every rank: the same bits everywhere, where
+// floating-point order shows (magnitudes that cancel, signed zeros, NaN payloads). Each rank
+// gathers every rank's result and compares the bits.
+TEST(ClusterMap, HierDirectGivesEveryRankTheSameBits) {
+  const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
+  auto results = braid::testing::runProcesses(
+      4,
+      [](int rank, ncclComm_t comm) {
+        const size_t count = 3001;
+        std::vector<float> v(count);
+        for (size_t i = 0; i < count; ++i) {
+          switch (i % 4) {
+            case 0: v[i] = (rank % 2 ? 1e8f : -1e8f) + static_cast<float>(rank) * 0.37f; break;
+            case 1: v[i] = rank % 2 ? 0.0f : -0.0f; break;
+            case 2: {
+              const uint32_t nan = 0x7fc00000u | static_cast<uint32_t>(rank + 1);
+              std::memcpy(&v[i], &nan, sizeof nan);
+              break;
+            }
+            default: v[i] = 1.0f / static_cast<float>(3 + rank + static_cast<int>(i % 11)); break;
+          }
+        }
+        for (ncclRedOp_t op : {ncclSum, ncclMax, ncclProd}) {
+          std::vector<float> out(count), all(4 * count);
+          if (ncclAllReduce(v.data(), out.data(), count, ncclFloat, op, comm, nullptr) != ncclSuccess) return 1;
+          if (ncclAllGather(out.data(), all.data(), count, ncclFloat, comm, nullptr) != ncclSuccess) return 2;
+          for (int r = 1; r < 4; ++r)
+            if (std::memcmp(all.data(), all.data() + r * count, count * sizeof(float)) != 0) return 3;
+        }
+        return 0;
+      },
+      {{"NCCL_HOSTID", "h%r"},
+       {"BRAID_CLUSTER_FILE", map},
+       {"BRAID_ALGO", "hierdirect"},
+       {"NCCL_DEBUG", "INFO"},
+       {"NCCL_DEBUG_SUBSYS", "TUNING"},
+       {"NCCL_DEBUG_FILE", "/tmp/braid-hierdirect-test.%p.log"}});
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
+  const std::string logs = readAll("cat /tmp/braid-hierdirect-test.*.log; rm -f /tmp/braid-hierdirect-test.*.log");
+  EXPECT_NE(logs.find("hierdirect"), std::string::npos) << logs;  // it ran, not a fallback
 }
 
 // Four ranks held to one CPU (the affinity the processes inherit): the cost model prices every

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "algos/algorithm.h"
+#include "algos/direct_allreduce.h"
 #include "algos/hier_allgather.h"
 #include "algos/hier_allreduce.h"
 #include "algos/hier_broadcast.h"
@@ -352,6 +353,16 @@ TEST(TopologySchedule, HierEveryRankCount) {
   sweep(pipelined, evenThreeLevels);
 }
 
+TEST(TopologySchedule, HierDirectEveryRankCount) {
+  const algos::HierDirectAllReduce hierdirect;
+  const Unrestricted any(hierdirect);  // past BRAID_DIRECT_MAX_BYTES too, and on one stage
+  sweep(any, none);
+  sweep(any, twoLevels);
+  sweep(any, threeLevels);
+  sweep(any, evenTwoLevels);
+  sweep(any, evenThreeLevels);
+}
+
 // hierpipe is offered only where two stages run on different links.
 TEST(TopologySchedule, HierPipeNeedsTwoStages) {
   const algos::HierAllReduce hierpipe(4);
@@ -488,6 +499,34 @@ TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
   }
 }
 
+// 8 single-rank hosts in 2 racks, rank order alternating racks (netcluster's benchmark layout):
+// hierdirect sends 4 messages per rank (3 in its rack, 1 across), 4 across each way; direct 7
+// per rank and 16 across each way. It is offered for what direct serves, with two stages.
+TEST(TopologySchedule, HierDirectCrossesRacksOncePerRank) {
+  const algos::LinkCost link{};
+  const Topology topo = Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 0, 1, 0, 1, 0, 1}, link, link, link);
+  const Case c{8, 64, 64, false, false, false, &topo};
+  const auto schedules = buildAll(algos::HierDirectAllReduce(), c);
+  for (int r = 0; r < 8; ++r) {
+    size_t sends = 0;
+    for (const algos::Step& st : schedules[r].steps) sends += st.kind == algos::StepKind::Send;
+    EXPECT_EQ(sends, 4u) << "rank " << r;
+  }
+  for (const auto& rack : crossings(schedules, topo, 1, true)) EXPECT_EQ(rack.size(), 4u);
+  const algos::HierDirectAllReduce hierdirect;
+  check(Unrestricted(hierdirect), c);
+
+  algos::CollArgs a = argsFor(c, 0);
+  a.directMaxBytes = c.count * a.typeSize;
+  EXPECT_TRUE(hierdirect.supports(a));
+  a.count += 1;
+  EXPECT_FALSE(hierdirect.supports(a));  // more than direct serves
+  a.count -= 1;
+  const Topology flat = Topology::flat(8);
+  a.topology = &flat;
+  EXPECT_FALSE(hierdirect.supports(a));  // one stage: direct's own schedule
+}
+
 // The whole-operation price of each algorithm's schedules on `topo`, for `bytes` of floats in
 // 1 MiB chunks.
 double price(std::string_view algo, const Topology& topo, size_t bytes,
@@ -496,7 +535,8 @@ double price(std::string_view algo, const Topology& topo, size_t bytes,
   const bool blocks = coll == algos::Collective::AllGather || coll == algos::Collective::ReduceScatter;
   const size_t count = bytes / 4 / (blocks ? static_cast<size_t>(topo.nranks()) : 1);
   Case c{topo.nranks(), count, (size_t{1} << 20) / 4, false, false, false, &topo, coll};
-  const algos::CollArgs a = argsFor(c, 0);
+  algos::CollArgs a = argsFor(c, 0);
+  a.directMaxBytes = SIZE_MAX;  // direct and hierdirect serve it too
   const algos::Algorithm* chosen = algos::selectAlgorithm(a, algo);
   EXPECT_EQ(chosen->name(), algo);
   std::vector<algos::Schedule> schedules;
@@ -520,9 +560,11 @@ Topology twoRacksSlowUplinks() {
 
 void printPrices(const char* title, const Topology& topo, size_t bytes) {
   std::printf("%s, %zu bytes:", title, bytes);
-  for (const char* algo : {"ring", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
+  for (const char* algo : {"ring", "rhd", "tree", "hier", "hierpipe", "rackring", "direct", "hierdirect"}) {
     Case c{topo.nranks(), bytes / 4, (size_t{1} << 20) / 4, false, false, false, &topo};
-    if (algos::selectAlgorithm(argsFor(c, 0), algo)->name() != algo) continue;  // declines the call
+    algos::CollArgs a = argsFor(c, 0);
+    a.directMaxBytes = SIZE_MAX;
+    if (algos::selectAlgorithm(a, algo)->name() != algo) continue;  // declines the call
     std::printf(" %s %.0f us", algo, price(algo, topo, bytes));
   }
   std::printf("\n");
@@ -584,6 +626,8 @@ TEST(TopologyCost, LogarithmicSchedulesWinForSmallBuffers) {
   const Topology racks = twoRacksSlowUplinks();
   EXPECT_LT(price("rhd", racks, 1024), price("ring", racks, 1024));
   EXPECT_LT(price("tree", racks, 1024), price("ring", racks, 1024));
+  // One message per stage and counterpart instead of one to every rank: 7 per rank, not 31.
+  EXPECT_LT(price("hierdirect", racks, 1024), price("direct", racks, 1024));
   printPrices("two racks, slow uplinks", racks, 1024);
 }
 
