@@ -21,6 +21,12 @@ enum class Collective : uint8_t {
   AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv,
 };
 const char* collectiveName(Collective coll);  // NCCL's function name, e.g. "ncclAllReduce"
+// AllReduce, AllGather, ReduceScatter and AlltoAll: every rank's output needs every rank's
+// input. A call of these checks its signature (the executor's mismatch check) only with the
+// peers its schedule exchanges data with, both ways: a rank whose call differs is found by
+// those peers, and nothing it sends passes them, so no rank can finish without hearing of it
+// (see the executor). The other collectives check with every rank.
+bool needsEveryInput(Collective coll);
 
 // One collective call as one rank sees it. `count` is the NCCL call's count argument:
 //   AllReduce, Broadcast, Reduce: elements of the buffer;

@@ -79,8 +79,10 @@ class OperationSim {
  public:
   // Token buckets per port: `credits` as a previous run left them (endCredits), or full.
   using Credits = std::vector<std::vector<double>>;
-  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo, const Credits* credits)
-      : s_(s), typeSize_(typeSize), topo_(topo), n_(static_cast<int>(s.size())) {
+  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo, const Credits* credits,
+               bool signaturesOnDataEdges)
+      : s_(s), typeSize_(typeSize), topo_(topo), n_(static_cast<int>(s.size())),
+        signaturesOnDataEdges_(signaturesOnDataEdges) {
     pairs_.resize(static_cast<size_t>(n_) * n_);
     ranks_.resize(static_cast<size_t>(n_));
     for (int r = 0; r < n_; ++r) {
@@ -208,18 +210,24 @@ class OperationSim {
     }
   }
 
-  // The signatures that travel alone: to every peer the rank sends no data to (the others wait
-  // for the first data message and leave with it).
+  // The signatures that travel alone: to every peer checked (every rank, or the schedule's
+  // peers: see the constructor) that the rank sends no data to (the others wait for the first
+  // data message and leave with it).
   void addLoneSignatures() {
     std::vector<char> data(static_cast<size_t>(n_));
     for (int r = 0; r < n_; ++r) {
       std::fill(data.begin(), data.end(), 0);
       for (const Step& st : s_[r].steps)
         if (st.kind == StepKind::Send) data[static_cast<size_t>(st.peer)] = 1;
-      for (int p = 0; p < n_; ++p) {
+      auto lone = [&](int p) {
         const int level = topo_.commonLevel(r, p);
         if (p != r && !data[static_cast<size_t>(p)] && level > 0)
           cpuWork_ += 2 * topo_.link[static_cast<size_t>(level)].alphaUs;
+      };
+      if (signaturesOnDataEdges_ && !s_[r].peers.empty()) {
+        for (int p : s_[r].peers) lone(p);
+      } else {
+        for (int p = 0; p < n_; ++p) lone(p);
       }
     }
   }
@@ -299,15 +307,17 @@ class OperationSim {
   size_t total_ = 0, finished_ = 0;
   double end_ = 0.0;
   double cpuWork_ = 0.0;  // microseconds of CPU all messages cost their two ends
+  bool signaturesOnDataEdges_;
 };
 
 constexpr int kSteadyRounds = 16;
 
 }  // namespace
 
-double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo) {
+double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo,
+                            bool signaturesOnDataEdges) {
   if (schedules.size() != static_cast<size_t>(topo.nranks())) return std::numeric_limits<double>::infinity();
-  OperationSim first(schedules, typeSize, topo, nullptr);
+  OperationSim first(schedules, typeSize, topo, nullptr, signaturesOnDataEdges);
   double us = first.run();
   const double depth = first.deepestBucket();
   if (depth <= 0 || !std::isfinite(us)) return us;
@@ -316,7 +326,7 @@ double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize
   // the operation is run again from the buckets the last run left until they settle.
   OperationSim::Credits credits = first.endCredits();
   for (int round = 0; round < kSteadyRounds; ++round) {
-    OperationSim next(schedules, typeSize, topo, &credits);
+    OperationSim next(schedules, typeSize, topo, &credits, signaturesOnDataEdges);
     us = next.run();
     OperationSim::Credits after = next.endCredits();
     double moved = 0;

@@ -19,7 +19,10 @@ namespace braid::algos {
 
 // `schedules[r]` is rank r's schedule of one operation (the topology's nranks of them).
 // Returns the time the last step of any rank completes, in microseconds; infinity when the
-// schedules cannot complete (a message without its match, or a cycle).
-double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo);
+// schedules cannot complete (a message without its match, or a cycle). `signaturesOnDataEdges`:
+// the mismatch check's signatures go only to the peers each schedule talks to (a collective
+// that needs every input, algos::needsEveryInput), not to every rank.
+double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo,
+                            bool signaturesOnDataEdges = false);
 
 }  // namespace braid::algos

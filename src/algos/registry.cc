@@ -36,6 +36,11 @@ const char* collectiveName(Collective coll) {
   return "?";
 }
 
+bool needsEveryInput(Collective coll) {
+  return coll == Collective::AllReduce || coll == Collective::AllGather || coll == Collective::ReduceScatter ||
+         coll == Collective::AlltoAll;
+}
+
 std::span<const Algorithm* const> algorithms() {
   static const DirectAllReduce directAllReduce;
   static const HierDirectAllReduce hierDirectAllReduce;

@@ -102,7 +102,8 @@ double priceOperation(const Algorithm& algo, const CollArgs& args) {
     std::vector<Schedule> all;
     all.reserve(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) all.push_back(algo.build(view(r)));
-    return estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology);
+    return estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology,
+                                needsEveryInput(args.coll));
   }
   double worst = 0.0;
   for (int r : {0, n / 2, n - 1, args.root}) {

@@ -15,8 +15,7 @@ namespace {
 
 using Call = std::function<ncclResult_t(int rank, ncclComm_t comm, std::vector<float>& buf)>;
 
-void expectMismatch(const Call& call, const std::string& culprit, const std::string& others) {
-  constexpr int kRanks = 5;
+void expectMismatch(const Call& call, const std::string& culprit, const std::string& others, int kRanks = 5) {
   auto errors = braid::testing::runThreads(kRanks, [&](int rank, ncclComm_t comm) -> std::string {
     std::vector<float> buf(64, 1.0f);
     auto t0 = std::chrono::steady_clock::now();
@@ -96,6 +95,53 @@ TEST(Mismatch, SmallCountsThatRideWithTheSignature) {
         return ncclAllReduce(b.data(), b.data(), rank == 2 ? 3 : 2, ncclFloat, ncclSum, comm, nullptr);
       },
       "ncclAllReduce(count=3, float, sum)", "ncclAllReduce(count=2, float, sum)");
+}
+
+// AllReduce, AllGather, ReduceScatter and AlltoAll check signatures only with the peers their
+// schedule exchanges data with. On a ring of 8 most ranks never talk to the culprit, or to
+// the rank where the two groups of a split meet: they must still fail, and say what differed.
+class MismatchOnDataEdges : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("BRAID_ALGO", "ring", 1); }
+  void TearDown() override { unsetenv("BRAID_ALGO"); }
+};
+
+TEST_F(MismatchOnDataEdges, RanksThatNeverTalkToTheCulpritHearOfIt) {
+  expectMismatch(
+      [](int rank, ncclComm_t comm, std::vector<float>& b) {
+        return ncclAllReduce(b.data(), b.data(), rank == 3 ? 60 : 64, ncclFloat, ncclSum, comm, nullptr);
+      },
+      "ncclAllReduce(count=60, float, sum)", "ncclAllReduce(count=64, float, sum)", 8);
+}
+
+TEST_F(MismatchOnDataEdges, TwoGroupsThatDisagree) {
+  expectMismatch(
+      [](int rank, ncclComm_t comm, std::vector<float>& b) {
+        return ncclAllReduce(b.data(), b.data(), rank < 4 ? 48 : 64, ncclFloat, ncclSum, comm, nullptr);
+      },
+      "ncclAllReduce(count=48, float, sum)", "ncclAllReduce(count=64, float, sum)", 8);
+}
+
+TEST_F(MismatchOnDataEdges, EveryCollectiveThatNeedsEveryInput) {
+  expectMismatch(
+      [](int rank, ncclComm_t comm, std::vector<float>& b) {
+        b.assign(16 + 8 * 16, 1.0f);
+        return ncclAllGather(b.data(), b.data() + 16, rank == 5 ? 8 : 16, ncclFloat, comm, nullptr);
+      },
+      "ncclAllGather(count=8, float)", "ncclAllGather(count=16, float)", 8);
+  expectMismatch(
+      [](int rank, ncclComm_t comm, std::vector<float>& b) {
+        b.assign(8 * 16 + 16, 1.0f);
+        return ncclReduceScatter(b.data(), b.data() + 8 * 16, rank == 5 ? 8 : 16, ncclFloat, ncclSum, comm, nullptr);
+      },
+      "ncclReduceScatter(count=8, float, sum)", "ncclReduceScatter(count=16, float, sum)", 8);
+  unsetenv("BRAID_ALGO");  // AlltoAll's own schedule (pairwise) talks to every rank anyway
+  expectMismatch(
+      [](int rank, ncclComm_t comm, std::vector<float>& b) {
+        b.assign(2 * 8 * 16, 1.0f);
+        return ncclAlltoAll(b.data(), b.data() + 8 * 16, rank == 5 ? 8 : 16, ncclFloat, comm, nullptr);
+      },
+      "ncclAlltoAll(count=8, float)", "ncclAlltoAll(count=16, float)", 8);
 }
 
 // With checking off the same call is not caught (it hangs or misreads): only check that the

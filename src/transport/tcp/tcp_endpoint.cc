@@ -335,6 +335,22 @@ void TcpEndpoint::retire() {
   }
 }
 
+// A receive that fails (say, on the size in the next message's header) still completes the
+// messages that arrived whole before it: the caller then reads them (a mismatch check's
+// signature, which says more than the size that followed it). Streams with nothing of those
+// messages to read pass over their empty parts, as pumpRecv would have.
+void TcpEndpoint::settleAfterFailure() {
+  for (size_t j = 1; j < streams_.size(); ++j) {
+    Stream& s = streams_[j];
+    while (s.recvPos == 0 && s.recvMsg - recvBase_ < recvs_.size() &&
+           partBytes(j, recvs_[s.recvMsg - recvBase_].bytes) == 0)
+      ++s.recvMsg;
+  }
+  bool moved = false;
+  deliver(&moved);
+  retire();
+}
+
 // A stream waits to write while it has a part of a posted message left to send, and to read
 // while a posted receive has a part left on it.
 int TcpEndpoint::waitFds(pollfd* fds, int max) const {
@@ -365,7 +381,11 @@ Status TcpEndpoint::progress() {
     bool moved = false;
     for (size_t j = 0; j < streams_.size(); ++j) {
       BRAID_TRY(pumpSend(j, &moved));
-      BRAID_TRY(pumpRecv(j, &moved));
+      Status st = pumpRecv(j, &moved);
+      if (!st.ok()) {
+        settleAfterFailure();
+        return st;
+      }
     }
     deliver(&moved);
     retire();

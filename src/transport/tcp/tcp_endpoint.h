@@ -98,6 +98,7 @@ class TcpEndpoint final : public Endpoint {
   Status checkHeader(Stream& s, const RecvOp& op);
   void deliver(bool* moved);
   void retire();
+  void settleAfterFailure();
   Status fail(Status st);
 
   std::vector<StreamFds> fds_;
