@@ -1,5 +1,7 @@
 #include "algos/direct_allreduce.h"
 
+#include <algorithm>
+
 #include "algos/pattern.h"
 #include "algos/topology_pattern.h"
 
@@ -63,7 +65,7 @@ std::vector<std::vector<int>> stageChildren(const Topology& topo, const std::vec
   return singles;
 }
 
-// Levels 0 .. levels() (the top) whose groups join more than one child group.
+// Levels 0 .. levels() (the top) where this rank's group joins more than one child group.
 std::vector<int> exchangeLevels(const Topology& topo, const std::vector<int>& order, int rank) {
   std::vector<int> levels;
   for (int level = 0; level <= topo.levels(); ++level)
@@ -74,11 +76,21 @@ std::vector<int> exchangeLevels(const Topology& topo, const std::vector<int>& or
 }  // namespace
 
 // With a single stage the schedule is direct's, with a copy more: direct serves those calls.
+// Every rank must answer alike (each chooses for itself), so this counts the levels where some
+// group joins several of the level below (fewer groups than below), not this rank's stages.
 bool HierDirectAllReduce::supports(const CollArgs& args) const {
   if (args.coll != Collective::AllReduce || args.count * args.typeSize > args.directMaxBytes) return false;
   Topology flat;
   const Topology& topo = topologyOf(args, flat);
-  return exchangeLevels(topo, nestedOrder(topo), args.rank).size() > 1;
+  auto groupsAtLevel = [&](int level) {
+    if (level < 0) return topo.nranks();
+    if (level >= topo.levels()) return 1;
+    const auto& of = topo.groupOf[static_cast<size_t>(level)];
+    return of.empty() ? 0 : *std::max_element(of.begin(), of.end()) + 1;
+  };
+  int stages = 0;
+  for (int level = 0; level <= topo.levels(); ++level) stages += groupsAtLevel(level) < groupsAtLevel(level - 1);
+  return stages > 1;
 }
 
 Schedule HierDirectAllReduce::build(const CollArgs& a) const {

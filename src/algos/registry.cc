@@ -75,10 +75,9 @@ std::span<const Algorithm* const> algorithms() {
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &hierPipeAllReduce, &hierAllReduce, &rhdAllReduce, &treeAllReduce, &rackRingAllReduce, &hierDirectAllReduce,
-       &hierAllGather,
-       &hierReduceScatter, &hierBroadcast, &twoShotCompressed, &hierCompressed, &sparseCompressed,
-       &hierSparseCompressed});
+       &hierPipeAllReduce, &hierAllReduce, &rhdAllReduce, &treeAllReduce, &rackRingAllReduce,
+       &hierDirectAllReduce, &hierAllGather, &hierReduceScatter, &hierBroadcast, &twoShotCompressed,
+       &hierCompressed, &sparseCompressed, &hierSparseCompressed});
   return all;
 }
 

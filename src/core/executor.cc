@@ -189,8 +189,8 @@ ChannelQueue* Run::queueFor(ncclComm* comm, int peer) {
 // that differ from the rest, is then checked by a peer that stops, and tells every rank
 // (broadcastFailure); a rank no such peer checks waits for data that passes one and hears it.
 // A schedule with no peers checks with every rank. Point-to-point operations check only
-// their peer. (8 ranks on the emulated cluster: 56 signatures a call
-// against the ring's 16, bench/results/netcluster_small_messages.md.)
+// their peer. (A ring of 8: 16 signatures a call instead of 56; on the emulated cluster that
+// was most of a small call's time, bench/results/netcluster_small_messages.md.)
 Status Run::addSignatures(uint32_t plan) {
   const Plan& p = plans_[plan];
   const bool p2p = p.coll == algos::Collective::Send || p.coll == algos::Collective::Recv;

@@ -525,6 +525,16 @@ TEST(TopologySchedule, HierDirectCrossesRacksOncePerRank) {
   const Topology flat = Topology::flat(8);
   a.topology = &flat;
   EXPECT_FALSE(hierdirect.supports(a));  // one stage: direct's own schedule
+  // Every rank answers alike, also where their stages differ: rank 0 alone on its host and in
+  // its rack meets the others only at the top; ranks 1 and 2 share a host first.
+  const Topology uneven = Topology::hostsAndRacks({0, 1, 1}, {0, 1}, link, link, link);
+  for (int r = 0; r < 3; ++r) {
+    algos::CollArgs u = a;
+    u.nranks = 3;
+    u.rank = r;
+    u.topology = &uneven;
+    EXPECT_TRUE(hierdirect.supports(u)) << "rank " << r;
+  }
 }
 
 // The whole-operation price of each algorithm's schedules on `topo`, for `bytes` of floats in
