@@ -75,7 +75,7 @@ transport::PeerInfo localPeerInfo(int rank) {
 using braid::Status;
 
 Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
-  braid::Waiter waiter(timeoutMs > 0 ? timeoutMs : 0, &abortFlag);
+  braid::Waiter waiter(initTimeoutMs > 0 ? initTimeoutMs : 0, &abortFlag);
   BRAID_TRY(braid::Bootstrap::create(id, rank, nranks, hostRoot, waiter, &bootstrap));
 
   peers.assign(nranks, {});

@@ -70,6 +70,7 @@ struct ncclComm {
   braid::algos::Topology topology;
 
   int64_t timeoutMs = 0;
+  int64_t initTimeoutMs = 0;  // init's wait for the other members (InitRequest::staggered)
   size_t chunkBytes = 0;
   size_t directMaxBytes = 0;
   bool checkMismatch = true;

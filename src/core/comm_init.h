@@ -23,6 +23,10 @@ struct InitRequest {
   bool hostRoot = false;  // this rank starts the root listener itself (NCCL_COMM_ID, rank 0)
   InitFailureHook onAsyncFailure;
   int cudaDev = -1;  // the device to bind to; -1: the calling thread's current one
+  // Split and shrink: members come as each finishes with its parent, after a failure up to one
+  // BRAID_TIMEOUT_MS apart (a rank next to the failed one notices at once, the others by
+  // their timeout), so init waits twice the timeout for them.
+  bool staggered = false;
 };
 
 // Blocking config: returns once connected, *out set only on success. Non-blocking: *out is set

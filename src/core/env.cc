@@ -94,7 +94,8 @@ constexpr Var kTable[] = {
      "TCP transport: messages larger than this are striped in slices of this size over the streams"},
     {"BRAID_TIMEOUT_MS", "0",
      "0: no timeout; otherwise a collective that makes no progress for this long fails with "
-     "ncclRemoteError (peer gone) or ncclSystemError"},
+     "ncclRemoteError (peer gone) or ncclSystemError; init waits this long for the other ranks "
+     "(twice as long in ncclCommSplit and ncclCommShrink)"},
     {"BRAID_TOPO_PROBE", "1000",
      "without a cluster map, spend at most this many milliseconds measuring a few host pairs to "
      "group hosts into racks by bandwidth; 0: no probe (hosts only)"},

@@ -40,6 +40,7 @@ Status joinChild(ncclComm* parent, const std::vector<int>& members, int leader, 
   request.rank = static_cast<int>(self - members.begin());
   request.hostRoot = false;  // the leader's createUniqueId started the root
   request.cudaDev = parent->cudaDev;  // NCCL: the child lives on its parent's device
+  request.staggered = true;
   return createComm(request, out);
 }
 
