@@ -1,7 +1,5 @@
 #include "algos/direct_allreduce.h"
 
-#include <algorithm>
-
 #include "algos/pattern.h"
 #include "algos/topology_pattern.h"
 
@@ -82,14 +80,8 @@ bool HierDirectAllReduce::supports(const CollArgs& args) const {
   if (args.coll != Collective::AllReduce || args.count * args.typeSize > args.directMaxBytes) return false;
   Topology flat;
   const Topology& topo = topologyOf(args, flat);
-  auto groupsAtLevel = [&](int level) {
-    if (level < 0) return topo.nranks();
-    if (level >= topo.levels()) return 1;
-    const auto& of = topo.groupOf[static_cast<size_t>(level)];
-    return of.empty() ? 0 : *std::max_element(of.begin(), of.end()) + 1;
-  };
   int stages = 0;
-  for (int level = 0; level <= topo.levels(); ++level) stages += groupsAtLevel(level) < groupsAtLevel(level - 1);
+  for (int level = 0; level <= topo.levels(); ++level) stages += topo.groups(level) < topo.groups(level - 1);
   return stages > 1;
 }
 

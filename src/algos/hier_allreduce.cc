@@ -102,8 +102,7 @@ bool HierAllReduce::supports(const CollArgs& args) const {
   if (args.count * args.typeSize < static_cast<size_t>(pieces_) * kMinPieceBytes) return false;
   const Topology& topo = *args.topology;
   for (int level = 0; level < topo.levels(); ++level) {
-    const auto& groups = topo.groupOf[static_cast<size_t>(level)];
-    const int count = groups.empty() ? 0 : *std::max_element(groups.begin(), groups.end()) + 1;
+    const int count = topo.groups(level);
     if (count > 1 && count < topo.nranks()) return true;
   }
   return false;

@@ -112,8 +112,7 @@ class OperationSim {
     if (topo.signatures && topo.alphaScale > 1.0) addLoneSignatures();
     ports_.resize(static_cast<size_t>(topo.levels()));
     for (int l = 0; l < topo.levels(); ++l) {
-      int groups = 0;
-      for (int g : topo.groupOf[l]) groups = std::max(groups, g + 1);
+      const int groups = topo.groups(l);
       const LinkCost& up = topo.link[static_cast<size_t>(l) + 1];  // the link above level l's groups
       const double depthUs = up.burstBytes * up.betaUsPerByte;
       for (int p = 0; p < 2 * groups; ++p)  // [2g]: out, [2g + 1]: in

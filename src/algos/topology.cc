@@ -36,13 +36,19 @@ Topology Topology::hostsAndRacks(const std::vector<int>& hostOfRank, const std::
   return t;
 }
 
+int Topology::groups(int level) const {
+  if (level < 0) return nranks();
+  if (level >= levels()) return 1;
+  int count = 0;
+  for (int g : groupOf[static_cast<size_t>(level)]) count = std::max(count, g + 1);
+  return count;
+}
+
 std::string Topology::describe() const {
   std::string out;
   for (int l = 0; l < levels(); ++l) {
-    int groups = 0;
-    for (int g : groupOf[l]) groups = std::max(groups, g + 1);
     out += strfmt("level %d (%s): %d groups, link alpha %.2f us beta %.3g us/B\n", l,
-                  l == 0 ? "host" : l == 1 ? "rack" : "switch", groups, link[l].alphaUs,
+                  l == 0 ? "host" : l == 1 ? "rack" : "switch", groups(l), link[l].alphaUs,
                   link[l].betaUsPerByte);
   }
   out += strfmt("top: link alpha %.2f us beta %.3g us/B\n", link.back().alphaUs, link.back().betaUsPerByte);

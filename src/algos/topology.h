@@ -32,6 +32,8 @@ struct Topology {
 
   int nranks() const { return groupOf.empty() ? 0 : static_cast<int>(groupOf[0].size()); }
   int levels() const { return static_cast<int>(groupOf.size()); }
+  // How many groups level L has: every rank alone below level 0, one group at the top.
+  int groups(int level) const;
   // The level of the cheapest group two ranks share (0: same host; levels(): only the top).
   int commonLevel(int a, int b) const;
   // Every rank on its own host, one flat network: what algorithms assume without a map.
