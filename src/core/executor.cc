@@ -35,6 +35,10 @@ constexpr std::chrono::microseconds kBellsAfter{200};
 // Calls whose own data (count x type size) is this large cannot keep their output in the caches:
 // their last writes to it may go around the cache (Endpoint::postRecv's `streamed`).
 constexpr size_t kStreamOutputBytes = 8 << 20;
+// Calls from this size also reduce into their output around the cache (Run::streamed): out of
+// place, 2 ranks, 64-256 MiB 10-13% faster in three interleaved rounds, 8 and 16 MiB 20% and 6%
+// slower (the partial sums were still in this machine's 32 MiB L3 when sent on); 4 ranks alike.
+constexpr size_t kStreamReduceBytes = 32 << 20;
 // How long a rank waits before it sends the signatures it holds back (see readyToSend).
 constexpr std::chrono::milliseconds kFlushSignaturesAfter{5};
 
@@ -329,20 +333,28 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
     const Plan& plan = plans_[ref.plan];
     PlanState& ps = state_[ref.plan];
     ps.sinks.emplace_back(address(ref.plan, st.dst), address(ref.plan, st.src), ps.typeSize,
-                          plan.type, plan.op, st.incomingFirst);
+                          plan.type, plan.op, st.incomingFirst, streamed(ref));
     sink = &ps.sinks.back();
   }
-  return ep->postRecv(address(ref.plan, st.dst), bytesOf(ref.plan, st.dst), sink, streamed(ref));
+  return ep->postRecv(address(ref.plan, st.dst), bytesOf(ref.plan, st.dst), sink,
+                      st.kind == StepKind::Recv && streamed(ref));
 }
 
-// A receive that writes the call's output, which nothing later in the schedule reads, of a call
-// too large for the caches: the transport may write it around the cache (2 ranks, 64-256 MiB:
-// about +5% in eight interleaved rounds).
+// Whether a receive in a call too large for the caches writes its output around the cache:
+// - a Recv into the output that nothing later in the schedule reads (the transport's copy;
+//   2 ranks, 64-256 MiB: about +5% in eight interleaved rounds);
+// - a RecvReduce into the output from an operand in another buffer, in a call of at least
+//   kStreamReduceBytes (the sink's reduce): its destination lines are not in the cache, and are
+//   read again, if at all, only after the rest of a step larger than the caches, so streaming
+//   saves reading each of them first. In place the operand's lines were just read and are
+//   cached, and writing them back costs less.
 bool Run::streamed(StepRef ref) const {
   const Step& st = stepOf(ref);
   const algos::Schedule& s = *plans_[ref.plan].schedule;
-  return state_[ref.plan].largeOutput && st.kind == StepKind::Recv && st.dst.buffer == Buffer::Recv &&
-         s.dependentsBegin[ref.step] == s.dependentsBegin[ref.step + 1];
+  if (!state_[ref.plan].largeOutput || st.dst.buffer != Buffer::Recv) return false;
+  if (st.kind == StepKind::RecvReduce)
+    return st.src.buffer != Buffer::Recv && plans_[ref.plan].count * state_[ref.plan].typeSize >= kStreamReduceBytes;
+  return st.kind == StepKind::Recv && s.dependentsBegin[ref.step] == s.dependentsBegin[ref.step + 1];
 }
 
 // Posts what is ready on one channel (in order), moves data, and retires completions.

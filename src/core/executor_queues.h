@@ -23,9 +23,11 @@ namespace braid::exec {
 // ring wraps anywhere), so up to one partial element is carried between calls.
 class ReduceSink final : public transport::RecvSink {
  public:
+  // `streamed`: write the results around the cache (kernels::reduceStreamed).
   ReduceSink(char* dst, const char* src, size_t typeSize, ncclDataType_t type, ncclRedOp_t op,
-             bool incomingFirst)
-      : dst_(dst), src_(src), typeSize_(typeSize), type_(type), op_(op), incomingFirst_(incomingFirst) {}
+             bool incomingFirst, bool streamed = false)
+      : dst_(dst), src_(src), typeSize_(typeSize), type_(type), op_(op), incomingFirst_(incomingFirst),
+        streamed_(streamed) {}
 
   void consume(size_t offset, const void* data, size_t bytes) override {
     const char* in = static_cast<const char*>(data);
@@ -59,10 +61,13 @@ class ReduceSink final : public transport::RecvSink {
   char carry_[16];
   size_t carried_ = 0;
   bool incomingFirst_;
+  bool streamed_;
 
   void apply(size_t at, const void* incoming, size_t count) {
-    if (incomingFirst_) kernels::reduce(dst_ + at, incoming, src_ + at, count, type_, op_);
-    else kernels::reduce(dst_ + at, src_ + at, incoming, count, type_, op_);
+    const void* a = incomingFirst_ ? incoming : src_ + at;
+    const void* b = incomingFirst_ ? src_ + at : incoming;
+    if (streamed_) kernels::reduceStreamed(dst_ + at, a, b, count, type_, op_);
+    else kernels::reduce(dst_ + at, a, b, count, type_, op_);
   }
 };
 

@@ -18,10 +18,14 @@ struct KernelTable {
   using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
   using ScaleFn = void (*)(void* dst, const void* src, size_t count, const void* scalar);
   using AvgFn = void (*)(void* data, size_t count, int nranks);
+  using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
 
   ReduceFn reduce[kNumTypes][kNumBasicOps];
   ScaleFn scale[kNumTypes];
   AvgFn finishAvg[kNumTypes];
+  // memcpy whose stores go around the caches (the widest non-temporal store the ISA has), for
+  // destinations nothing will read soon; unfenced: streamFence() orders them.
+  CopyFn streamCopy;
 };
 
 const char* isaName(Isa isa);

@@ -1,8 +1,12 @@
 // Dispatch: which ISA's table serves reduce()/scale()/finishAvg(), chosen once per process.
 #include "kernels/reduce.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/env.h"
 #include "core/log.h"
@@ -127,6 +131,42 @@ void reduce(void* dst, const void* a, const void* b, size_t count, ncclDataType_
   int row = op == ncclAvg ? int(ncclSum) : int(op);
   if (count == 0 || !validType(type) || row < 0 || row >= kNumBasicOps) return;
   activeTable().reduce[type][row](dst, a, b, count);
+}
+
+namespace {
+
+// Streaming stores are weakly ordered: complete them before anyone is told the data is there.
+void streamFence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+}  // namespace
+
+// Each block is reduced into a buffer that stays in L1 and streamed from there, so that every
+// type and op keeps its one vectorised loop.
+void reduceStreamed(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+                    ncclRedOp_t op) {
+  const int row = op == ncclAvg ? int(ncclSum) : int(op);
+  if (count == 0 || !validType(type) || row < 0 || row >= kNumBasicOps) return;
+  const KernelTable& table = activeTable();
+  alignas(64) char block[4096];
+  const size_t size = typeSize(type), perBlock = sizeof block / size;
+  char* out = static_cast<char*>(dst);
+  const char* x = static_cast<const char*>(a);
+  const char* y = static_cast<const char*>(b);
+  for (size_t done = 0; done < count; done += perBlock) {
+    const size_t n = std::min(perBlock, count - done), at = done * size;
+    table.reduce[type][row](block, x + at, y + at, n);
+    table.streamCopy(out + at, block, n * size);
+  }
+  streamFence();
+}
+
+void streamCopy(void* dst, const void* src, size_t bytes) {
+  activeTable().streamCopy(dst, src, bytes);
+  streamFence();
 }
 
 void finishAvg(void* data, size_t count, ncclDataType_t type, int nranks) {

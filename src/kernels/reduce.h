@@ -18,6 +18,16 @@ const char* opName(ncclRedOp_t op);        // "sum", "prod", "max", "min", "avg"
 void reduce(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
             ncclRedOp_t op);
 
+// reduce() for a destination nothing will read soon, of a call too large for the caches: the
+// results are written around the cache (KernelTable::streamCopy), which saves reading every
+// destination line first. Same bits as reduce().
+void reduceStreamed(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+                    ncclRedOp_t op);
+
+// memcpy with non-temporal stores (see reduceStreamed), fenced: visible to other threads once
+// it returns, like memcpy.
+void streamCopy(void* dst, const void* src, size_t bytes);
+
 // Avg's last step: floating types multiply by 1/nranks (rounded once); integers divide.
 void finishAvg(void* data, size_t count, ncclDataType_t type, int nranks);
 

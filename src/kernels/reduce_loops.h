@@ -15,7 +15,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/functors.h"
 #include "kernels/isa.h"
@@ -56,6 +60,38 @@ void finishAvgLoop(void* datav, size_t count, int nranks) {
   for (size_t i = 0; i < count; ++i) data[i] = func(data[i]);
 }
 
+// Non-temporal stores of whole 64-byte lines: the destination's lines are written without
+// first being read into the cache (no read-for-ownership), and do not push other data out of
+// it. The unaligned head and tail go through memcpy. No fence: the caller's streamFence().
+void streamCopyLoop(void* dstv, const void* srcv, size_t n) {
+  char* dst = static_cast<char*>(dstv);
+  const char* src = static_cast<const char*>(srcv);
+#if defined(__SSE2__)
+  const size_t head = (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64;
+  if (n < head + 64) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  std::memcpy(dst, src, head);
+  dst += head, src += head, n -= head;
+  for (; n >= 64; n -= 64, dst += 64, src += 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), _mm512_loadu_si512(src));
+#elif defined(__AVX2__)
+    __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+    __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 32));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), x0);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 32), x1);
+#else
+    __m128i x[4];
+    for (int k = 0; k < 4; ++k) x[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * k));
+    for (int k = 0; k < 4; ++k) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16 * k), x[k]);
+#endif
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
 template <typename T>
 constexpr void fillRow(KernelTable& t, ncclDataType_t type) {
   t.reduce[type][0] = &reduceLoop<T, FuncSum>;
@@ -80,6 +116,7 @@ constexpr KernelTable makeTable() {
   fillRow<BFloat16>(t, ncclBfloat16);
   fillRow<Fp8E4M3>(t, ncclFloat8e4m3);
   fillRow<Fp8E5M2>(t, ncclFloat8e5m2);
+  t.streamCopy = &streamCopyLoop;
   return t;
 }
 

@@ -1,14 +1,11 @@
 #include "transport/ring_endpoint.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstring>
 #include <exception>
 
 #include "core/log.h"
+#include "kernels/reduce.h"
 
 namespace braid::transport {
 namespace {
@@ -50,29 +47,6 @@ constexpr auto kPeerCheckInterval = std::chrono::milliseconds(50);
 // read-for-ownership of every destination line takes a third off the memory traffic of the copy
 // out of the ring (measured: +5-10% at 64-256 MiB, both one way and both ways at once).
 constexpr size_t kStreamMinBytes = 8 << 20;
-
-void streamCopy(char* dst, const void* srcv, size_t n) {
-#if defined(__SSE2__)
-  const char* src = static_cast<const char*>(srcv);
-  const size_t head = std::min(n, (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16);
-  std::memcpy(dst, src, head);
-  dst += head, src += head, n -= head;
-  for (; n >= 64; n -= 64, dst += 64, src += 64) {
-    __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-    __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
-    __m128i x2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
-    __m128i x3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst), x0);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), x1);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), x2);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), x3);
-  }
-  std::memcpy(dst, src, n);
-  _mm_sfence();  // streaming stores are weakly ordered: complete them before the receive does
-#else
-  std::memcpy(dst, srcv, n);
-#endif
-}
 
 // Whole records with at most this much payload (direct descriptors too) are stamped in batches.
 constexpr size_t kBatchMaxBytes = 256;
@@ -345,7 +319,7 @@ Status RingEndpoint::pumpRecvs(bool* moved) {
         } else {
           if (op.streamed) {
             rx_.visit(n, [&](const void* p, size_t len) {
-              streamCopy(op.data + op.received, p, len);
+              kernels::streamCopy(op.data + op.received, p, len);
               op.received += len;
             });
             rx_.skip(n);
@@ -381,7 +355,7 @@ Status RingEndpoint::directRecv(RecvOp& op, bool* moved) {
     const void* shared = op.region.id ? config_.peer->mapped(op.region, addr) : nullptr;
     if (shared) {
       if (op.sink) op.sink->consume(op.received, shared, n);
-      else if (op.streamed) streamCopy(op.data + op.received, shared, n);
+      else if (op.streamed) kernels::streamCopy(op.data + op.received, shared, n);
       else std::memcpy(op.data + op.received, shared, n);
     } else if (!op.sink) {
       Status st = config_.peer->read(addr, op.data + op.received, n);

@@ -1,8 +1,9 @@
 // Calls too large for the caches write their final output around the cache (the executor marks
 // those receives `streamed`, and the shared-memory ring then copies out with non-temporal
-// stores). The results must not care: AllReduce and AllGather of more than 8 MiB per rank on 2
-// and 3 ranks (with 3, ring steps that forward what they receive are not streamed), in and out
-// of place, checked element by element.
+// stores; from 32 MiB out of place, the reduce writes its sums that way too). The results must
+// not care: AllGather of more than 8 MiB and AllReduce of more than 32 MiB per rank on 2 and 3
+// ranks (with 3, ring steps that forward what they receive are not streamed, and partial sums
+// are), in and out of place, checked element by element.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -15,17 +16,18 @@
 namespace braid {
 namespace {
 
-constexpr size_t kCount = (size_t{9} << 20) / sizeof(int32_t) + 5;  // 9 MiB and a bit
+constexpr size_t kCount = (size_t{9} << 20) / sizeof(int32_t) + 5;         // 9 MiB and a bit
+constexpr size_t kReduceCount = (size_t{33} << 20) / sizeof(int32_t) + 5;  // 33 MiB and a bit
 
 int32_t input(int rank, size_t i) { return static_cast<int32_t>((i * 7 + static_cast<size_t>(rank) * 13) % 1000); }
 
 std::string allReduce(int rank, int nranks, ncclComm_t comm, bool inPlace) {
-  std::vector<int32_t> in(kCount), out(kCount);
-  for (size_t i = 0; i < kCount; ++i) in[i] = input(rank, i);
+  std::vector<int32_t> in(kReduceCount), out(kReduceCount);
+  for (size_t i = 0; i < kReduceCount; ++i) in[i] = input(rank, i);
   int32_t* dst = inPlace ? in.data() : out.data();
-  if (ncclAllReduce(in.data(), dst, kCount, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+  if (ncclAllReduce(in.data(), dst, kReduceCount, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
     return std::string("ncclAllReduce: ") + ncclGetLastError(comm);
-  for (size_t i = 0; i < kCount; ++i) {
+  for (size_t i = 0; i < kReduceCount; ++i) {
     int32_t want = 0;
     for (int r = 0; r < nranks; ++r) want += input(r, i);
     if (dst[i] != want) return "AllReduce element " + std::to_string(i) + ": " + std::to_string(dst[i]);

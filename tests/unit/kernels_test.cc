@@ -3,6 +3,7 @@
 // generic build, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -285,6 +286,53 @@ TEST(Kernels, EveryIsaMatchesGenericBitForBit) {
       }
   }
   if (!compared) GTEST_SKIP() << "only the generic ISA is available on this machine";
+}
+
+// Every ISA's streaming copy is memcpy: any size and alignment (the 64-byte lines in between go
+// around the cache), and nothing outside [dst, dst + n) is touched.
+TEST(Kernels, EveryIsaStreamCopyIsMemcpy) {
+  std::vector<unsigned char> src(4 << 10), dst(src.size() + 256);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (int i = 0; i < kNumIsas; ++i) {
+    if (!isaAvailable(Isa(i))) continue;
+    for (size_t dstOff : {0, 1, 8, 63})
+      for (size_t srcOff : {0, 3})
+        for (size_t n : {0, 1, 63, 64, 65, 127, 200, 4000}) {
+          SCOPED_TRACE(std::string(isaName(Isa(i))) + " dst+" + std::to_string(dstOff) + " src+" +
+                       std::to_string(srcOff) + " n " + std::to_string(n));
+          std::fill(dst.begin(), dst.end(), 0xee);
+          // 64 bytes in, so that dst + dstOff lies at every offset within a line.
+          unsigned char* d = dst.data() + 64 + dstOff;
+          kernelTable(Isa(i)).streamCopy(d, src.data() + srcOff, n);
+          EXPECT_EQ(std::memcmp(d, src.data() + srcOff, n), 0);
+          for (unsigned char* p = dst.data(); p < d; ++p) ASSERT_EQ(*p, 0xee) << "before, at " << d - p;
+          for (unsigned char* p = d + n; p < dst.data() + dst.size(); ++p) ASSERT_EQ(*p, 0xee) << "after";
+        }
+  }
+}
+
+// reduceStreamed gives reduce()'s bytes for every type and op, across its 4 KiB blocks, at a
+// destination off the line boundary, and with the destination one of the operands.
+TEST(Kernels, ReduceStreamedIsReduce) {
+  for (ncclDataType_t type : kTypes)
+    for (ncclRedOp_t op : kOps)
+      for (size_t count : {size_t(1), size_t(7), size_t(4096 + 3), size_t(100003)}) {
+        SCOPED_TRACE(std::string(typeName(type)) + " " + opName(op) + " count " + std::to_string(count));
+        const size_t size = typeSize(type);
+        Buffer a = randomBuffer(type, count + 1, 41 + type, op == ncclProd);
+        Buffer b = randomBuffer(type, count + 1, 42 + type, op == ncclProd);
+        Buffer want(type, count + 1), got(type, count + 1);
+        // One element in: the destination starts off a 64-byte boundary.
+        char* wantAt = static_cast<char*>(want.data()) + size;
+        char* gotAt = static_cast<char*>(got.data()) + size;
+        reduce(wantAt, a.data(), b.data(), count, type, op);
+        reduceStreamed(gotAt, a.data(), b.data(), count, type, op);
+        EXPECT_EQ(std::memcmp(gotAt, wantAt, count * size), 0) << "out of place";
+        Buffer alias = a;
+        reduceStreamed(alias.data(), alias.data(), b.data(), count, type, op);
+        reduce(a.data(), a.data(), b.data(), count, type, op);
+        EXPECT_TRUE(alias.sameBytes(a, count)) << "dst == a";
+      }
 }
 
 // Each ISA's vectorised conversion of all 65536 half and bfloat16 patterns: x + (-0) == x for
