@@ -271,9 +271,11 @@ def main():
               + place.format("(us)", "(GB/s)", "(GB/s)", "") * 2, flush=True)
 
     if args.warmup_iters:
-        _, _, prepare, call, _, _ = bench.plan(args.maxbytes, False)
-        prepare()
-        mean_seconds(call, args.warmup_iters)
+        # As nccl-tests: warm up at the largest size, then at the smallest (the first row timed).
+        for nbytes in (args.maxbytes, args.minbytes):
+            _, _, prepare, call, _, _ = bench.plan(nbytes, False)
+            prepare()
+            mean_seconds(call, args.warmup_iters)
     total_wrong, busbw_sum, rows = 0, 0.0, 0
     redop = "sum" if bench.reduces else "none"
     for nbytes in sizes(args):

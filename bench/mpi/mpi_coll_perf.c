@@ -283,9 +283,13 @@ int main(int argc, char** argv) {
   memset(send, 0, alloc);
   memset(recv, 0, alloc);
   if (rank == 0) printHeader(&o, nranks);
+  /* As nccl-tests: warm up at the largest size, then at the smallest (the first row timed). */
   Call top = shapeFor(&o, o.maxBytes, rank, nranks);
   prepare(&top, 0, send, recv);
   timeCalls(&top, 0, send, recv, o.warmup);
+  Call bottom = shapeFor(&o, o.minBytes, rank, nranks);
+  prepare(&bottom, 0, send, recv);
+  timeCalls(&bottom, 0, send, recv, o.warmup);
 
   long totalWrong = 0;
   double busbwSum = 0;

@@ -415,7 +415,11 @@ class RankRunner {
   void sweep(ncclDataType_t type, ncclRedOp_t op, int root) {
     size_t ts = typeSize(type);
     Args a{type, op, root, rank_, nranks_, coll_.shape(opts_.maxBytes / ts, nranks_, rank_)};
+    // As nccl-tests: warm up at the largest size, then at the smallest (the first row timed).
     if (opts_.warmup > 0) {
+      fillInput(a, send_.get());
+      timeOps(a, send_.get(), recv_.get(), opts_.warmup);
+      a.shape = coll_.shape(opts_.minBytes / ts, nranks_, rank_);
       fillInput(a, send_.get());
       timeOps(a, send_.get(), recv_.get(), opts_.warmup);
     }
