@@ -190,30 +190,16 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
 
 Status ncclComm::schedule(const braid::algos::CollArgs& a,
                           std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs) {
-  // Everything selection and building read from the arguments; rank, nranks and the size
-  // thresholds are the communicator's.
-  auto sameBut = [&](const braid::algos::CollArgs& b) {  // all but in-place
-    return a.coll == b.coll && a.count == b.count && a.typeSize == b.typeSize &&
-           a.average == b.average && a.root == b.root &&
-           a.chunkCount == b.chunkCount && a.codec == b.codec &&
-           (!a.codec || (a.feedback == b.feedback && a.type == b.type));
-  };
-  const CacheEntry* sibling = nullptr;  // the same call in the other placement
-  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (!sameBut(it->args)) continue;
-    if (it->args.inPlace != a.inPlace) {
-      sibling = &*it;
-      continue;
-    }
-    if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
-    *out = cache_.front().schedule;
-    *estimateUs = cache_.front().estimateUs;
+  if (const braid::ScheduleCache::Entry* hit = schedules_.find(a)) {
+    *out = hit->schedule;
+    *estimateUs = hit->estimateUs;
     return Status::Ok();
   }
   braid::algos::Choice choice;
   // Selection prices a call out of place whatever its placement (ranks choose placement each
   // for itself), so the other placement's choice stands where its algorithm serves this one too:
   // a sweep over sizes in both placements (the perf tables) selects once per size.
+  const braid::ScheduleCache::Entry* sibling = schedules_.sibling(a);
   if (sibling && sibling->algorithm->supports(a)) {
     choice.algorithm = sibling->algorithm;
     choice.estimateUs = sibling->estimateUs;
@@ -225,10 +211,8 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
              a.count, a.typeSize, a.nranks, static_cast<int>(choice.algorithm->name().size()),
              choice.algorithm->name().data(), choice.reason.c_str());
   auto built = std::make_shared<const braid::algos::Schedule>(choice.algorithm->build(a));
-  cache_.push_front({a, choice.algorithm, choice.estimateUs, built});
+  schedules_.insert({a, choice.algorithm, choice.estimateUs, built});
   *estimateUs = choice.estimateUs;
-  constexpr size_t kCacheEntries = 64;
-  if (cache_.size() > kCacheEntries) cache_.pop_back();
   *out = std::move(built);
   return Status::Ok();
 }

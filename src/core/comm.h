@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +17,7 @@
 #include "core/plan.h"
 #include "core/redop.h"
 #include "core/registry.h"
+#include "core/schedule_cache.h"
 #include "core/status.h"
 #include "nccl.h"
 #include "transport/transport.h"
@@ -103,7 +103,7 @@ struct ncclComm {
   std::thread initThread;
 
   // The schedule for `args`: the algorithm is selected and the schedule built once, then
-  // reused for identical calls (a training loop repeats the same ones).
+  // reused for identical calls (a training loop repeats the same ones; core/schedule_cache.h).
   // *estimateUs: the cost model's price of the whole operation (ncclGroupSimulateEnd).
   braid::Status schedule(const braid::algos::CollArgs& args,
                          std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs);
@@ -144,11 +144,5 @@ struct ncclComm {
   std::mutex mu_;
   std::string lastError_;
 
-  struct CacheEntry {
-    braid::algos::CollArgs args;
-    const braid::algos::Algorithm* algorithm;
-    double estimateUs;
-    std::shared_ptr<const braid::algos::Schedule> schedule;
-  };
-  std::list<CacheEntry> cache_;  // most recently used first; small, so a list is enough
+  braid::ScheduleCache schedules_;
 };
