@@ -35,9 +35,10 @@ constexpr std::chrono::microseconds kBellsAfter{200};
 // Calls whose own data (count x type size) is this large cannot keep their output in the caches:
 // their last writes to it may go around the cache (Endpoint::postRecv's `streamed`).
 constexpr size_t kStreamOutputBytes = 8 << 20;
-// Calls from this size also reduce into their output around the cache (Run::streamed): out of
-// place, 2 ranks, 64-256 MiB 10-13% faster in three interleaved rounds, 8 and 16 MiB 20% and 6%
-// slower (the partial sums were still in this machine's 32 MiB L3 when sent on); 4 ranks alike.
+// Calls from this size also reduce into their output around the cache (Run::streamed). Out of
+// place, 2 ranks, ring: 64-256 MiB 10-13% faster in three interleaved rounds, while at 8 and
+// 16 MiB it was 20% and 6% slower (the partial sums were still in this machine's 32 MiB L3 when
+// sent on). 4 ranks, 64-256 MiB, ring, rhd and tree: as fast or faster (two rounds each, noisy).
 constexpr size_t kStreamReduceBytes = 32 << 20;
 // How long a rank waits before it sends the signatures it holds back (see readyToSend).
 constexpr std::chrono::milliseconds kFlushSignaturesAfter{5};
@@ -353,7 +354,8 @@ bool Run::streamed(StepRef ref) const {
   const algos::Schedule& s = *plans_[ref.plan].schedule;
   if (!state_[ref.plan].largeOutput || st.dst.buffer != Buffer::Recv) return false;
   if (st.kind == StepKind::RecvReduce)
-    return st.src.buffer != Buffer::Recv && plans_[ref.plan].count * state_[ref.plan].typeSize >= kStreamReduceBytes;
+    return st.src.buffer != Buffer::Recv &&
+           plans_[ref.plan].count * state_[ref.plan].typeSize >= kStreamReduceBytes;
   return st.kind == StepKind::Recv && s.dependentsBegin[ref.step] == s.dependentsBegin[ref.step + 1];
 }
 
