@@ -109,6 +109,7 @@ class OperationSim {
       }
     }
     for (auto& p : pairs_) p.arrival.assign(p.sends.size(), -1.0);
+    if (topo.memoryUsPerByte > 0) countMemoryTraffic();
     if (topo.signatures && topo.alphaScale > 1.0) addLoneSignatures();
     ports_.resize(static_cast<size_t>(topo.levels()));
     for (int l = 0; l < topo.levels(); ++l) {
@@ -136,6 +137,7 @@ class OperationSim {
     // sent more than by rounds: direct (56 messages, one round) 0.44 ms, tree (28) 0.60, rhd (48)
     // 0.71, ring (112) 0.81 at 1 KiB.
     if (topo_.alphaScale > 1.0) end_ = std::max(end_, topo_.alphaScale * cpuWork_ / n_);
+    end_ = std::max(end_, memoryBoundUs_);
     return end_;
   }
 
@@ -206,6 +208,37 @@ class OperationSim {
         finish(r, i, rs.codecFree);
         break;
       }
+    }
+  }
+
+  // The memory bound (see operation_cost.h), per host: the bytes its ranks' steps read and write
+  // in the call's buffers, the share of them its cache cannot hold, at its memory's rate.
+  void countMemoryTraffic() {
+    std::vector<double> traffic(static_cast<size_t>(topo_.groups(0))), footprint(traffic.size());
+    for (int r = 0; r < n_; ++r) {
+      const size_t host = static_cast<size_t>(topo_.groupOf[0][static_cast<size_t>(r)]);
+      size_t end[3] = {0, 0, 0};  // Send, Recv, Scratch: the highest unit a step touches
+      auto touch = [&](const Region& region) {
+        const size_t b = static_cast<size_t>(region.buffer);
+        if (b < 3) end[b] = std::max(end[b], region.offset + region.count);
+        return b < 3 ? static_cast<double>(region.count * typeSize_) : 0.0;
+      };
+      for (const Step& st : s_[r].steps) {
+        switch (st.kind) {
+          case StepKind::Send: traffic[host] += touch(st.src); break;
+          case StepKind::Recv: traffic[host] += touch(st.dst); break;
+          case StepKind::RecvReduce:
+          case StepKind::Copy: traffic[host] += touch(st.src) + touch(st.dst); break;
+          case StepKind::Reduce: traffic[host] += touch(st.src) + 2 * touch(st.dst); break;
+          case StepKind::FinishAvg: traffic[host] += 2 * touch(st.dst); break;
+          default: break;  // codec steps: their own buffers, priced by the codec's rate
+        }
+      }
+      footprint[host] += static_cast<double>((end[0] + end[1] + end[2]) * typeSize_);
+    }
+    for (size_t h = 0; h < traffic.size(); ++h) {
+      const double missed = footprint[h] / (footprint[h] + topo_.cacheBytes / 2);
+      memoryBoundUs_ = std::max(memoryBoundUs_, traffic[h] * missed * topo_.memoryUsPerByte);
     }
   }
 
@@ -306,6 +339,7 @@ class OperationSim {
   size_t total_ = 0, finished_ = 0;
   double end_ = 0.0;
   double cpuWork_ = 0.0;  // microseconds of CPU all messages cost their two ends
+  double memoryBoundUs_ = 0.0;  // the busiest host memory's time (countMemoryTraffic)
   bool signaturesOnDataEdges_;
 };
 

@@ -29,6 +29,12 @@ struct Topology {
   // message each way, with the first data message to that peer, or alone to a peer that gets
   // no data. Priced only where ranks outnumber cores (see alphaScale), as CPU work.
   bool signatures = false;
+  // A host's memory: the reads and writes of every rank on it share one memory system, which
+  // moves 1 / memoryUsPerByte bytes a microsecond (0: not priced), and what a call's buffers on
+  // the host hold beyond its last-level cache (cacheBytes) goes through it; see
+  // operation_cost.h.
+  double memoryUsPerByte = 0;
+  double cacheBytes = 0;
 
   int nranks() const { return groupOf.empty() ? 0 : static_cast<int>(groupOf[0].size()); }
   int levels() const { return static_cast<int>(groupOf.size()); }

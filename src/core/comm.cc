@@ -19,6 +19,7 @@
 #include "core/topology_probe.h"
 #include "topo/comm_topology.h"
 #include "topo/host_topology.h"
+#include "topo/sysfs.h"
 #include "core/log.h"
 #include "transport/registry.h"
 
@@ -135,6 +136,10 @@ Status ncclComm::buildTopology() {
   topology = std::move(built.topology);
   topology.alphaScale = ranksPerCore;
   topology.signatures = checkMismatch;
+  // Every host is priced with this one's memory and cache (ranks do not exchange them).
+  static const size_t cacheBytes = braid::topo::sysfs::lastLevelCacheBytes();
+  topology.memoryUsPerByte = braid::algos::kHostMemoryUsPerByte;
+  topology.cacheBytes = cacheBytes ? static_cast<double>(cacheBytes) : braid::algos::kDefaultCacheBytes;
   if (ranksPerCore > 1.0)
     BRAID_INFO(kGraph, "%.2f ranks per core on the most crowded machine: every alpha priced x%.2f",
                ranksPerCore, ranksPerCore);

@@ -3,6 +3,8 @@
 #include <sys/utsname.h>
 
 #include <cctype>
+#include <cstdint>
+#include <cstdlib>
 #include <fstream>
 
 #include "topo/xml_source.h"
@@ -15,6 +17,36 @@ std::string firstLine(const std::string& path) {
   std::getline(in, line);
   while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
   return line;
+}
+
+size_t parseCacheSize(const std::string& text) {
+  size_t value = 0, i = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    if (value > (SIZE_MAX >> 4) / 10) return 0;
+    value = value * 10 + static_cast<size_t>(text[i] - '0');
+  }
+  if (i == 0) return 0;
+  const std::string unit = text.substr(i);
+  if (unit.empty()) return value;
+  if (unit == "K") return value << 10;
+  if (unit == "M") return value << 20;
+  if (unit == "G") return value << 30;
+  return 0;
+}
+
+size_t lastLevelCacheBytes() {
+  int bestLevel = 0;
+  size_t bytes = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string level = firstLine(dir + "level");
+    if (level.empty()) break;
+    const int l = std::atoi(level.c_str());
+    if (firstLine(dir + "type") == "Instruction" || l < bestLevel) continue;
+    const size_t size = parseCacheSize(firstLine(dir + "size"));
+    if (size > 0) bestLevel = l, bytes = size;
+  }
+  return bytes;
 }
 
 bool parseCpuList(const std::string& list, std::vector<int>* cpus) {

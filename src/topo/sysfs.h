@@ -3,6 +3,7 @@
 // them (link_speed "16.0 GT/s PCIe", a NIC's speed in Mbit/s).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,10 @@ void addPciLink(const std::string& busId, TopoNode* pci);
 void fillNet(const std::string& name, bool infiniband, int dev, TopoNode* net);
 // "0000:00:03.0"-shaped path component.
 bool isPciBusId(const std::string& text);
+// The size in bytes of CPU 0's highest-level cache (/sys/devices/system/cpu/cpu0/cache), 0 when
+// the kernel does not say.
+size_t lastLevelCacheBytes();
+// A cache size as sysfs writes it ("32768K", "1M", "512"), in bytes; 0 when unreadable.
+size_t parseCacheSize(const std::string& text);
 
 }  // namespace braid::topo::sysfs

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "topo/host_topology.h"
+#include "topo/sysfs.h"
 #include "topo/topo_xml.h"
 
 namespace braid::topo {
@@ -39,6 +40,22 @@ void expectSane(const HostTopology& t) {
     for (const NumaInfo& n : sum.numa) found |= std::count(n.cpus.begin(), n.cpus.end(), c) > 0;
     EXPECT_TRUE(found) << "CPU " << c << " is in no NUMA node";
   }
+}
+
+// Cache sizes as the kernel writes them under /sys/devices/system/cpu/cpu*/cache/index*/size.
+TEST(TopoHost, CacheSizesParse) {
+  EXPECT_EQ(sysfs::parseCacheSize("32768K"), size_t{32} << 20);
+  EXPECT_EQ(sysfs::parseCacheSize("1M"), size_t{1} << 20);
+  EXPECT_EQ(sysfs::parseCacheSize("512"), 512u);
+  EXPECT_EQ(sysfs::parseCacheSize(""), 0u);
+  EXPECT_EQ(sysfs::parseCacheSize("K"), 0u);
+  EXPECT_EQ(sysfs::parseCacheSize("12X"), 0u);
+  EXPECT_EQ(sysfs::parseCacheSize("99999999999999999999K"), 0u);
+  // On a machine that reports its caches, the last level is at least as large as any other.
+  const size_t llc = sysfs::lastLevelCacheBytes();
+  const size_t l1 = sysfs::parseCacheSize(sysfs::firstLine("/sys/devices/system/cpu/cpu0/cache/index0/size"));
+  if (llc == 0 || l1 == 0) GTEST_SKIP() << "this kernel reports no cache sizes";
+  EXPECT_GE(llc, l1);
 }
 
 TEST(TopoHost, DiscoveryFindsCpusAndNumaNodes) {

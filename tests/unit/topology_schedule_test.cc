@@ -623,6 +623,38 @@ TEST(TopologyCost, HierBroadcastCrossesRacksOnce) {
               hier);
 }
 
+// The ranks of a host share its memory: a call whose buffers outgrow the cache costs at least
+// the bytes its steps read and write there, in the share the cache cannot hold, at the
+// memory's rate (4 ranks, one host, 128 MiB: measured 47-49 ms where links alone priced 17-25).
+TEST(TopologyCost, HostMemoryBoundsLargeLocalCalls) {
+  Topology topo = Topology::hostsAndRacks({0, 0, 0, 0}, {}, {0.5, 1.0 / 8e3}, {20, 1.0 / 2e3},
+                                          {20, 1.0 / 2e3});
+  const size_t bytes = size_t{128} << 20;
+  const double links = price("ring", topo, bytes);
+  topo.memoryUsPerByte = 1.0 / 40e3;
+  topo.cacheBytes = 32 << 20;
+  const double bounded = price("ring", topo, bytes);
+  // Ring, 4 ranks: each sends 6 parts (reading them), reduces 3 (reading the input and writing
+  // the output) and receives 3: 15 parts of N / 4 per rank read or written, 15 N for the host;
+  // its buffers hold 4 x 2 N = 1 GiB, so the cache misses 1024 / (1024 + 16) of it.
+  const double traffic = 15.0 * static_cast<double>(bytes);
+  const double footprint = 8.0 * static_cast<double>(bytes);
+  const double expected = traffic * footprint / (footprint + (16 << 20)) / 40e3;
+  EXPECT_GT(expected, links);
+  EXPECT_NEAR(bounded, expected, expected * 1e-9);
+  // Spread over four hosts, each memory carries a quarter: the network is the limit again.
+  Topology spread = Topology::hostsAndRacks({0, 1, 2, 3}, {}, {0.5, 1.0 / 8e3}, {20, 1.0 / 2e3},
+                                            {20, 1.0 / 2e3});
+  const double network = price("ring", spread, bytes);
+  spread.memoryUsPerByte = topo.memoryUsPerByte;
+  spread.cacheBytes = topo.cacheBytes;
+  EXPECT_EQ(price("ring", spread, bytes), network);
+  // Small calls stay priced by their messages.
+  const double small = price("ring", topo, 4096);
+  topo.memoryUsPerByte = 0;
+  EXPECT_EQ(price("ring", topo, 4096), small);
+}
+
 // Small buffers pay per message: rhd's 2 lg p and the trees' 2 lg p hops against the ring's
 // 2 (p - 1).
 TEST(TopologyCost, LogarithmicSchedulesWinForSmallBuffers) {
