@@ -137,9 +137,13 @@ class OperationSim {
     // sent more than by rounds: direct (56 messages, one round) 0.44 ms, tree (28) 0.60, rhd (48)
     // 0.71, ring (112) 0.81 at 1 KiB.
     if (topo_.alphaScale > 1.0) end_ = std::max(end_, topo_.alphaScale * cpuWork_ / n_);
+    linksUs_ = end_;
     end_ = std::max(end_, memoryBoundUs_);
     return end_;
   }
+
+  // run()'s price without the memory bound.
+  double linksUs() const { return linksUs_; }
 
   // What every port's bucket holds when the operation ends (after run()).
   Credits endCredits() const {
@@ -340,6 +344,7 @@ class OperationSim {
   double end_ = 0.0;
   double cpuWork_ = 0.0;  // microseconds of CPU all messages cost their two ends
   double memoryBoundUs_ = 0.0;  // the busiest host memory's time (countMemoryTraffic)
+  double linksUs_ = 0.0;
   bool signaturesOnDataEdges_;
 };
 
@@ -348,10 +353,14 @@ constexpr int kSteadyRounds = 16;
 }  // namespace
 
 double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo,
-                            bool signaturesOnDataEdges) {
+                            bool signaturesOnDataEdges, double* linksUs) {
+  double ignored;
+  if (!linksUs) linksUs = &ignored;
+  *linksUs = std::numeric_limits<double>::infinity();
   if (schedules.size() != static_cast<size_t>(topo.nranks())) return std::numeric_limits<double>::infinity();
   OperationSim first(schedules, typeSize, topo, nullptr, signaturesOnDataEdges);
   double us = first.run();
+  *linksUs = first.linksUs();
   const double depth = first.deepestBucket();
   if (depth <= 0 || !std::isfinite(us)) return us;
   // Shaped links: price a call in a steady stream of calls, as training issues them and the
@@ -361,6 +370,7 @@ double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize
   for (int round = 0; round < kSteadyRounds; ++round) {
     OperationSim next(schedules, typeSize, topo, &credits, signaturesOnDataEdges);
     us = next.run();
+    *linksUs = next.linksUs();
     OperationSim::Credits after = next.endCredits();
     double moved = 0;
     for (size_t l = 0; l < after.size(); ++l)

@@ -29,7 +29,9 @@ namespace braid::algos {
 // schedules cannot complete (a message without its match, or a cycle). `signaturesOnDataEdges`:
 // the mismatch check's signatures go only to the peers each schedule talks to (a collective
 // that needs every input, algos::needsEveryInput), not to every rank.
+// `linksUs`, when given: the price without the memory bound (links, reductions and cores),
+// which tells apart algorithms that host memory alone would price alike.
 double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo,
-                            bool signaturesOnDataEdges = false);
+                            bool signaturesOnDataEdges = false, double* linksUs = nullptr);
 
 }  // namespace braid::algos

@@ -40,6 +40,8 @@ struct Choice {
 Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::string_view forced,
                        Choice* out);
 // The cost model's time for `algo` running the call (args.topology must be set), in us.
-double priceOperation(const Algorithm& algo, const CollArgs& args);
+// `linksUs`, when given: that time without the host-memory bound (operation_cost.h); the
+// per-rank price used above 16 ranks has no such bound, and gives the same.
+double priceOperation(const Algorithm& algo, const CollArgs& args, double* linksUs = nullptr);
 
 }  // namespace braid::algos
