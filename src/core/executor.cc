@@ -35,10 +35,9 @@ constexpr std::chrono::microseconds kBellsAfter{200};
 // Calls whose own data (count x type size) is this large cannot keep their output in the caches:
 // their last writes to it may go around the cache (Endpoint::postRecv's `streamed`).
 constexpr size_t kStreamOutputBytes = 8 << 20;
-// Calls from this size also reduce into their output around the cache (Run::streamed). Out of
-// place, 2 ranks, ring: 64-256 MiB 10-13% faster in three interleaved rounds, while at 8 and
-// 16 MiB it was 20% and 6% slower (the partial sums were still in this machine's 32 MiB L3 when
-// sent on). 4 ranks, 64-256 MiB, ring, rhd and tree: as fast or faster (two rounds each, noisy).
+// Calls from this size also reduce into their output around the cache (Run::streamed): 2 ranks,
+// ring, 64-256 MiB 10-13% faster, 8-16 MiB 6-20% slower (partial sums still in the 32 MiB L3 when
+// sent on); 4 ranks, ring, rhd and tree at 64-256 MiB as fast or faster.
 constexpr size_t kStreamReduceBytes = 32 << 20;
 // How long a rank waits before it sends the signatures it holds back (see readyToSend).
 constexpr std::chrono::milliseconds kFlushSignaturesAfter{5};
@@ -329,26 +328,23 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
   if (ref.step >= kSignature)
     return ep->postRecv(q.signatures[ref.step - kSignature].in, kSignatureBytes, nullptr);
   const Step& st = stepOf(ref);
+  const bool stream = streamed(ref);
   transport::RecvSink* sink = nullptr;
   if (st.kind == StepKind::RecvReduce) {
     const Plan& plan = plans_[ref.plan];
     PlanState& ps = state_[ref.plan];
     ps.sinks.emplace_back(address(ref.plan, st.dst), address(ref.plan, st.src), ps.typeSize,
-                          plan.type, plan.op, st.incomingFirst, streamed(ref));
+                          plan.type, plan.op, st.incomingFirst, stream);
     sink = &ps.sinks.back();
   }
-  return ep->postRecv(address(ref.plan, st.dst), bytesOf(ref.plan, st.dst), sink,
-                      st.kind == StepKind::Recv && streamed(ref));
+  return ep->postRecv(address(ref.plan, st.dst), bytesOf(ref.plan, st.dst), sink, stream);
 }
 
-// Whether a receive in a call too large for the caches writes its output around the cache:
-// - a Recv into the output that nothing later in the schedule reads (the transport's copy;
-//   2 ranks, 64-256 MiB: about +5% in eight interleaved rounds);
-// - a RecvReduce into the output from an operand in another buffer, in a call of at least
-//   kStreamReduceBytes (the sink's reduce): its destination lines are not in the cache, and are
-//   read again, if at all, only after the rest of a step larger than the caches, so streaming
-//   saves reading each of them first. In place the operand's lines were just read and are
-//   cached, and writing them back costs less.
+// Whether a receive of a call too large for the caches writes around the cache: a Recv into the
+// output that no later step reads (the transport's copy; 2 ranks, 64-256 MiB: +5%), or, from
+// kStreamReduceBytes, a RecvReduce into the output from another buffer (the sink's reduce), whose
+// destination lines are not cached and come back, if at all, only after a step larger than the
+// caches (in place they were just read, and writing them back costs less).
 bool Run::streamed(StepRef ref) const {
   const Step& st = stepOf(ref);
   const algos::Schedule& s = *plans_[ref.plan].schedule;
