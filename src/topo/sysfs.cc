@@ -27,11 +27,9 @@ size_t parseCacheSize(const std::string& text) {
   }
   if (i == 0) return 0;
   const std::string unit = text.substr(i);
-  if (unit.empty()) return value;
-  if (unit == "K") return value << 10;
-  if (unit == "M") return value << 20;
-  if (unit == "G") return value << 30;
-  return 0;
+  const int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+  if (shift < 0 || value > (SIZE_MAX >> shift)) return 0;
+  return value << shift;
 }
 
 size_t lastLevelCacheBytes() {

@@ -51,6 +51,7 @@ TEST(TopoHost, CacheSizesParse) {
   EXPECT_EQ(sysfs::parseCacheSize("K"), 0u);
   EXPECT_EQ(sysfs::parseCacheSize("12X"), 0u);
   EXPECT_EQ(sysfs::parseCacheSize("99999999999999999999K"), 0u);
+  EXPECT_EQ(sysfs::parseCacheSize("99999999999999G"), 0u);  // past size_t once shifted
   // On a machine that reports its caches, the last level is at least as large as any other.
   const size_t llc = sysfs::lastLevelCacheBytes();
   const size_t l1 = sysfs::parseCacheSize(sysfs::firstLine("/sys/devices/system/cpu/cpu0/cache/index0/size"));
