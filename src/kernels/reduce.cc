@@ -125,12 +125,22 @@ const char* opName(ncclRedOp_t op) {
   return int(op) >= 0 && int(op) < int(ncclNumOps) ? kNames[op] : "unknown";
 }
 
+namespace {
+
+// The active table's loop for (type, op); null for a pair it has none for. Avg reduces as Sum:
+// the division happens once in finishAvg.
+KernelTable::ReduceFn loopFor(ncclDataType_t type, ncclRedOp_t op) {
+  const int row = op == ncclAvg ? int(ncclSum) : int(op);
+  if (!validType(type) || row < 0 || row >= kNumBasicOps) return nullptr;
+  return activeTable().reduce[type][row];
+}
+
+}  // namespace
+
 void reduce(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
             ncclRedOp_t op) {
-  // Avg reduces as Sum; the division happens once in finishAvg.
-  int row = op == ncclAvg ? int(ncclSum) : int(op);
-  if (count == 0 || !validType(type) || row < 0 || row >= kNumBasicOps) return;
-  activeTable().reduce[type][row](dst, a, b, count);
+  const KernelTable::ReduceFn loop = loopFor(type, op);
+  if (count > 0 && loop) loop(dst, a, b, count);
 }
 
 namespace {
@@ -148,9 +158,9 @@ void streamFence() {
 // type and op keeps its one vectorised loop.
 void reduceStreamed(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
                     ncclRedOp_t op) {
-  const int row = op == ncclAvg ? int(ncclSum) : int(op);
-  if (count == 0 || !validType(type) || row < 0 || row >= kNumBasicOps) return;
-  const KernelTable& table = activeTable();
+  const KernelTable::ReduceFn loop = loopFor(type, op);
+  if (count == 0 || !loop) return;
+  const KernelTable::CopyFn stream = activeTable().streamCopy;
   alignas(64) char block[4096];
   const size_t size = typeSize(type), perBlock = sizeof block / size;
   char* out = static_cast<char*>(dst);
@@ -158,8 +168,8 @@ void reduceStreamed(void* dst, const void* a, const void* b, size_t count, ncclD
   const char* y = static_cast<const char*>(b);
   for (size_t done = 0; done < count; done += perBlock) {
     const size_t n = std::min(perBlock, count - done), at = done * size;
-    table.reduce[type][row](block, x + at, y + at, n);
-    table.streamCopy(out + at, block, n * size);
+    loop(block, x + at, y + at, n);
+    stream(out + at, block, n * size);
   }
   streamFence();
 }
