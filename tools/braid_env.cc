@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/env.h"
+#include "base/env.h"
 
 int main(int argc, char** argv) {
   bool markdown = argc > 1 && !std::strcmp(argv[1], "--markdown");

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "algos/cost_model.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "topo/cluster_map.h"
 #include "topo/comm_topology.h"
 #include "topo/host_topology.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Rewrites the environment table in README.md from `braid-env --markdown` (the one table in
-src/core/env.cc). Usage: tools/readme_env.py [path/to/braid-env]"""
+src/base/env.cc). Usage: tools/readme_env.py [path/to/braid-env]"""
 import pathlib
 import subprocess
 import sys

@@ -8,7 +8,7 @@
 
 #include "algos/cost_model.h"
 #include "algos/operation_cost.h"
-#include "core/strfmt.h"
+#include "base/strfmt.h"
 
 namespace braid::algos {
 namespace {

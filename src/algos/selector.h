@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "algos/algorithm.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace braid::algos {
 

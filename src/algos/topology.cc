@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/strfmt.h"
+#include "base/strfmt.h"
 
 namespace braid::algos {
 

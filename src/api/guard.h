@@ -9,8 +9,8 @@
 #include <new>
 #include <utility>
 
-#include "core/log.h"
-#include "core/status.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "nccl.h"
 
 struct ncclComm;

@@ -11,8 +11,8 @@
 #include "core/comm_init.h"
 #include "core/config.h"
 #include "core/device.h"
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 using braid::Status;
 using braid::api::guard;

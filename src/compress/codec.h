@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace braid::compress {

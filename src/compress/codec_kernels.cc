@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "compress/quant_math.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::compress {
 

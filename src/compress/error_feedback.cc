@@ -2,7 +2,7 @@
 
 #include <functional>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace braid::compress {
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "compress/codec_kernels.h"
-#include "core/env.h"
+#include "base/env.h"
 
 namespace braid::compress {
 namespace {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/bootstrap_root.h"
-#include "core/env.h"
-#include "core/log.h"
-#include "transport/net/socket.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "base/net/socket.h"
 
 namespace braid {
 namespace {

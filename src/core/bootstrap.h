@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/waiter.h"
+#include "base/status.h"
+#include "base/waiter.h"
 #include "nccl.h"
 
 namespace braid {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/bootstrap.h"
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 namespace braid::bootstrap {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
-#include "transport/net/socket.h"
+#include "base/net/socket.h"
 
 namespace braid::bootstrap {
 

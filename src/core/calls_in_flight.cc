@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/thread_local.h"
+#include "base/thread_local.h"
 
 namespace braid::calls {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "algos/schedule.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace braid {

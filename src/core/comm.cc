@@ -14,13 +14,13 @@
 
 #include "algos/selector.h"
 #include "core/calls_in_flight.h"
-#include "core/doorbell.h"
-#include "core/env.h"
+#include "transport/shm/doorbell.h"
+#include "base/env.h"
 #include "core/topology_probe.h"
 #include "topo/comm_topology.h"
 #include "topo/host_topology.h"
 #include "topo/sysfs.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/registry.h"
 
 namespace braid {

@@ -18,7 +18,7 @@
 #include "core/redop.h"
 #include "core/registry.h"
 #include "core/schedule_cache.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 #include "transport/transport.h"
 

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "core/comm.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace braid {

@@ -8,10 +8,10 @@
 #include "compress/int8_block.h"
 #include "compress/topk.h"
 #include "core/comm.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "core/executor.h"
-#include "core/log.h"
-#include "core/strfmt.h"
+#include "base/log.h"
+#include "base/strfmt.h"
 #include "kernels/reduce.h"
 
 namespace braid {

@@ -15,7 +15,7 @@
 #include "braid/braid.h"
 #include "compress/codec.h"
 #include "compress/error_feedback.h"
-#include "core/status.h"
+#include "base/status.h"
 
 struct ncclComm;
 

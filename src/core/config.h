@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/comm.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace braid {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <span>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 struct ncclComm;

@@ -10,13 +10,13 @@
 
 #include "core/codec_steps.h"
 #include "core/comm.h"
-#include "core/doorbell.h"
+#include "transport/shm/doorbell.h"
 #include "core/executor_queues.h"
 #include "core/executor_tuning.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/signature.h"
-#include "core/small_copy.h"
-#include "core/thread_local.h"
+#include "base/small_copy.h"
+#include "base/thread_local.h"
 #include "kernels/reduce.h"
 
 namespace braid {

@@ -10,7 +10,7 @@
 
 #include "algos/algorithm.h"
 #include "algos/schedule.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 struct ncclComm;

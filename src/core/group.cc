@@ -6,7 +6,7 @@
 
 #include "core/comm.h"
 #include "core/device.h"
-#include "core/thread_local.h"
+#include "base/thread_local.h"
 
 namespace braid::group {
 namespace {

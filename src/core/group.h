@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/executor.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace braid::group {
 

@@ -9,7 +9,7 @@
 #include "core/device.h"
 #include "core/executor.h"
 #include "core/redop.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace braid {

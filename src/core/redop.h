@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "braid/braid.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace braid {

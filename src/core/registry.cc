@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
-#include "core/log.h"
-#include "transport/shared_memory.h"
+#include "base/log.h"
+#include "transport/shm/shared_memory.h"
 
 namespace braid {
 Status memAlloc(size_t size, void** out) {

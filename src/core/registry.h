@@ -10,7 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace braid {

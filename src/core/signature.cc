@@ -1,7 +1,7 @@
 #include "core/signature.h"
 
 #include "core/executor.h"
-#include "core/strfmt.h"
+#include "base/strfmt.h"
 #include "kernels/reduce.h"
 
 namespace braid {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/log.h"
-#include "core/waiter.h"
+#include "base/log.h"
+#include "base/waiter.h"
 #include "kernels/reduce.h"
 
 namespace braid::device {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/executor.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "core/stream_ops.h"
 
 struct ncclComm;

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "core/comm.h"
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "topo/comm_topology.h"
 
 namespace braid {

@@ -3,7 +3,7 @@
 #include <cuda.h>  // types of cuStreamWaitValue32 only; the driver is reached through cudart
 #include <cuda_runtime.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/kernels.h"
 
 namespace braid::cuda {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/comm.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "core/executor.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/kernels.h"
 #include "core/stream_proxy.h"
 #include "cuda/cuda_stream_ops.h"

@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::device {
 

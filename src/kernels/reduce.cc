@@ -8,8 +8,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "kernels/isa.h"
 
 namespace braid::kernels {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "algos/cost_model.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "topo/xml_source.h"
 
 namespace braid::topo {

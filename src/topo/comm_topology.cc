@@ -6,8 +6,8 @@
 #include <chrono>
 #include <functional>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 namespace braid::topo {
 namespace {

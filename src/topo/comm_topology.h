@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "algos/topology.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "topo/cluster_map.h"
 #include "topo/racks.h"
 

@@ -3,7 +3,7 @@
 // the NUMA node hwloc places it near. Without hwloc the library reads /sys instead.
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "topo/host_topology.h"
 #include "topo/sysfs.h"
 

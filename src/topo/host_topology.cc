@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "topo/topo_xml.h"
 
 namespace braid::topo {

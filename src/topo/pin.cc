@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "topo/host_topology.h"
 
 #ifdef BRAID_HAVE_HWLOC

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <set>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::topo {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "algos/cost_model.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace braid::topo {
 

@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string_view>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::topo {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "topo/host_topology.h"
 #include "topo/xml_source.h"
 

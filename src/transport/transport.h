@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/doorbell.h"
-#include "core/status.h"
-#include "core/waiter.h"
+#include "transport/shm/doorbell.h"
+#include "base/status.h"
+#include "base/waiter.h"
 
 namespace braid::transport {
 
@@ -64,7 +64,7 @@ class Endpoint {
   // many; -1 when the endpoint cannot be waited on that way (shared memory).
   virtual int waitFds(pollfd* fds, int max) const { return -1; }
   // The same in shared memory: the doorbell the peer rings whenever its progress() moves data
-  // on this connection (see core/doorbell.h); null when there is none.
+  // on this connection (see transport/shm/doorbell.h); null when there is none.
   virtual Doorbell* doorbell() { return nullptr; }
   virtual std::string describe() const = 0;  // for logs, e.g. "SHM/ring 4 MiB"
 };

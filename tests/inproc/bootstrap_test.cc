@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/bootstrap_root.h"
-#include "transport/net/socket.h"
+#include "base/net/socket.h"
 
 namespace braid {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "transport/net/socket.h"
+#include "base/net/socket.h"
 
 namespace braid::transport {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
-#include "transport/net/socket.h"
+#include "base/net/socket.h"
 
 namespace braid {
 namespace {

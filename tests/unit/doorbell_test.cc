@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/doorbell.h"
+#include "transport/shm/doorbell.h"
 
 namespace braid {
 namespace {

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace {
 

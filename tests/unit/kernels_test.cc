@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
+#include "base/env.h"
 #include "kernels/isa.h"
 #include "kernels/reduce.h"
 #include "kernels_reference.h"

@@ -1,13 +1,13 @@
 // The ring and the segment on their own, in one thread: wrap-around copies, the header stamp,
 // and that a segment's name disappears with it.
-#include "transport/ring.h"
+#include "transport/shm/ring.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <vector>
 
-#include "transport/segment.h"
+#include "transport/shm/segment.h"
 
 namespace braid::transport {
 namespace {

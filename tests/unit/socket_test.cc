@@ -1,4 +1,4 @@
-#include "transport/net/socket.h"
+#include "base/net/socket.h"
 
 #include <gtest/gtest.h>
 

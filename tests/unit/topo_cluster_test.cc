@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/log.h"
+#include "base/log.h"
 
 #include "topo/cluster_map.h"
 #include "topo/comm_topology.h"

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "core/env.h"
-#include "core/log.h"
-#include "transport/ring_endpoint.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "transport/shm/ring_endpoint.h"
 
 namespace braid::transport {
 namespace {

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <map>
 
-#include "core/env.h"
-#include "core/log.h"
-#include "transport/ring_endpoint.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "transport/shm/ring_endpoint.h"
 
 namespace braid::transport {
 namespace {

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::transport {
 namespace {

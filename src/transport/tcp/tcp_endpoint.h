@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/fifo.h"
-#include "transport/net/socket.h"
+#include "base/fifo.h"
+#include "base/net/socket.h"
 #include "transport/transport.h"
 
 namespace braid::transport {

@@ -11,9 +11,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/env.h"
-#include "core/log.h"
-#include "transport/net/socket.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "base/net/socket.h"
 #include "transport/tcp/tcp_endpoint.h"
 
 namespace braid::transport {

@@ -1,4 +1,4 @@
-#include "core/doorbell.h"
+#include "transport/shm/doorbell.h"
 
 #include <linux/futex.h>
 #include <linux/membarrier.h>

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
-#include "core/waiter.h"
+#include "base/status.h"
+#include "base/waiter.h"
 
 namespace braid::net {
 

@@ -1,10 +1,10 @@
-#include "transport/ring_endpoint.h"
+#include "transport/shm/ring_endpoint.h"
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "kernels/reduce.h"
 
 namespace braid::transport {

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/fifo.h"
-#include "transport/ring.h"
-#include "transport/segment.h"
-#include "transport/shared_memory.h"
+#include "base/fifo.h"
+#include "transport/shm/ring.h"
+#include "transport/shm/segment.h"
+#include "transport/shm/shared_memory.h"
 #include "transport/transport.h"
 
 namespace braid::transport {

@@ -1,4 +1,4 @@
-#include "core/log.h"
+#include "base/log.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/env.h"
-#include "core/strfmt.h"
+#include "base/env.h"
+#include "base/strfmt.h"
 
 namespace braid::log {
 namespace {

@@ -1,4 +1,4 @@
-#include "transport/shared_memory.h"
+#include "transport/shm/shared_memory.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::transport {
 namespace {

@@ -1,4 +1,4 @@
-#include "transport/ring.h"
+#include "transport/shm/ring.h"
 
 #include <sys/random.h>
 

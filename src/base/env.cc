@@ -1,4 +1,4 @@
-#include "core/env.h"
+#include "base/env.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::env {
 namespace {

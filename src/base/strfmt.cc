@@ -1,4 +1,4 @@
-#include "core/strfmt.h"
+#include "base/strfmt.h"
 
 namespace braid {
 

@@ -1,4 +1,4 @@
-#include "transport/segment.h"
+#include "transport/shm/segment.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <chrono>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace braid::transport {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "nccl.h"
-#include "core/strfmt.h"
+#include "base/strfmt.h"
 
 namespace braid {
 

@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/doorbell.h"
-#include "core/small_copy.h"
-#include "core/status.h"
+#include "transport/shm/doorbell.h"
+#include "base/small_copy.h"
+#include "base/status.h"
 
 namespace braid::transport {
 

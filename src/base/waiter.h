@@ -5,7 +5,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace braid {
 

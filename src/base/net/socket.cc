@@ -1,4 +1,4 @@
-#include "transport/net/socket.h"
+#include "base/net/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,8 +15,8 @@
 #include <cstring>
 #include <thread>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 namespace braid::net {
 namespace {
