@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cuda/kernels.h"
+#include "kernels/cuda/kernels.h"
 #include "kernels/reduce.h"
 
 namespace {

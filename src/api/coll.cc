@@ -4,10 +4,10 @@
 #include <optional>
 
 #include "api/guard.h"
-#include "core/comm.h"
-#include "core/device.h"
-#include "core/group.h"
-#include "core/plan.h"
+#include "core/comm/comm.h"
+#include "core/device/device.h"
+#include "core/plan/group.h"
+#include "core/plan/plan.h"
 #include "kernels/reduce.h"
 
 using braid::Status;

@@ -1,8 +1,8 @@
 // Braid's compression extensions (include/braid/braid.h).
 #include "api/guard.h"
 #include "braid/braid.h"
-#include "core/comm.h"
-#include "core/compression.h"
+#include "core/comm/comm.h"
+#include "core/plan/compression.h"
 
 using braid::Status;
 using braid::api::guard;

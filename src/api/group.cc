@@ -1,5 +1,5 @@
 #include "api/guard.h"
-#include "core/group.h"
+#include "core/plan/group.h"
 
 using braid::Status;
 using braid::api::guard;

@@ -3,7 +3,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/comm.h"
+#include "core/comm/comm.h"
 
 namespace braid::api {
 namespace {

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "api/guard.h"
-#include "core/bootstrap.h"
-#include "core/comm.h"
-#include "core/comm_init.h"
-#include "core/config.h"
-#include "core/device.h"
+#include "core/bootstrap/bootstrap.h"
+#include "core/comm/comm.h"
+#include "core/comm/comm_init.h"
+#include "core/comm/config.h"
+#include "core/device/device.h"
 #include "base/env.h"
 #include "base/log.h"
 

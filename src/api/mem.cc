@@ -1,10 +1,10 @@
 // Memory: ncclMemAlloc / ncclMemFree (device memory where there is device support, else shared
 // host memory), buffer registration and windows. Registration records what it is given, host or
-// device memory alike; collectives do not use the records yet (see core/registry.h).
+// device memory alike; collectives do not use the records yet (see core/comm/memory_registry.h).
 #include "api/guard.h"
-#include "core/comm.h"
-#include "core/device.h"
-#include "core/registry.h"
+#include "core/comm/comm.h"
+#include "core/device/device.h"
+#include "core/comm/memory_registry.h"
 
 using braid::Status;
 using braid::api::guard;
@@ -40,7 +40,7 @@ BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, siz
     *handle = nullptr;
     if (!buff) return braid::invalidArgument("buff is NULL (size %zu)", size);
     if (size == 0) return braid::invalidArgument("size is 0 (buff %p)", buff);
-    return comm->registry.add(buff, size, handle);
+    return comm->memory.add(buff, size, handle);
   });
 }
 
@@ -49,7 +49,7 @@ BRAID_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle)
     // Allowed on a failed or revoked communicator: cleaning up must always be possible.
     BRAID_TRY(braid::api::checkCommHandle(comm));
     if (!handle) return braid::invalidArgument("handle is NULL");
-    return comm->registry.remove(handle);
+    return comm->memory.remove(handle);
   });
 }
 
@@ -66,7 +66,7 @@ BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, siz
           "winFlags 0x%x is neither NCCL_WIN_DEFAULT nor NCCL_WIN_COLL_SYMMETRIC", winFlags);
     // NCCL makes window registration collective so peers can map each other's windows; host
     // windows are not mapped by peers yet, so each rank only records its own.
-    return comm->registry.addWindow(buff, size, winFlags, comm->rank, win);
+    return comm->memory.addWindow(buff, size, winFlags, comm->rank, win);
   });
 }
 
@@ -74,6 +74,6 @@ BRAID_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t 
   return guard(comm, "ncclCommWindowDeregister", [&]() -> Status {
     BRAID_TRY(braid::api::checkCommHandle(comm));
     if (!win) return braid::invalidArgument("win is NULL");
-    return comm->registry.removeWindow(win);
+    return comm->memory.removeWindow(win);
   });
 }

@@ -1,6 +1,6 @@
 // Custom reduction operators (PreMulSum).
 #include "api/guard.h"
-#include "core/comm.h"
+#include "core/comm/comm.h"
 
 using braid::Status;
 using braid::api::guard;

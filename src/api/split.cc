@@ -1,14 +1,14 @@
 // Communicators made from others (ncclCommSplit, ncclCommShrink) and ncclCommRevoke, which
 // stops a communicator's traffic so that it can be shrunk.
-#include "core/split.h"
+#include "core/comm/split.h"
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "api/guard.h"
-#include "core/comm.h"
-#include "core/config.h"
+#include "core/comm/comm.h"
+#include "core/comm/config.h"
 
 using braid::Status;
 using braid::api::guard;

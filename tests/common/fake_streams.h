@@ -1,4 +1,4 @@
-// Host threads as CUDA streams, so the stream proxy (core/stream_proxy.h) runs in tests on any
+// Host threads as CUDA streams, so the stream proxy (core/device/stream_proxy.h) runs in tests on any
 // machine: a FakeStream runs its queued operations in order on a thread of its own, a wait holds
 // it until its condition is true, and FakeStreamOps implements StreamOps on top ("device memory"
 // is host memory; ranges the test marks count as device memory for isDeviceMemory).
@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/stream_ops.h"
+#include "core/device/stream_ops.h"
 
 namespace braid::testing {
 

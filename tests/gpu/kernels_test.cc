@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/element_compare.h"
-#include "cuda/kernels.h"
+#include "kernels/cuda/kernels.h"
 #include "gpu_test_util.h"
 #include "kernels/reduce.h"
 

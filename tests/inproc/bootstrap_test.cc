@@ -1,5 +1,5 @@
 // Threads as ranks over the real bootstrap, on loopback only.
-#include "core/bootstrap.h"
+#include "core/bootstrap/bootstrap.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/bootstrap_root.h"
+#include "core/bootstrap/bootstrap_root.h"
 #include "base/net/socket.h"
 
 namespace braid {

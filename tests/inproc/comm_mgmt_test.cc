@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/ranks.h"
-#include "core/comm.h"
+#include "core/comm/comm.h"
 
 namespace {
 

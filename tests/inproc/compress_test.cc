@@ -16,7 +16,7 @@
 #include "common/coll_sweep.h"
 #include "common/ranks.h"
 #include "compress/topk.h"
-#include "core/compression.h"
+#include "core/plan/compression.h"
 #include "kernels/types.h"
 
 namespace braid {

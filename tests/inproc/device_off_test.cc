@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/ranks.h"
-#include "core/device.h"
+#include "core/device/device.h"
 #include "nccl.h"
 
 namespace braid::testing {

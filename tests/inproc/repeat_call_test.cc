@@ -1,5 +1,5 @@
 // Repeated calls: a communicator keeps the plan of its last call made outside a group, and the
-// executor what it set up for it, so that an identical next call skips both (core/plan.h). These
+// executor what it set up for it, so that an identical next call skips both (core/plan/plan.h). These
 // tests make sure a repeat computes what a first call would: on fresh data, after the kept plan
 // was replaced by a call that shares its schedule, between calls in groups, and that a repeat
 // still carries its signature (a mismatch after many identical calls is caught).

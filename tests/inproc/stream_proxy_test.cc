@@ -1,4 +1,4 @@
-// The stream proxy (core/stream_proxy.h) with host threads as streams (common/fake_streams.h), so
+// The stream proxy (core/device/stream_proxy.h) with host threads as streams (common/fake_streams.h), so
 // everything of the device path but the CUDA calls themselves runs here: threads as ranks submit
 // plans whose buffers stand for device memory; each stream is held by a gate until every rank's
 // submit has returned (so the calls do not wait for their streams), then a "kernel" on the stream
@@ -17,9 +17,9 @@
 
 #include "common/fake_streams.h"
 #include "common/ranks.h"
-#include "core/comm.h"
-#include "core/plan.h"
-#include "core/stream_proxy.h"
+#include "core/comm/comm.h"
+#include "core/plan/plan.h"
+#include "core/device/stream_proxy.h"
 
 namespace braid::testing {
 namespace {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/bootstrap.h"
+#include "core/bootstrap/bootstrap.h"
 #include "base/net/socket.h"
 
 namespace braid {

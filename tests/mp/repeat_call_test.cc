@@ -1,4 +1,4 @@
-// Repeated calls between processes (shared memory, TCP): a repeat of the kept plan (core/plan.h)
+// Repeated calls between processes (shared memory, TCP): a repeat of the kept plan (core/plan/plan.h)
 // reads fresh inputs and follows op switches, as on threads (tests/inproc/repeat_call_test.cc).
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "core/schedule_cache.h"
+#include "core/plan/schedule_cache.h"
 
 namespace braid {
 namespace {

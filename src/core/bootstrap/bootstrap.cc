@@ -1,0 +1,431 @@
+// Ranks after the rendezvous: a ring (one dialed connection to the next rank, one accepted from
+// the previous) carries allGather and barrier; send/recv use one direct connection per ordered
+// pair, dialed lazily by the sender. Every connection opens with magic + rank + kind, so a
+// stray connection to a rank's listener is recognised and dropped.
+#include "core/bootstrap/bootstrap.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/bootstrap/bootstrap_root.h"
+#include "base/env.h"
+#include "base/log.h"
+#include "base/net/socket.h"
+
+namespace braid {
+namespace {
+
+enum class ConnKind : uint32_t { Ring = 1, P2P = 2 };
+constexpr size_t kPeerHelloBytes = 16;  // magic u64, rank u32, kind u32
+constexpr size_t kMsgHeaderBytes = 16;  // tag (or size for the ring) u64, bytes u64
+constexpr int kPollMs = 50;
+
+struct Unexpected {
+  uint64_t tag;
+  std::vector<uint8_t> data;
+};
+
+class BootstrapImpl final : public Bootstrap {
+ public:
+  BootstrapImpl(int rank, int nranks, uint64_t magic, int64_t timeoutMs, net::Fd listener,
+                std::vector<net::SocketAddress> peers)
+      : rank_(rank),
+        nranks_(nranks),
+        magic_(magic),
+        timeoutMs_(timeoutMs),
+        listener_(std::move(listener)),
+        peers_(std::move(peers)),
+        sendConns_(nranks),
+        recvConns_(nranks),
+        unexpected_(nranks) {}
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+
+  Status connectRing(const Waiter& waiter) {
+    if (nranks_ == 1) return Status::Ok();
+    int next = (rank_ + 1) % nranks_, prev = (rank_ + nranks_ - 1) % nranks_;
+    // Dialing completes in the peer's backlog, so dial first and accept second: no rank waits
+    // on another's progress and the ring closes whatever order ranks get here in.
+    BRAID_TRY(dial(next, ConnKind::Ring, waiter, &ringNext_));
+    return acceptFrom(prev, ConnKind::Ring, waiter, &ringPrev_);
+  }
+
+  Status allGather(void* data, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finish(allGatherLocked(data, bytes));
+  }
+
+  Status barrier() override {
+    std::vector<uint8_t> tokens(nranks_, 1);
+    return allGather(tokens.data(), 1).withContext("bootstrap barrier");
+  }
+
+  Status send(int peer, uint64_t tag, const void* data, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finish(sendLocked(peer, tag, data, bytes));
+  }
+
+  Status recv(int peer, uint64_t tag, void* data, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finish(recvLocked(peer, tag, data, bytes));
+  }
+
+  Status poll(uint64_t tag, int* from, std::vector<uint8_t>* data) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    *from = -1;
+    if (aborted_.load()) return Status::Ok();
+    for (int p = 0; p < nranks_; ++p) {
+      auto& queue = unexpected_[p];
+      for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if (it->tag != tag) continue;
+        *data = std::move(it->data);
+        queue.erase(it);
+        *from = p;
+        return Status::Ok();
+      }
+    }
+    // Connections dialed since we last looked: take them in without waiting.
+    Waiter w = opWaiter();
+    for (;;) {
+      net::Fd fd;
+      BRAID_TRY(net::acceptOne(listener_.get(), w, 0, &fd));
+      if (!fd.valid()) break;
+      BRAID_TRY(admit(std::move(fd), w));
+    }
+    for (auto it = stash_.begin(); it != stash_.end();) {
+      if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
+        recvConns_[it->first.first] = std::move(it->second);
+        it = stash_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Whole messages waiting on open connections; others' tags are queued for their recv.
+    for (int p = 0; p < nranks_; ++p) {
+      if (!recvConns_[p].valid()) continue;
+      pollfd pfd{recvConns_[p].get(), POLLIN, 0};
+      while (::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+        uint8_t header[kMsgHeaderBytes];
+        std::vector<uint8_t> body;
+        Status st = net::recvAll(pfd.fd, header, sizeof(header), w);
+        if (st.ok()) {
+          body.resize(net::getU64(header + 8) > (uint64_t{1} << 30) ? 0 : net::getU64(header + 8));
+          st = net::recvAll(pfd.fd, body.data(), body.size(), w);
+        }
+        if (!st.ok()) {
+          recvConns_[p].reset();  // the peer is gone; its failure shows elsewhere
+          break;
+        }
+        if (net::getU64(header) == tag) {
+          *data = std::move(body);
+          *from = p;
+          return Status::Ok();
+        }
+        unexpected_[p].push_back({net::getU64(header), std::move(body)});
+      }
+    }
+    return Status::Ok();
+  }
+
+  void abort() override {
+    aborted_.store(true);
+    // Closing every connection tells the peers at once. When an operation is running it does
+    // this itself on its way out (see finish), as its sockets are in use.
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (lock.owns_lock()) closeAll();
+  }
+
+ private:
+  Status finish(Status st) {
+    if (aborted_.load()) closeAll();
+    return st;
+  }
+
+  void closeAll() {
+    ringNext_.reset();
+    ringPrev_.reset();
+    for (auto& fd : sendConns_) fd.reset();
+    for (auto& fd : recvConns_) fd.reset();
+    stash_.clear();
+  }
+
+  Status allGatherLocked(void* data, size_t bytes) {
+    if (bytes && !data) return invalidArgument("%s", "bootstrap allGather: null data");
+    BRAID_TRY(opWaiter().check("bootstrap allGather"));
+    if (nranks_ > 1 && (!ringNext_.valid() || !ringPrev_.valid()))
+      return remoteError("bootstrap allGather (rank %d): the ring broke in an earlier call", rank_);
+    auto* base = static_cast<uint8_t*>(data);
+    for (int step = 0; step < nranks_ - 1; ++step) {
+      int sendSlot = (rank_ - step + nranks_) % nranks_;
+      int recvSlot = (rank_ - step - 1 + nranks_) % nranks_;
+      Status st = exchange(base + sendSlot * bytes, base + recvSlot * bytes, bytes);
+      if (!st.ok()) {
+        // A half-done step leaves the ring out of step. Closing it also tells the neighbours
+        // at once, so a failure spreads round the ring instead of leaving them waiting.
+        ringNext_.reset();
+        ringPrev_.reset();
+        return st.withContext(strfmt("bootstrap allGather step %d (rank %d)", step, rank_));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status sendLocked(int peer, uint64_t tag, const void* data, size_t bytes) {
+    if (peer < 0 || peer >= nranks_)
+      return invalidArgument("bootstrap send: peer %d of %d", peer, nranks_);
+    if (bytes && !data) return invalidArgument("%s", "bootstrap send: null data");
+    Waiter w = opWaiter();
+    BRAID_TRY(w.check("bootstrap send"));
+    if (peer == rank_) {
+      const auto* p = static_cast<const uint8_t*>(data);
+      unexpected_[peer].push_back({tag, std::vector<uint8_t>(p, p + bytes)});
+      return Status::Ok();
+    }
+    if (!sendConns_[peer].valid()) BRAID_TRY(dial(peer, ConnKind::P2P, w, &sendConns_[peer]));
+    uint8_t header[kMsgHeaderBytes];
+    net::putU64(header, tag);
+    net::putU64(header + 8, bytes);
+    Status st = net::sendAll(sendConns_[peer].get(), header, sizeof(header), w);
+    if (st.ok()) st = net::sendAll(sendConns_[peer].get(), data, bytes, w);
+    if (!st.ok()) sendConns_[peer].reset();  // half a message went out: the stream is unusable
+    return st.withContext(
+        strfmt("bootstrap send to rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
+  }
+
+  Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes) {
+    if (peer < 0 || peer >= nranks_)
+      return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
+    if (bytes && !data) return invalidArgument("%s", "bootstrap recv: null data");
+    Waiter w = opWaiter();
+    auto what =
+        strfmt("bootstrap recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag));
+    BRAID_TRY(w.check(what.c_str()));
+    auto& queue = unexpected_[peer];
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
+      if (it->tag != tag) continue;
+      Status st = sizeCheck(it->data.size(), bytes, what);
+      if (st.ok() && bytes) std::memcpy(data, it->data.data(), bytes);
+      queue.erase(it);
+      return st;
+    }
+    if (peer == rank_)
+      return invalidUsage("%s: nothing was sent to self with that tag", what.c_str());
+    if (!recvConns_[peer].valid())
+      BRAID_TRY(acceptFrom(peer, ConnKind::P2P, w, &recvConns_[peer]).withContext(what));
+    for (;;) {
+      uint8_t header[kMsgHeaderBytes];
+      int fd = recvConns_[peer].get();
+      Status st = net::recvAll(fd, header, sizeof(header), w);
+      uint64_t gotTag = net::getU64(header), gotBytes = net::getU64(header + 8);
+      if (st.ok() && gotBytes > (uint64_t{1} << 40))
+        st = internalError("message header claims %llu bytes",
+                           static_cast<unsigned long long>(gotBytes));
+      if (st.ok() && gotTag == tag && gotBytes == bytes) st = net::recvAll(fd, data, bytes, w);
+      if (st.ok() && gotTag == tag && gotBytes == bytes) return Status::Ok();
+      std::vector<uint8_t> body;
+      if (st.ok()) {
+        body.resize(gotBytes);  // keep the stream in step even when the size is wrong
+        st = net::recvAll(fd, body.data(), body.size(), w);
+      }
+      if (!st.ok()) {
+        recvConns_[peer].reset();
+        return st.withContext(what);
+      }
+      if (gotTag == tag) return sizeCheck(gotBytes, bytes, what);
+      queue.push_back({gotTag, std::move(body)});
+    }
+  }
+
+  Waiter opWaiter() const { return Waiter(timeoutMs_, &aborted_); }
+
+  static Status sizeCheck(size_t got, size_t want, const std::string& what) {
+    if (got == want) return Status::Ok();
+    return internalError("%s: peer sent %zu bytes, receiver expects %zu", what.c_str(), got, want);
+  }
+
+  Status dial(int peer, ConnKind kind, const Waiter& waiter, net::Fd* out) {
+    net::Fd fd;
+    BRAID_TRY(net::connectTo(peers_[peer], waiter, &fd)
+                  .withContext(strfmt("bootstrap: rank %d connecting to rank %d", rank_, peer)));
+    uint8_t hello[kPeerHelloBytes];
+    net::putU64(hello, magic_);
+    net::putU32(hello + 8, static_cast<uint32_t>(rank_));
+    net::putU32(hello + 12, static_cast<uint32_t>(kind));
+    BRAID_TRY(net::sendAll(fd.get(), hello, sizeof(hello), waiter));
+    *out = std::move(fd);
+    return Status::Ok();
+  }
+
+  // Accepts until the connection of `kind` from `peer` is in; others are kept for later calls.
+  Status acceptFrom(int peer, ConnKind kind, const Waiter& waiter, net::Fd* out) {
+    auto key = std::make_pair(peer, kind);
+    for (;;) {
+      if (auto it = stash_.find(key); it != stash_.end()) {
+        *out = std::move(it->second);
+        stash_.erase(it);
+        return Status::Ok();
+      }
+      BRAID_TRY(
+          waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str()));
+      net::Fd fd;
+      BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
+      if (fd.valid()) BRAID_TRY(admit(std::move(fd), waiter));
+    }
+  }
+
+  // Reads a new connection's hello and keeps it in the stash; a stray or malformed connection
+  // is dropped with a warning (only an abort is an error).
+  Status admit(net::Fd fd, const Waiter& waiter) {
+    uint8_t hello[kPeerHelloBytes];
+    Status st = net::recvAll(fd.get(), hello, sizeof(hello),
+                             Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
+    if (!st.ok()) {
+      if (waiter.aborted() || aborted_) return st;
+      BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_, st.message().c_str());
+      return Status::Ok();
+    }
+    uint32_t from = net::getU32(hello + 8), k = net::getU32(hello + 12);
+    if (net::getU64(hello) != magic_ || from >= static_cast<uint32_t>(nranks_) ||
+        (k != static_cast<uint32_t>(ConnKind::Ring) && k != static_cast<uint32_t>(ConnKind::P2P))) {
+      BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello (rank %u kind %u)", rank_, from, k);
+      return Status::Ok();
+    }
+    auto fromKey = std::make_pair(static_cast<int>(from), static_cast<ConnKind>(k));
+    if (stash_.count(fromKey)) {
+      BRAID_WARN("bootstrap: rank %d got a second connection from rank %u; dropped", rank_, from);
+      return Status::Ok();
+    }
+    stash_.emplace(fromKey, std::move(fd));
+    return Status::Ok();
+  }
+
+  // One ring step: sends to the next rank while receiving from the previous, so neither side
+  // blocks on a full socket buffer. Each message carries its size, checked on arrival.
+  Status exchange(const uint8_t* sendBuf, uint8_t* recvBuf, size_t bytes) {
+    uint8_t sendHeader[8], recvHeader[8];
+    net::putU64(sendHeader, bytes);
+    size_t sent = 0, got = 0;
+    const size_t total = sizeof(sendHeader) + bytes;
+    Waiter w = opWaiter();
+    while (sent < total || got < total) {
+      bool moved = false;
+      if (sent < total) {
+        const uint8_t* p = sent < 8 ? sendHeader + sent : sendBuf + (sent - 8);
+        size_t len = sent < 8 ? 8 - sent : total - sent;
+        ssize_t n = ::send(ringNext_.get(), p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+          sent += static_cast<size_t>(n);
+          moved = true;
+        } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+          return remoteError("send to rank %d: %s", (rank_ + 1) % nranks_, std::strerror(errno));
+      }
+      if (got < total) {
+        uint8_t* p = got < 8 ? recvHeader + got : recvBuf + (got - 8);
+        size_t len = got < 8 ? 8 - got : total - got;
+        ssize_t n = ::recv(ringPrev_.get(), p, len, MSG_DONTWAIT);
+        if (n == 0)
+          return remoteError("rank %d closed the connection", (rank_ + nranks_ - 1) % nranks_);
+        if (n > 0) {
+          got += static_cast<size_t>(n);
+          moved = true;
+          if (got == 8 && net::getU64(recvHeader) != bytes)
+            return internalError("previous rank sent %llu bytes per rank, this rank expects %zu",
+                                 static_cast<unsigned long long>(net::getU64(recvHeader)), bytes);
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          return remoteError("recv from rank %d: %s", (rank_ + nranks_ - 1) % nranks_,
+                             std::strerror(errno));
+        }
+      }
+      if (moved) {
+        w.restart();
+        continue;
+      }
+      BRAID_TRY(w.check("bootstrap ring"));
+      pollfd fds[2] = {{ringNext_.get(), static_cast<short>(sent < total ? POLLOUT : 0), 0},
+                       {ringPrev_.get(), static_cast<short>(got < total ? POLLIN : 0), 0}};
+      ::poll(fds, 2, kPollMs);
+    }
+    return Status::Ok();
+  }
+
+  const int rank_, nranks_;
+  const uint64_t magic_;
+  const int64_t timeoutMs_;
+  std::atomic<bool> aborted_{false};
+  std::mutex mu_;  // one operation at a time; abort() is the only call that may overlap
+  net::Fd listener_;
+  std::vector<net::SocketAddress> peers_;
+  net::Fd ringNext_, ringPrev_;
+  std::vector<net::Fd> sendConns_, recvConns_;
+  std::vector<std::deque<Unexpected>> unexpected_;
+  std::map<std::pair<int, ConnKind>, net::Fd> stash_;
+};
+
+// Hello to the root, then the table of every rank's listener address.
+Status rendezvous(const bootstrap::IdContents& id, int rank, int nranks,
+                  const net::SocketAddress& self, const Waiter& waiter,
+                  std::vector<net::SocketAddress>* peers) {
+  net::Fd root;
+  BRAID_TRY(net::connectTo(id.root, waiter, &root));
+  uint8_t hello[bootstrap::kRootHelloBytes];
+  net::putU64(hello, id.magic);
+  net::putU32(hello + 8, static_cast<uint32_t>(rank));
+  net::putU32(hello + 12, static_cast<uint32_t>(nranks));
+  self.toWire(hello + 16);
+  BRAID_TRY(net::sendAll(root.get(), hello, sizeof(hello), waiter));
+  uint8_t header[bootstrap::kRootReplyHeaderBytes];
+  BRAID_TRY(net::recvAll(root.get(), header, sizeof(header), waiter)
+                .withContext("waiting for the other ranks"));
+  if (net::getU64(header) != id.magic || net::getU32(header + 8) != static_cast<uint32_t>(nranks))
+    return internalError("%s", "the root's reply does not match this rendezvous (magic or nranks)");
+  std::vector<uint8_t> table(static_cast<size_t>(nranks) * net::SocketAddress::kWireBytes);
+  BRAID_TRY(net::recvAll(root.get(), table.data(), table.size(), waiter));
+  peers->resize(nranks);
+  for (int r = 0; r < nranks; ++r)
+    BRAID_TRY(net::SocketAddress::fromWire(table.data() + r * net::SocketAddress::kWireBytes,
+                                           &(*peers)[r])
+                  .withContext(strfmt("rank %d's address", r)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Bootstrap::create(const ncclUniqueId& id, int rank, int nranks, bool hostRoot,
+                         const Waiter& waiter, std::unique_ptr<Bootstrap>* out) {
+  if (!out) return invalidArgument("%s", "bootstrap: out is null");
+  if (nranks < 1 || static_cast<uint32_t>(nranks) > bootstrap::kMaxRanks)
+    return invalidArgument("bootstrap: nranks %d out of range", nranks);
+  if (rank < 0 || rank >= nranks) return invalidArgument("bootstrap: rank %d of %d", rank, nranks);
+  bootstrap::IdContents contents;
+  BRAID_TRY(bootstrap::decodeUniqueId(id, &contents).withContext("bootstrap"));
+  if (hostRoot) {
+    net::SocketAddress bound;
+    BRAID_TRY(bootstrap::startRoot(contents.root, contents.magic,
+                                   env::getInt("BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS"), &bound));
+  }
+  net::Interface itf;
+  BRAID_TRY(net::chooseInterface(&itf).withContext("bootstrap"));
+  net::Fd listener;
+  net::SocketAddress self;
+  BRAID_TRY(net::listenOn(itf.address, &listener, &self).withContext("bootstrap"));
+  BRAID_INFO(kBootstrap, "rank %d/%d: bootstrap listening on %s (%s), root %s", rank, nranks,
+             self.toString().c_str(), itf.name.c_str(), contents.root.toString().c_str());
+  std::vector<net::SocketAddress> peers;
+  BRAID_TRY(rendezvous(contents, rank, nranks, self, waiter, &peers)
+                .withContext(
+                    strfmt("bootstrap rank %d: root %s", rank, contents.root.toString().c_str())));
+  auto impl = std::make_unique<BootstrapImpl>(rank, nranks, contents.magic, waiter.timeoutMs(),
+                                              std::move(listener), std::move(peers));
+  BRAID_TRY(impl->connectRing(waiter).withContext(strfmt("bootstrap rank %d", rank)));
+  *out = std::move(impl);
+  return Status::Ok();
+}
+
+}  // namespace braid

@@ -1,0 +1,78 @@
+#include "core/comm/comm_init.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/device/device.h"
+#include "base/env.h"
+#include "base/log.h"
+
+namespace braid {
+
+void logVersionOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    BRAID_INFO(kInit, "Braid %s (NCCL %d.%d.%d ABI)", BRAID_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR,
+               NCCL_PATCH);
+  });
+}
+
+namespace {
+
+// Settings read from the environment once per communicator, so a running communicator never
+// changes behaviour under a later setenv.
+Status applyEnvironment(ncclComm* comm) {
+  comm->timeoutMs = env::getInt("BRAID_TIMEOUT_MS");
+  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(1, env::getInt("BRAID_CHUNK_BYTES")));
+  comm->checkMismatch = env::getInt("BRAID_CHECK_MISMATCH") != 0;
+  comm->directMaxBytes =
+      static_cast<size_t>(std::max<int64_t>(0, env::getInt("BRAID_DIRECT_MAX_BYTES")));
+  if (const char* algo = env::get("BRAID_ALGO")) comm->forcedAlgorithm = algo;
+  if (const char* spec = env::get("NCCL_ALGO"))
+    BRAID_TRY(algos::AlgoFilter::parse(spec, &comm->algoFilter));
+  // A bad value fails init, as a bad NCCL_ALGO does, naming the variable.
+  CompressPolicy policy = defaultCompressPolicy();
+  if (const char* spec = env::get("BRAID_COMPRESS"))
+    BRAID_TRY(parseCompressPolicy(spec, "BRAID_COMPRESS", &policy));
+  comm->compression.setDefaultPolicy(policy);
+  if (policy.codec != braidCompressNone)
+    BRAID_INFO(kInit, "rank %d: compression %s", comm->rank, describeCompressPolicy(policy).c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status createComm(const InitRequest& request, ncclComm** out) {
+  *out = nullptr;
+  logVersionOnce();
+  auto comm = std::make_unique<ncclComm>();
+  comm->rank = request.rank;
+  comm->nranks = request.nranks;
+  comm->config = request.config;
+  BRAID_TRY(applyEnvironment(comm.get()));
+  comm->initTimeoutMs = request.staggered ? 2 * comm->timeoutMs : comm->timeoutMs;
+  // The device is the caller's, so it is read here on the caller's thread, before a
+  // non-blocking init moves to its own.
+  device::probe();
+  BRAID_TRY(device::bindDevice(request.cudaDev, &comm->cudaDev));
+
+  if (request.config.blocking) {
+    BRAID_TRY(comm->init(request.id, request.hostRoot));
+    *out = comm.release();
+    return Status::Ok();
+  }
+  // Non-blocking: the rendezvous runs on a thread; callers poll ncclCommGetAsyncError.
+  ncclComm* c = comm.release();
+  c->asyncError.store(ncclInProgress);
+  c->initThread = std::thread([c, request] {
+    Status st = c->init(request.id, request.hostRoot);
+    if (!st.ok() && request.onAsyncFailure) request.onAsyncFailure(c, st);
+    c->asyncError.store(st.code());
+  });
+  *out = c;
+  return {ncclInProgress, ""};
+}
+
+}  // namespace braid

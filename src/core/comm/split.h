@@ -1,0 +1,28 @@
+// Communicators made from an existing one. Both find their members, let one member create a
+// fresh unique id and hand it to the others over the parent's bootstrap, and then initialise
+// an ordinary communicator (createComm), so a child is as independent of its parent as any
+// communicator: destroying the parent does not affect it.
+#pragma once
+
+#include <span>
+
+#include "core/comm/comm_init.h"
+
+namespace braid {
+
+// ncclCommSplit. Collective over the parent (an allGather of (color, key)). `request` carries
+// the config and failure hook; split fills in the id, rank and size. color < 0 (NOCOLOR):
+// takes part and gets *out = nullptr.
+Status splitComm(ncclComm* parent, int color, int key, InitRequest request, ncclComm** out);
+
+// ncclCommShrink. Only the survivors (ranks not in `excluded`, validated by the caller) call
+// it, and they use point-to-point bootstrap messages among themselves only, so it works after
+// an excluded rank died. New ranks follow old-rank order.
+Status shrinkComm(ncclComm* parent, std::span<const int> excluded, InitRequest request,
+                  ncclComm** out);
+
+// NCCL_SHRINK_ABORT: fails the collectives in flight on the parent (it is left revoked) and
+// waits for them to leave. The caller must not hold a CallScope on it.
+void stopCallsInFlight(ncclComm* parent);
+
+}  // namespace braid

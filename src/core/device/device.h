@@ -1,0 +1,72 @@
+// Device memory behind one interface. src/cuda/ implements it with the CUDA runtime when Braid is
+// built with CUDA; src/core/device/device_off.cc implements it for host-only builds. Callers never test
+// for CUDA themselves: without device support (no CUDA build, no driver, no device) enabled() is
+// false and the host path runs exactly as before, paying one load per call.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <span>
+
+#include "base/status.h"
+#include "nccl.h"
+
+struct ncclComm;
+
+namespace braid {
+struct Plan;
+}  // namespace braid
+
+namespace braid::device {
+
+namespace detail {
+inline std::atomic<bool> enabled{false};
+}  // namespace detail
+
+// A CUDA build, a driver and at least one device: fixed once by probe().
+inline bool enabled() { return detail::enabled.load(std::memory_order_relaxed); }
+
+// Decides enabled() once per process and says so in one INFO line. Every init calls it.
+void probe();
+
+// Devices visible to this process (enabled() only).
+Status deviceCount(int* count);
+
+// The device a new communicator is bound to: `requested` when >= 0, else the calling thread's
+// current device; -1 without device support.
+Status bindDevice(int requested, int* device);
+
+// A call's buffers, each with the bytes the call reads or writes there (0: unused on this rank).
+struct Buffers {
+  const void* send = nullptr;
+  size_t sendBytes = 0;
+  const void* recv = nullptr;
+  size_t recvBytes = 0;
+};
+
+// Only when enabled(): whether the buffers are device memory (*onDevice) or host memory. Device
+// memory must be on the communicator's device; mixing kinds in one call is ncclInvalidArgument.
+Status classify(const ncclComm* comm, const Buffers& buffers, bool* onDevice);
+
+// Only when enabled(): a stream being captured into a CUDA graph is refused (ncclInvalidUsage);
+// Braid's stream mechanism cannot be captured yet.
+Status checkStream(cudaStream_t stream);
+
+// Device plans, all of one call or group: enqueued on their streams and run by each
+// communicator's progress thread; returns without waiting for the streams.
+Status submit(std::span<Plan> plans);
+
+// Waits until everything submitted on the communicator has run on its progress thread, so the
+// host path may use the communicator's connections. Cheap when nothing is pending.
+Status drain(ncclComm* comm);
+
+// Destroy and abort: ends the communicator's progress thread (work still queued fails, after an
+// abort, or runs, otherwise) and releases every stream waiting on it.
+void shutdown(ncclComm* comm);
+
+// ncclMemAlloc / ncclMemFree of device memory when enabled(); *handled is false otherwise (the
+// caller then serves host memory).
+Status memAlloc(size_t size, void** out, bool* handled);
+Status memFree(void* ptr, bool* handled);
+
+}  // namespace braid::device

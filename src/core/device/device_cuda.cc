@@ -1,0 +1,186 @@
+// core/device/device.h with the CUDA runtime (linked statically, hidden behind the version script).
+// Without a driver every runtime call fails cleanly (cudaErrorInsufficientDriver or
+// cudaErrorNoDevice), which probe() turns into "device support off".
+#include "core/device/device.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/comm/comm.h"
+#include "base/env.h"
+#include "core/exec/executor.h"
+#include "base/log.h"
+#include "kernels/cuda/kernels.h"
+#include "core/device/stream_proxy.h"
+#include "core/device/cuda_stream_ops.h"
+
+namespace braid::device {
+namespace {
+
+std::mutex allocMu;
+std::unordered_map<void*, size_t>& allocations() {
+  static std::unordered_map<void*, size_t> map;
+  return map;
+}
+
+// What a pointer is, for classify(): device (or managed) memory of a device, or host memory.
+struct Kind {
+  bool device = false;
+  int ordinal = -1;
+};
+
+Status kindOf(const void* ptr, const char* name, Kind* kind) {
+  cudaPointerAttributes attr{};
+  cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky; clear it so the next call does not report it
+    return invalidArgument("%s %p: cudaPointerGetAttributes failed: %s", name, ptr,
+                           cudaGetErrorString(err));
+  }
+  kind->device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  kind->ordinal = attr.device;
+  return Status::Ok();
+}
+
+}  // namespace
+
+void probe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (env::getInt("BRAID_CUDA") == 0) {
+      BRAID_INFO(kInit, "CUDA: BRAID_CUDA=0: device-memory support off, host memory only");
+      return;
+    }
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      BRAID_INFO(kInit, "CUDA: %s: device-memory support off, host memory only",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device");
+      return;
+    }
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    BRAID_INFO(kInit, "CUDA: %d device(s), driver %d, runtime %d (static): device memory supported",
+               count, driver, runtime);
+    detail::enabled.store(true, std::memory_order_relaxed);
+  });
+}
+
+Status deviceCount(int* count) {
+  *count = 0;
+  if (!enabled()) return Status::Ok();
+  return cuda::cudaStatus(cudaGetDeviceCount(count), "cudaGetDeviceCount");
+}
+
+Status bindDevice(int requested, int* device) {
+  *device = -1;
+  if (!enabled()) return Status::Ok();
+  int count = 0;
+  BRAID_TRY(deviceCount(&count));
+  if (requested >= 0) {
+    if (requested >= count)
+      return invalidArgument("CUDA device %d does not exist (%d visible)", requested, count);
+    *device = requested;
+    return Status::Ok();
+  }
+  return cuda::cudaStatus(cudaGetDevice(device), "cudaGetDevice");
+}
+
+Status classify(const ncclComm* comm, const Buffers& b, bool* onDevice) {
+  *onDevice = false;
+  Kind send, recv;
+  const bool useSend = b.send && b.sendBytes > 0, useRecv = b.recv && b.recvBytes > 0;
+  if (useSend) BRAID_TRY(kindOf(b.send, "sendbuff", &send));
+  if (useRecv) BRAID_TRY(kindOf(b.recv, "recvbuff", &recv));
+  if (useSend && useRecv && send.device != recv.device)
+    return invalidArgument("sendbuff %p is %s memory but recvbuff %p is %s memory; one call cannot "
+                           "mix host and device buffers", b.send, send.device ? "device" : "host",
+                           b.recv, recv.device ? "device" : "host");
+  for (const Kind* k : {&send, &recv}) {
+    if (!k->device) continue;
+    if (k->ordinal != comm->cudaDev)
+      return invalidArgument("%s is memory of CUDA device %d, but the communicator is bound to "
+                             "device %d", k == &send ? "sendbuff" : "recvbuff", k->ordinal,
+                             comm->cudaDev);
+    *onDevice = true;
+  }
+  return Status::Ok();
+}
+
+Status checkStream(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaError_t err = cudaStreamIsCapturing(stream, &status);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return invalidUsage("stream %p: cudaStreamIsCapturing failed: %s (a collective cannot join a "
+                        "CUDA graph capture in Braid yet)", static_cast<void*>(stream),
+                        cudaGetErrorString(err));
+  }
+  if (status != cudaStreamCaptureStatusNone)
+    return invalidUsage("stream %p is being captured into a CUDA graph: Braid cannot capture "
+                        "collectives yet; run them outside the capture",
+                        static_cast<void*>(stream));
+  return Status::Ok();
+}
+
+Status submit(std::span<Plan> plans) {
+  // One batch per communicator, in call order.
+  std::vector<ncclComm*> comms;
+  for (const Plan& p : plans)
+    if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
+  for (ncclComm* comm : comms) {
+    if (!comm->deviceProxy) {
+      std::unique_ptr<StreamOps> ops;
+      BRAID_TRY(cuda::makeStreamOps(comm->cudaDev, &ops));
+      BRAID_TRY(Proxy::create(comm, std::move(ops), &comm->deviceProxy));
+    }
+    std::vector<Plan> batch;
+    for (Plan& p : plans)
+      if (p.comm == comm) batch.push_back(std::move(p));
+    BRAID_TRY(comm->deviceProxy->submit(std::move(batch)));
+  }
+  return Status::Ok();
+}
+
+Status drain(ncclComm* comm) {
+  if (!comm->deviceProxy) return Status::Ok();
+  return comm->deviceProxy->drain();
+}
+
+void shutdown(ncclComm* comm) {
+  delete comm->deviceProxy;
+  comm->deviceProxy = nullptr;
+}
+
+Status memAlloc(size_t size, void** out, bool* handled) {
+  *handled = enabled();
+  if (!*handled) return Status::Ok();
+  BRAID_TRY(cuda::cudaStatus(cudaMalloc(out, size), "cudaMalloc"));
+  std::lock_guard<std::mutex> lock(allocMu);
+  allocations().emplace(*out, size);
+  int dev = -1;
+  cudaGetDevice(&dev);
+  BRAID_INFO(kAlloc, "ncclMemAlloc %p, %zu bytes of device %d memory", *out, size, dev);
+  return Status::Ok();
+}
+
+Status memFree(void* ptr, bool* handled) {
+  *handled = false;
+  if (!enabled()) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(allocMu);
+    auto it = allocations().find(ptr);
+    if (it == allocations().end()) return Status::Ok();  // not ours: maybe host memory
+    allocations().erase(it);
+  }
+  *handled = true;
+  return cuda::cudaStatus(cudaFree(ptr), "cudaFree");
+}
+
+}  // namespace braid::device

@@ -1,0 +1,53 @@
+// Host-only builds: no device support, ever. Nothing here is reached on a call's path except
+// probe() at init and drain()/shutdown(), which have nothing to do.
+#include "core/device/device.h"
+
+#include <mutex>
+
+#include "base/log.h"
+
+namespace braid::device {
+
+void probe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    BRAID_INFO(kInit, "built without CUDA: device-memory support off, host memory only");
+  });
+}
+
+Status deviceCount(int* count) {
+  *count = 0;
+  return Status::Ok();
+}
+
+Status bindDevice(int, int* device) {
+  *device = -1;
+  return Status::Ok();
+}
+
+Status classify(const ncclComm*, const Buffers&, bool* onDevice) {
+  *onDevice = false;
+  return Status::Ok();
+}
+
+Status checkStream(cudaStream_t) { return Status::Ok(); }
+
+Status submit(std::span<Plan>) {
+  return internalError("device plans in a build without CUDA");
+}
+
+Status drain(ncclComm*) { return Status::Ok(); }
+
+void shutdown(ncclComm*) {}
+
+Status memAlloc(size_t, void**, bool* handled) {
+  *handled = false;
+  return Status::Ok();
+}
+
+Status memFree(void*, bool* handled) {
+  *handled = false;
+  return Status::Ok();
+}
+
+}  // namespace braid::device

@@ -1,0 +1,47 @@
+// What the stream proxy (core/device/stream_proxy.h) needs from a device runtime, and nothing else. The
+// CUDA runtime implements it (src/core/device/cuda_stream_ops.cc); the tests implement it with host
+// threads as streams (tests/common/fake_streams.h), so the proxy's logic (staging, in-place
+// aliasing, ordering, failures, aborts) runs in every build, GPU or not.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/status.h"
+#include "nccl.h"
+
+namespace braid::device {
+
+using Event = void*;
+
+class StreamOps {
+ public:
+  virtual ~StreamOps() = default;
+
+  // Queued on `stream`, after what is queued there already.
+  virtual Status copyToHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) = 0;
+  virtual Status copyToDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) = 0;
+  virtual Status record(cudaStream_t stream, Event* event) = 0;
+  // Holds the stream until (int32_t)(flag - value) >= 0, `flag` being the word flag() returns,
+  // which the proxy writes from the host.
+  virtual Status waitFlag(cudaStream_t stream, uint32_t value) = 0;
+
+  // *done once everything queued before the event has run; an error if the stream failed.
+  virtual Status query(Event event, bool* done) = 0;
+  virtual void synchronize(Event event) = 0;
+  virtual void destroy(Event event) = 0;
+
+  // Host memory the device copies to and from quickly (pinned).
+  virtual Status allocStaging(size_t bytes, void** out) = 0;
+  virtual void freeStaging(void* ptr) = 0;
+  virtual bool isDeviceMemory(const void* ptr) = 0;
+
+  // The flag word (host memory the streams can read), made once.
+  virtual uint32_t* flag() = 0;
+  // On the proxy's thread, before anything else (the CUDA device to use).
+  virtual void bindThread() {}
+  // "cuStreamWaitValue32", for the log.
+  virtual const char* describe() const = 0;
+};
+
+}  // namespace braid::device

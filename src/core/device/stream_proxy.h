@@ -1,0 +1,118 @@
+// The stream mechanism for device buffers: each communicator's progress thread (its "proxy").
+// docs/architecture.md ("Device memory") explains the choice. In short, for one call or group:
+//
+//   caller, on the user's stream(s), without blocking:
+//     copy inputs device -> pinned staging; record "inputs ready";
+//     wait until the proxy's flag reaches this batch's number (with CUDA: cuStreamWaitValue32 on
+//     host-mapped memory, or a one-thread kernel polling it where stream memory operations are
+//     not supported); copy outputs staging -> device; record "outputs done".
+//   proxy thread:
+//     wait for "inputs ready", run the ordinary host schedules over the staging buffers with
+//     the executor and the transports, then write the batch's number to the flag.
+//
+// So the call returns at once, work after it on the stream sees the result, and the host
+// algorithms, transports and kernels serve device memory unchanged. The runtime is reached only
+// through StreamOps, so this file has no CUDA in it and is tested without a GPU.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/exec/executor.h"
+#include "base/status.h"
+#include "core/device/stream_ops.h"
+
+struct ncclComm;
+
+namespace braid::device {
+
+// Pinned host blocks for staging, kept for reuse until the communicator goes (freeing pinned
+// memory waits for the whole device, which could stall behind another rank's stream).
+class StagingPool {
+ public:
+  explicit StagingPool(StreamOps& ops) : ops_(ops) {}
+  StagingPool(const StagingPool&) = delete;
+  StagingPool& operator=(const StagingPool&) = delete;
+  ~StagingPool();
+
+  // A free block of at least `bytes`; a new one only when `mayAllocate` (else *block is null).
+  Status acquire(size_t bytes, bool mayAllocate, char** block, size_t* size);
+  void release(char* block, size_t size);
+  // Bytes a new block for `bytes` would add to those already pinned.
+  size_t pinnedAfter(size_t bytes);
+
+ private:
+  StreamOps& ops_;
+  std::mutex mu_;
+  size_t pinned_ = 0;
+  std::multimap<size_t, char*> free_;
+  std::vector<char*> all_;
+};
+
+class Proxy {
+ public:
+  // Takes `ops`, the communicator's runtime (with CUDA: device.cc makes it).
+  static Status create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out);
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+  // Runs what is queued (it fails at once after an abort), releases every waiting stream, and
+  // frees the staging once the streams are done with it.
+  ~Proxy();
+
+  // Plans of this communicator, one call or the communicator's part of a group.
+  Status submit(std::vector<Plan> plans);
+  // Until the proxy has run everything submitted so far.
+  Status drain();
+
+ private:
+  struct Block {
+    char* ptr;
+    size_t size;
+  };
+  struct Output {
+    void* device;
+    const char* host;
+    size_t bytes;
+    cudaStream_t stream;
+  };
+  struct Batch {
+    std::vector<Plan> plans;
+    std::vector<Event> inputsReady, outputsDone;
+    std::vector<Block> blocks;
+    uint32_t seq = 0;
+    Status failed;  // enqueueing failed after a stream was told to wait: run nothing, release it
+  };
+
+  Proxy(ncclComm* comm, std::unique_ptr<StreamOps> ops)
+      : comm_(comm), ops_(std::move(ops)), pool_(*ops_) {}
+  Status stage(Batch& batch, Plan& plan, std::vector<Output>* outputs);
+  // Staging within the budget: past it, waits for batches in flight to give theirs back.
+  Status acquire(size_t bytes, Block* block);
+  Status waitInputs(const Batch& batch);
+  void loop();
+  // Returns the staging of batches whose output copies are done (all of them when `wait`).
+  void reap(bool wait);
+  void destroy(Batch& batch);
+
+  ncclComm* comm_;
+  std::unique_ptr<StreamOps> ops_;
+  StagingPool pool_;
+
+  std::mutex submitMu_;  // one submit at a time, so batch numbers follow stream order
+  uint32_t issued_ = 0;  // under submitMu_
+
+  std::mutex mu_;
+  std::condition_variable work_, ran_;
+  std::deque<std::unique_ptr<Batch>> queue_;    // submitted, not yet run
+  std::deque<std::unique_ptr<Batch>> retired_;  // run; staging in use until outputsDone
+  uint32_t completed_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace braid::device

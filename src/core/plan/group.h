@@ -1,0 +1,24 @@
+// NCCL groups: between ncclGroupStart and the outermost ncclGroupEnd, operations are collected
+// per thread and then executed together by one executor call.
+#pragma once
+
+#include "core/exec/executor.h"
+#include "base/status.h"
+
+namespace braid::group {
+
+void start();
+// Ends one nesting level; at the outermost level runs everything collected.
+Status end();
+bool active();
+// Ends the outermost group without running it: the cost model's estimate of what it would
+// have taken, in microseconds (ncclGroupSimulateEnd).
+Status simulateEnd(float* estimatedUs);
+// Runs `plan` now, or queues it (moved) when a group is open.
+Status submit(Plan&& plan);
+// Runs `plan` now, outside any group, and leaves it as it was (a kept plan: core/plan/plan.h).
+Status runNow(Plan& plan);
+// An argument error inside a group also fails its ncclGroupEnd, naming the call.
+void recordError(const Status& status);
+
+}  // namespace braid::group

@@ -1,0 +1,216 @@
+#include "topo/probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <poll.h>
+#include <thread>
+
+#include "base/env.h"
+#include "base/log.h"
+#include "topo/comm_topology.h"
+
+namespace braid::topo {
+namespace {
+
+constexpr uint64_t kTagCommand = 0x70726f62;  // "prob"
+constexpr uint64_t kTagResult = 0x70726f72;
+constexpr uint64_t kTagRacks = 0x70726b73;
+// Per measurement: kPings ping-pongs (the fastest is the latency: a descheduled rank only makes
+// a round trip look slower), one untimed message that drains whatever burst a shaped link
+// allows and opens the TCP window, then kTransfers timed messages: the link's steady rate, and
+// the CPU time both sides spent on them per byte (each side sleeps while it waits; the kernel's
+// work outside the two threads, such as softirq processing, is not seen).
+// Last, the link idles kIdle and one more message is timed: a shaped link's token bucket has
+// refilled (if it refills within kIdle), and what arrived faster than the rate allows is its
+// burst. Below kMinBurstShare of the message that is read as noise: no bucket.
+constexpr size_t kTransferBytes = 512 << 10;
+constexpr int kTransfers = 4, kPings = 5;
+constexpr auto kIdle = std::chrono::milliseconds(3);
+constexpr int kMaxWaitFds = 64, kPollMs = 10;
+constexpr double kMinBurstShare = 0.125;
+
+enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2 };
+struct Command {
+  int32_t op;
+  int32_t peer;  // rank of the other leader
+};
+struct Result {
+  double latencyUs;
+  double bandwidthGbps;
+  double burstBytes;
+  double cpuUsPerByte;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// One message on the connection to `peer`, waited for.
+Status transfer(ProbeNetwork& net, int peer, bool send, void* data, size_t bytes, bool sleep = false) {
+  uint64_t seq;
+  BRAID_TRY(net.post(peer, send, data, bytes, &seq));
+  transport::Endpoint* ep = &net.endpoint(peer);
+  const Waiter waiter = net.waiter();
+  // With `sleep`, waits in poll() between moves where the endpoint allows it, so that a side's
+  // CPU time is the work of moving the data, not of waiting for it (see threadCpuUs). Latency is
+  // measured spinning, as the executor waits for a small message.
+  pollfd fds[kMaxWaitFds];
+  for (;;) {
+    BRAID_TRY(ep->progress());
+    if ((send ? ep->sendsCompleted() : ep->recvsCompleted()) >= seq) return Status::Ok();
+    BRAID_TRY(waiter.check("topology probe"));
+    const int n = sleep ? ep->waitFds(fds, kMaxWaitFds) : 0;
+    if (n > 0 && ::poll(fds, static_cast<nfds_t>(n), kPollMs) < 0 && errno != EINTR)
+      return systemError("topology probe: poll: %s", std::strerror(errno));
+  }
+}
+
+// The calling thread's CPU time so far (user and system), in microseconds.
+double threadCpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+// The two leaders' sides of one measurement: ping-pongs for latency, then kTransfers messages
+// and an acknowledgement for bandwidth. The sender reports to rank 0.
+Status measureAsSender(ProbeNetwork& net, int peer, Result* out) {
+  std::vector<char> buf(kTransferBytes);
+  uint64_t word = 0;
+  auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  };
+  double rttUs = 1e30;
+  for (int i = 0; i < kPings; ++i) {
+    auto t0 = Clock::now();
+    BRAID_TRY(transfer(net, peer, true, &word, sizeof word));
+    BRAID_TRY(transfer(net, peer, false, &word, sizeof word));
+    rttUs = std::min(rttUs, since(t0));
+  }
+  BRAID_TRY(transfer(net, peer, true, buf.data(), buf.size()));  // warm-up
+  BRAID_TRY(transfer(net, peer, false, &word, sizeof word));
+  auto t0 = Clock::now();
+  const double cpu0 = threadCpuUs();
+  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(net, peer, true, buf.data(), buf.size(), true));
+  const double cpuUs = threadCpuUs() - cpu0;
+  BRAID_TRY(transfer(net, peer, false, &word, sizeof word));  // the receiver's CPU, in ns
+  const double us = since(t0) - rttUs / 2;
+  out->latencyUs = rttUs / 2;
+  out->bandwidthGbps = us > 0 ? kTransfers * kTransferBytes * 8.0 / (us * 1e3) : 0;
+  out->cpuUsPerByte = (cpuUs + static_cast<double>(word) * 1e-3) / (kTransfers * double{kTransferBytes});
+  std::this_thread::sleep_for(kIdle);
+  t0 = Clock::now();
+  BRAID_TRY(transfer(net, peer, true, buf.data(), buf.size()));
+  BRAID_TRY(transfer(net, peer, false, &word, sizeof word));
+  // Bytes per microsecond at the steady rate: Gbit/s x 1e3 / 8.
+  const double atRate = (since(t0) - rttUs) * out->bandwidthGbps * 1e3 / 8;
+  const double burst = std::clamp(static_cast<double>(kTransferBytes) - atRate, 0.0, double{kTransferBytes});
+  out->burstBytes = burst >= kMinBurstShare * kTransferBytes ? burst : 0;
+  return Status::Ok();
+}
+
+Status measureAsReceiver(ProbeNetwork& net, int peer) {
+  std::vector<char> buf(kTransferBytes);
+  uint64_t word = 0;
+  for (int i = 0; i < kPings; ++i) {
+    BRAID_TRY(transfer(net, peer, false, &word, sizeof word));
+    BRAID_TRY(transfer(net, peer, true, &word, sizeof word));
+  }
+  BRAID_TRY(transfer(net, peer, false, buf.data(), buf.size()));  // warm-up
+  BRAID_TRY(transfer(net, peer, true, &word, sizeof word));
+  const double cpu0 = threadCpuUs();
+  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(net, peer, false, buf.data(), buf.size(), true));
+  word = static_cast<uint64_t>(std::max(0.0, (threadCpuUs() - cpu0) * 1e3));
+  BRAID_TRY(transfer(net, peer, true, &word, sizeof word));
+  BRAID_TRY(transfer(net, peer, false, buf.data(), buf.size()));  // the burst
+  return transfer(net, peer, true, &word, sizeof word);
+}
+
+// Rank 0's view of the probe: measure(a, b) commands the two hosts' leaders.
+Status drive(ProbeNetwork& net, const std::vector<int>& leaders, RackClustering* racks) {
+  MeasureFn measure = [&](int a, int b, LinkSample* sample) -> Status {
+    const int sender = leaders[a], receiver = leaders[b];
+    Result result{};
+    Command toReceiver{kReceive, sender}, toSender{kSend, receiver};
+    if (receiver != 0) BRAID_TRY(net.sendControl(receiver, kTagCommand, &toReceiver, sizeof toReceiver));
+    if (sender != 0) BRAID_TRY(net.sendControl(sender, kTagCommand, &toSender, sizeof toSender));
+    if (sender == 0) BRAID_TRY(measureAsSender(net, receiver, &result));
+    else if (receiver == 0) BRAID_TRY(measureAsReceiver(net, sender));
+    if (sender != 0) BRAID_TRY(net.recvControl(sender, kTagResult, &result, sizeof result));
+    sample->latencyUs = result.latencyUs;
+    sample->bandwidthGbps = result.bandwidthGbps;
+    sample->burstBytes = result.burstBytes;
+    sample->cpuUsPerByte = result.cpuUsPerByte;
+    return Status::Ok();
+  };
+  ProbeOptions options;
+  options.budget = std::chrono::milliseconds(env::getInt("BRAID_TOPO_PROBE"));
+  Status st = probeRacks(static_cast<int>(leaders.size()), measure, options, racks);
+  Command done{kDone, 0};
+  for (int leader : leaders)
+    if (leader != 0) BRAID_TRY(net.sendControl(leader, kTagCommand, &done, sizeof done));
+  return st;
+}
+
+// A leader's view: measure what rank 0 asks until it says done.
+Status serve(ProbeNetwork& net) {
+  for (;;) {
+    Command cmd{};
+    BRAID_TRY(net.recvControl(0, kTagCommand, &cmd, sizeof cmd));
+    if (cmd.op == kDone) return Status::Ok();
+    if (cmd.op == kReceive) {
+      BRAID_TRY(measureAsReceiver(net, cmd.peer));
+    } else {
+      Result result{};
+      BRAID_TRY(measureAsSender(net, cmd.peer, &result));
+      BRAID_TRY(net.sendControl(0, kTagResult, &result, sizeof result));
+    }
+  }
+}
+
+}  // namespace
+
+Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHosts, RackClustering* racks,
+                     bool* ran) {
+  *ran = false;
+  std::vector<int> hostOfRank;
+  const auto hosts = distinctHosts(rankHosts, &hostOfRank);
+  const char* map = env::get("BRAID_CLUSTER_FILE");
+  if ((map && *map) || env::getInt("BRAID_TOPO_PROBE") <= 0 || hosts.size() < 3) return Status::Ok();
+  std::vector<int> leaders(hosts.size(), -1);
+  for (int r = net.nranks() - 1; r >= 0; --r) leaders[static_cast<size_t>(hostOfRank[r])] = r;
+
+  // Rank 0 leads host 0 (hosts are numbered by first appearance). The wire format of the
+  // result: ok flag, racks per host, rack count, threshold, two link costs.
+  struct Wire {
+    int32_t ok, racks;
+    double threshold;
+    algos::LinkCost intra, inter;
+  } wire{};
+  std::vector<int32_t> rackOfHost(hosts.size(), 0);
+  if (net.rank() == 0) {
+    Status st = drive(net, leaders, racks);
+    if (!st.ok()) BRAID_WARN("topology probe failed, treating hosts as one flat network: %s", st.message().c_str());
+    wire = {st.ok(), racks->racks, racks->thresholdGbps, racks->intraRack, racks->interRack};
+    if (st.ok()) std::copy(racks->rackOfHost.begin(), racks->rackOfHost.end(), rackOfHost.begin());
+    for (int r = 1; r < net.nranks(); ++r) {
+      BRAID_TRY(net.sendControl(r, kTagRacks, &wire, sizeof wire));
+      BRAID_TRY(net.sendControl(r, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
+    }
+  } else {
+    if (leaders[static_cast<size_t>(hostOfRank[net.rank()])] == net.rank()) BRAID_TRY(serve(net));
+    BRAID_TRY(net.recvControl(0, kTagRacks, &wire, sizeof wire));
+    BRAID_TRY(net.recvControl(0, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
+  }
+  if (!wire.ok) return Status::Ok();
+  racks->rackOfHost.assign(rackOfHost.begin(), rackOfHost.end());
+  racks->racks = wire.racks;
+  racks->thresholdGbps = wire.threshold;
+  racks->intraRack = wire.intra;
+  racks->interRack = wire.inter;
+  *ran = true;
+  return Status::Ok();
+}
+
+}  // namespace braid::topo
