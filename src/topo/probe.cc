@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
-#include <cstring>
 #include <ctime>
-#include <poll.h>
 #include <thread>
 
 #include "base/env.h"
 #include "base/log.h"
 #include "topo/comm_topology.h"
+#include "transport/wait.h"
 
 namespace braid::topo {
 namespace {
@@ -29,7 +27,7 @@ constexpr uint64_t kTagRacks = 0x70726b73;
 constexpr size_t kTransferBytes = 512 << 10;
 constexpr int kTransfers = 4, kPings = 5;
 constexpr auto kIdle = std::chrono::milliseconds(3);
-constexpr int kMaxWaitFds = 64, kPollMs = 10;
+constexpr std::chrono::milliseconds kPoll{10};
 constexpr double kMinBurstShare = 0.125;
 
 enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2 };
@@ -55,14 +53,15 @@ Status transfer(ProbeNetwork& net, int peer, bool send, void* data, size_t bytes
   // With `sleep`, waits in poll() between moves where the endpoint allows it, so that a side's
   // CPU time is the work of moving the data, not of waiting for it (see threadCpuUs). Latency is
   // measured spinning, as the executor waits for a small message.
-  pollfd fds[kMaxWaitFds];
+  transport::WaitSet wakeups;
   for (;;) {
     BRAID_TRY(ep->progress());
     if ((send ? ep->sendsCompleted() : ep->recvsCompleted()) >= seq) return Status::Ok();
     BRAID_TRY(waiter.check("topology probe"));
-    const int n = sleep ? ep->waitFds(fds, kMaxWaitFds) : 0;
-    if (n > 0 && ::poll(fds, static_cast<nfds_t>(n), kPollMs) < 0 && errno != EINTR)
-      return systemError("topology probe: poll: %s", std::strerror(errno));
+    if (!sleep) continue;
+    wakeups.clear();
+    ep->addWakeups(wakeups);
+    if (wakeups.method() == transport::WaitSet::Method::kFds) wakeups.sleep(kPoll);
   }
 }
 

@@ -2,8 +2,6 @@
 // collectives, schedules or data types. The executor (src/core) drives them.
 #pragma once
 
-#include <poll.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -11,11 +9,12 @@
 #include <string_view>
 #include <vector>
 
-#include "transport/shm/doorbell.h"
 #include "base/status.h"
 #include "base/waiter.h"
 
 namespace braid::transport {
+
+class WaitSet;
 
 using Blob = std::vector<uint8_t>;
 
@@ -59,13 +58,10 @@ class Endpoint {
   virtual uint64_t recvsCompleted() const = 0;
   // True when posted operations are waiting for the peer (used to decide whether to yield).
   virtual bool busy() const = 0;
-  // For a caller that would rather sleep than spin while it waits: fills up to `max` entries
-  // with the descriptors (and events) whose readiness lets progress() move data, and returns how
-  // many; -1 when the endpoint cannot be waited on that way (shared memory).
-  virtual int waitFds(pollfd* fds, int max) const { return -1; }
-  // The same in shared memory: the doorbell the peer rings whenever its progress() moves data
-  // on this connection (see transport/shm/doorbell.h); null when there is none.
-  virtual Doorbell* doorbell() { return nullptr; }
+  // For a caller that would rather sleep than spin while it waits (transport/wait.h): adds to
+  // `set` what wakes this endpoint when progress() can move data (descriptors, a doorbell), or
+  // says that it can only be spun on.
+  virtual void addWakeups(WaitSet& set);
   virtual std::string describe() const = 0;  // for logs, e.g. "SHM/ring 4 MiB"
 };
 

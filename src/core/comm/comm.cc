@@ -14,7 +14,6 @@
 
 #include "algos/selector.h"
 #include "core/comm/calls_in_flight.h"
-#include "transport/shm/doorbell.h"
 #include "base/env.h"
 #include "topo/probe.h"
 #include "topo/comm_topology.h"
@@ -133,7 +132,6 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   spinRounds = localRanks <= cores ? 1u << 16 : 0;
   BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks, cores,
              localRanks <= cores ? "spinning" : "not spinning");
-  braid::registerForBells();  // before any peer can ring this process's doorbells
   BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
   BRAID_TRY(buildTopology());

@@ -21,5 +21,7 @@ constexpr size_t kStreamOutputBytes = 8 << 20;
 constexpr size_t kStreamReduceBytes = 32 << 20;
 // How long a rank waits before it sends the signatures it holds back (see readyToSend).
 constexpr std::chrono::milliseconds kFlushSignaturesAfter{5};
+// How often a waiting rank listens for another rank's failure (ncclComm::heardFailure).
+constexpr std::chrono::milliseconds kListenEvery{2};
 
 }  // namespace braid::exec

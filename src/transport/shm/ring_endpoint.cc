@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "kernels/reduce.h"
+#include "transport/wait.h"
 
 namespace braid::transport {
 namespace {
@@ -79,6 +80,7 @@ RingEndpoint::RingEndpoint(RingEndpointConfig config) : config_(std::move(config
 Status RingEndpoint::create(RingEndpointConfig config, std::unique_ptr<Endpoint>* out) {
   if (!config.txMemory || !config.rxMemory || !config.peer)
     return {ncclInternalError, "ring endpoint needs two rings and a peer"};
+  registerForBells();  // before this process rings its peers' doorbells (doorbell.h)
   Ring tx, rx;
   BRAID_TRY(Ring::attach(config.txMemory->data(), config.txMemory->size(), &tx));
   BRAID_TRY(Ring::attach(config.rxMemory->data(), config.rxMemory->size(), &rx));
@@ -99,6 +101,8 @@ RingEndpoint::~RingEndpoint() {
   }
   rx_.ring().ctl()->consumerClosed.store(1, std::memory_order_release);
 }
+
+void RingEndpoint::addWakeups(WaitSet& set) { set.addDoorbell(&rx_.ring().ctl()->consumerDoorbell); }
 
 std::string RingEndpoint::describe() const {
   std::string s = strfmt("%s/ring %llu KiB to %s", config_.name.c_str(),

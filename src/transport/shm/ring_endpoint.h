@@ -75,7 +75,7 @@ class RingEndpoint final : public Endpoint {
   uint64_t sendsCompleted() const override { return sendsDone_; }
   uint64_t recvsCompleted() const override { return recvsDone_; }
   bool busy() const override { return !sends_.empty() || !recvs_.empty(); }
-  Doorbell* doorbell() override { return &rx_.ring().ctl()->consumerDoorbell; }
+  void addWakeups(WaitSet& set) override;  // the doorbell of the ring we consume from
   std::string describe() const override;
 
  private:

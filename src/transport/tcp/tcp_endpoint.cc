@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "transport/wait.h"
 
 namespace braid::transport {
 namespace {
@@ -353,26 +354,17 @@ void TcpEndpoint::settleAfterFailure() {
 
 // A stream waits to write while it has a part of a posted message left to send, and to read
 // while a posted receive has a part left on it.
-int TcpEndpoint::waitFds(pollfd* fds, int max) const {
-  int n = 0;
+void TcpEndpoint::addWakeups(WaitSet& set) {
   for (const Stream& s : streams_) {
     const bool out = s.sendMsg - sendBase_ < sends_.size();
     const bool in = s.recvMsg - recvBase_ < recvs_.size();
-    if (s.sendFd == s.recvFd && (out || in)) {
-      if (n == max) return -1;
-      fds[n++] = {s.sendFd, static_cast<short>((out ? POLLOUT : 0) | (in ? POLLIN : 0)), 0};
+    if (s.sendFd == s.recvFd) {
+      if (out || in) set.addFd(s.sendFd, static_cast<short>((out ? POLLOUT : 0) | (in ? POLLIN : 0)));
       continue;
     }
-    if (out) {
-      if (n == max) return -1;
-      fds[n++] = {s.sendFd, POLLOUT, 0};
-    }
-    if (in) {
-      if (n == max) return -1;
-      fds[n++] = {s.recvFd, POLLIN, 0};
-    }
+    if (out) set.addFd(s.sendFd, POLLOUT);
+    if (in) set.addFd(s.recvFd, POLLIN);
   }
-  return n;
 }
 
 Status TcpEndpoint::progress() {

@@ -33,7 +33,7 @@ class TcpEndpoint final : public Endpoint {
   uint64_t sendsCompleted() const override { return sendBase_; }
   uint64_t recvsCompleted() const override { return recvBase_; }
   bool busy() const override { return !sends_.empty() || !recvs_.empty(); }
-  int waitFds(pollfd* fds, int max) const override;
+  void addWakeups(WaitSet& set) override;  // every stream with an operation to move
   std::string describe() const override;
 
  private:
