@@ -3,16 +3,16 @@
 #include <cstdio>
 #include <cstring>
 
-#include "base/env.h"
+#include "api/variables.h"
 
 int main(int argc, char** argv) {
   bool markdown = argc > 1 && !std::strcmp(argv[1], "--markdown");
   if (markdown) std::printf("| variable | default | what it does |\n|---|---|---|\n");
-  for (const auto& v : braid::env::table()) {
+  for (const braid::env::Var* v : braid::allVariables()) {
     if (markdown)
-      std::printf("| `%s` | %s | %s |\n", v.name, v.defaultValue ? v.defaultValue : "(unset)", v.doc);
+      std::printf("| `%s` | %s | %s |\n", v->name, v->defaultValue ? v->defaultValue : "(unset)", v->doc);
     else
-      std::printf("%-24s %-12s %s\n", v.name, v.defaultValue ? v.defaultValue : "-", v.doc);
+      std::printf("%-24s %-12s %s\n", v->name, v->defaultValue ? v->defaultValue : "-", v->doc);
   }
   return 0;
 }

@@ -18,6 +18,9 @@
 #include "topo/comm_topology.h"
 #include "topo/host_topology.h"
 #include "topo/topo_xml.h"
+#include "topo/variables.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
 
 namespace {
 
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
   std::fputs((xml ? braid::topo::topoXml(host) : braid::topo::describeHost(host)).c_str(), stdout);
 
   if (mapPath.empty()) {
-    const char* env = braid::env::get("BRAID_CLUSTER_FILE");
+    const char* env = braid::env::get(braid::env::kBraidClusterFile);
     mapPath = env ? env : "";
   }
   if (mapPath.empty()) {
@@ -79,7 +82,7 @@ int main(int argc, char** argv) {
   std::printf("\n%s", map.describe().c_str());
   if (!hosts.empty()) {
     braid::topo::CommTopology comm;
-    s = braid::topo::topologyFromClusterMap(map, split(hosts), braid::algos::sharedMemoryCost().link, &comm);
+    s = braid::topo::topologyFromClusterMap(map, split(hosts), braid::transport::kShmLinkCost, &comm);
     if (!s.ok()) return fail(s);
     std::printf("\n%s", comm.describe().c_str());
   }

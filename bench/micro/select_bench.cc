@@ -10,19 +10,21 @@
 #include "algos/cost_model.h"
 #include "algos/selector.h"
 #include "algos/topology.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
 
 namespace braid::algos {
 namespace {
 
 // Ranks on one host, priced as shared memory; or 8 hosts in 2 racks, one rank each.
 Topology oneHost(int n) {
-  return Topology::hostsAndRacks(std::vector<int>(static_cast<size_t>(n), 0), {}, sharedMemoryCost().link,
-                                 tcpCost().link, {});
+  return Topology::hostsAndRacks(std::vector<int>(static_cast<size_t>(n), 0), {}, braid::transport::kShmLinkCost,
+                                 braid::transport::kTcpLinkCost, {});
 }
 Topology twoRacks(int n) {
   std::vector<int> host(static_cast<size_t>(n)), rack(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) host[r] = r, rack[r] = r % 2;
-  return Topology::hostsAndRacks(host, rack, sharedMemoryCost().link, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64});
+  return Topology::hostsAndRacks(host, rack, braid::transport::kShmLinkCost, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64});
 }
 
 void choose(benchmark::State& state, Topology (*topology)(int)) {

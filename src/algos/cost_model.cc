@@ -7,22 +7,6 @@
 
 namespace braid::algos {
 
-CostParams sharedMemoryCost() {
-  CostParams p;
-  p.link = {0.5, 1.0 / 8e3};  // ~0.5 us per message, ~8 GB/s through a ring
-  p.gammaUsPerByte = 1.0 / 12e3;
-  p.copyUsPerByte = 1.0 / 12e3;
-  return p;
-}
-
-CostParams tcpCost() {
-  CostParams p;
-  p.link = {20.0, 1.0 / 2e3};  // loopback TCP: ~20 us per message, ~2 GB/s
-  p.gammaUsPerByte = 1.0 / 12e3;
-  p.copyUsPerByte = 1.0 / 12e3;
-  return p;
-}
-
 double codecStepUs(const Step& st, double gammaUsPerByte) {
   // Priced by the fp32 bytes processed: decoding runs at about the speed of a reduction,
   // encoding (block maxima and rounding, or top-k selection) at about a third of it

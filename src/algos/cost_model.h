@@ -9,30 +9,17 @@
 #include <cstddef>
 
 #include "algos/schedule.h"
+#include "transport/link_cost.h"
 
 namespace braid::algos {
 
-struct LinkCost {
-  double alphaUs = 1.0;         // per message
-  double betaUsPerByte = 2e-4;  // 1 / bandwidth (5 GB/s)
-  // A rate-limited link's token bucket (tc tbf, a cloud NIC's shaper): after idling it passes
-  // up to this many bytes at once, then its rate. 0 for a plain link.
-  double burstBytes = 0;
-  // CPU that a byte between two hosts costs both ends together (the kernel's network path, the
-  // copies in and out), in microseconds. Priced only where ranks outnumber cores, as the cores'
-  // total work bounds the time (operation_cost.h). 0: not measured.
-  double cpuUsPerByte = 0;
-};
+using transport::LinkCost;
 
 struct CostParams {
   LinkCost link;
   double gammaUsPerByte = 1e-4;  // reduction (10 GB/s)
   double copyUsPerByte = 1e-4;   // local copies
 };
-
-// Measured-order defaults for the transports Braid has (see docs/architecture.md).
-CostParams sharedMemoryCost();
-CostParams tcpCost();
 
 // A host's memory system, all cores together: about 40 GB/s of reads and writes on the
 // benchmark machine (two threads streaming: 43 GB/s reading, 41 GB/s writing around the cache;

@@ -13,6 +13,7 @@
 #include "core/device/device.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/variables.h"
 
 using braid::Status;
 using braid::api::guard;
@@ -60,7 +61,7 @@ Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   request.rank = rank;
   request.cudaDev = cudaDev;
   // Under NCCL_COMM_ID, rank 0 hosts the root listener itself.
-  request.hostRoot = rank == 0 && braid::env::isSet("NCCL_COMM_ID");
+  request.hostRoot = rank == 0 && braid::env::isSet(braid::env::kNcclCommId);
   request.onAsyncFailure = [function](ncclComm* c, const Status& st) {
     braid::api::fail(c, function, st);
   };
@@ -93,7 +94,7 @@ BRAID_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   return guard(nullptr, "ncclGetUniqueId", [&] {
     if (!uniqueId) return braid::invalidArgument("uniqueId is NULL");
     braid::logVersionOnce();
-    if (const char* commId = braid::env::get("NCCL_COMM_ID"))
+    if (const char* commId = braid::env::get(braid::env::kNcclCommId))
       return braid::uniqueIdFromCommId(commId, uniqueId);
     return braid::createUniqueId(uniqueId);
   });

@@ -1,6 +1,6 @@
 // Memory: ncclMemAlloc / ncclMemFree (device memory where there is device support, else shared
-// host memory), buffer registration and windows. Registration records what it is given, host or
-// device memory alike; collectives do not use the records yet (see core/comm/memory_registry.h).
+// host memory), buffer registration (with every transport of the communicator) and windows
+// (core/comm/memory_registry.h).
 #include "api/guard.h"
 #include "core/comm/comm.h"
 #include "core/device/device.h"
@@ -40,7 +40,7 @@ BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, siz
     *handle = nullptr;
     if (!buff) return braid::invalidArgument("buff is NULL (size %zu)", size);
     if (size == 0) return braid::invalidArgument("size is 0 (buff %p)", buff);
-    return comm->memory.add(buff, size, handle);
+    return comm->memory.add(buff, size, comm->transports, handle);
   });
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/env.h"
 #include "base/strfmt.h"
+#include "base/variables.h"
 
 namespace braid::log {
 namespace {
@@ -96,10 +97,10 @@ void init() {
   if (s.level.load(std::memory_order_relaxed) >= 0) return;
   gethostname(s.host, sizeof(s.host) - 1);
   if (char* dot = std::strchr(s.host, '.')) *dot = '\0';
-  Level level = parseLevel(env::get("NCCL_DEBUG"));
-  s.mask.store(parseMask(env::get("NCCL_DEBUG_SUBSYS")), std::memory_order_relaxed);
+  Level level = parseLevel(env::get(env::kNcclDebug));
+  s.mask.store(parseMask(env::get(env::kNcclDebugSubsys)), std::memory_order_relaxed);
   if (s.file != stderr) std::fclose(s.file);
-  s.file = level > Level::None ? openFile(env::get("NCCL_DEBUG_FILE"), s.host) : stderr;
+  s.file = level > Level::None ? openFile(env::get(env::kNcclDebugFile), s.host) : stderr;
   s.level.store(static_cast<int>(level), std::memory_order_release);
 }
 

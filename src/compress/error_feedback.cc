@@ -3,11 +3,12 @@
 #include <functional>
 
 #include "base/env.h"
+#include "compress/variables.h"
 
 namespace braid::compress {
 
 size_t ResidualStore::capacityFromEnv() {
-  int64_t v = env::getInt("BRAID_COMPRESS_STATE_BYTES");
+  int64_t v = env::getInt(env::kBraidCompressStateBytes);
   return v > 0 ? size_t(v) : 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include "compress/codec_kernels.h"
 #include "base/env.h"
+#include "compress/variables.h"
 
 namespace braid::compress {
 namespace {
@@ -57,7 +58,7 @@ Status checkCount(const char* what, size_t count) {
 
 Int8BlockOptions Int8BlockOptions::fromEnv() {
   Int8BlockOptions o;
-  o.blockSize = uint32_t(env::getInt("BRAID_COMPRESS_BLOCK"));
+  o.blockSize = uint32_t(env::getInt(env::kBraidCompressBlock));
   return o;
 }
 

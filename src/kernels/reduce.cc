@@ -11,6 +11,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "kernels/isa.h"
+#include "kernels/variables.h"
 
 namespace braid::kernels {
 namespace {
@@ -85,7 +86,7 @@ const char* isaName(Isa isa) { return int(isa) < kNumIsas ? kIsaNames[int(isa)] 
 bool isaAvailable(Isa isa) { return built(isa) && cpuHas(isa); }
 
 Isa activeIsa() {
-  static const Isa isa = resolveIsaRequest(env::get("BRAID_ISA"), bestAvailable());
+  static const Isa isa = resolveIsaRequest(env::get(env::kBraidIsa), bestAvailable());
   return isa;
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/env.h"
 #include "base/log.h"
+#include "topo/variables.h"
 
 namespace braid::topo {
 namespace {
@@ -47,7 +48,7 @@ std::vector<int> numberGroups(const std::vector<std::string>& keys, std::vector<
 }  // namespace
 
 std::string localHostName() {
-  if (const char* id = env::get("NCCL_HOSTID"); id && *id) return id;
+  if (const char* id = env::get(env::kNcclHostid); id && *id) return id;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   return host;
@@ -160,8 +161,8 @@ std::string CommTopology::describe() const {
 Status buildCommTopology(const CommTopologyInputs& in, CommTopology* out) {
   std::vector<int> hostOfRank;
   const int nhosts = static_cast<int>(distinctHosts(in.rankHosts, &hostOfRank).size());
-  const char* file = env::get("BRAID_CLUSTER_FILE");
-  const int64_t probeMs = env::getInt("BRAID_TOPO_PROBE");
+  const char* file = env::get(env::kBraidClusterFile);
+  const int64_t probeMs = env::getInt(env::kBraidTopoProbe);
   if (file && *file) {
     ClusterMap map;
     BRAID_TRY(loadClusterMap(file, &map).withContext("BRAID_CLUSTER_FILE"));

@@ -6,6 +6,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "topo/topo_xml.h"
+#include "topo/variables.h"
 
 namespace braid::topo {
 
@@ -136,7 +137,7 @@ bool parseCpuMask(std::string_view mask, std::vector<int>* cpus) {
 }
 
 Status hostTopology(HostTopology* out) {
-  const char* file = env::get("NCCL_TOPO_FILE");
+  const char* file = env::get(env::kNcclTopoFile);
   bool loaded = false;
   if (file && *file) {
     bool advisory = false;
@@ -154,7 +155,7 @@ Status hostTopology(HostTopology* out) {
     std::string text = describeHost(*out);
     BRAID_INFO(kGraph, "%s", text.substr(0, text.find('\n')).c_str());
   }
-  if (const char* dump = env::get("NCCL_TOPO_DUMP_FILE"); dump && *dump) {
+  if (const char* dump = env::get(env::kNcclTopoDumpFile); dump && *dump) {
     BRAID_TRY(dumpTopoFile(*out, dump));
     BRAID_INFO(kGraph, "host topology written to %s", dump);
   }

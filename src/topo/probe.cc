@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "topo/comm_topology.h"
 #include "transport/wait.h"
+#include "topo/variables.h"
 
 namespace braid::topo {
 namespace {
@@ -144,7 +145,7 @@ Status drive(ProbeNetwork& net, const std::vector<int>& leaders, RackClustering*
     return Status::Ok();
   };
   ProbeOptions options;
-  options.budget = std::chrono::milliseconds(env::getInt("BRAID_TOPO_PROBE"));
+  options.budget = std::chrono::milliseconds(env::getInt(env::kBraidTopoProbe));
   Status st = probeRacks(static_cast<int>(leaders.size()), measure, options, racks);
   Command done{kDone, 0};
   for (int leader : leaders)
@@ -175,8 +176,8 @@ Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHost
   *ran = false;
   std::vector<int> hostOfRank;
   const auto hosts = distinctHosts(rankHosts, &hostOfRank);
-  const char* map = env::get("BRAID_CLUSTER_FILE");
-  if ((map && *map) || env::getInt("BRAID_TOPO_PROBE") <= 0 || hosts.size() < 3) return Status::Ok();
+  const char* map = env::get(env::kBraidClusterFile);
+  if ((map && *map) || env::getInt(env::kBraidTopoProbe) <= 0 || hosts.size() < 3) return Status::Ok();
   std::vector<int> leaders(hosts.size(), -1);
   for (int r = net.nranks() - 1; r >= 0; --r) leaders[static_cast<size_t>(hostOfRank[r])] = r;
 

@@ -1,47 +1,71 @@
 #include "transport/registry.h"
 
-#include <cstring>
+#include <strings.h>
+
+#include <algorithm>
 #include <string>
 
-#include "base/env.h"
-#include "base/log.h"
 #include "transport/loopback/loopback_transport.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
+namespace braid::env {
+const Var kBraidTransports = {"BRAID_TRANSPORTS", nullptr,
+                              "comma list of the transports that may be used (loopback, shm, tcp); unset: all"};
+}  // namespace braid::env
+
 namespace braid::transport {
 namespace {
+
+// One line per transport, in preference order.
+constexpr const TransportEntry* kRegistered[] = {&kLoopbackTransport, &kShmTransport, &kTcpTransport};
+
+bool sameName(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
 
 // BRAID_TRANSPORTS: a comma list restricting which transports may be used (tests use it to run
 // threads as ranks over TCP, say). Unset: all of them.
 bool allowed(std::string_view name) {
-  const char* list = env::get("BRAID_TRANSPORTS");
+  const char* list = env::get(env::kBraidTransports);
   if (!list || !*list) return true;
-  std::string s(list);
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (strcasecmp(tok.c_str(), std::string(name).c_str()) == 0) return true;
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+  std::string_view s(list);
+  while (!s.empty()) {
+    const size_t comma = s.find(',');
+    if (sameName(s.substr(0, comma), name)) return true;
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
   }
   return false;
 }
 
 }  // namespace
 
+std::span<const TransportEntry* const> registered() { return kRegistered; }
+
+const TransportEntry* find(std::string_view name) {
+  for (const TransportEntry* e : kRegistered)
+    if (sameName(e->name, name)) return e;
+  return nullptr;
+}
+
 Status createTransports(std::vector<std::unique_ptr<Transport>>* out) {
-  std::vector<std::unique_ptr<Transport>> all;
-  all.push_back(makeLoopbackTransport());
-  all.push_back(makeShmTransport());
-  std::unique_ptr<Transport> tcp;
-  BRAID_TRY(createTcpTransport(&tcp));
-  all.push_back(std::move(tcp));
   out->clear();
-  for (auto& t : all)
-    if (allowed(t->name())) out->push_back(std::move(t));
+  for (const TransportEntry* e : kRegistered) {
+    if (!allowed(e->name)) continue;
+    std::unique_ptr<Transport> t;
+    BRAID_TRY(e->create(&t));
+    out->push_back(std::move(t));
+  }
   return Status::Ok();
+}
+
+std::vector<const env::Var*> variables() {
+  std::vector<const env::Var*> all = {&env::kBraidTransports};
+  for (const TransportEntry* e : kRegistered)
+    for (const env::Var* v : e->variables)
+      if (std::find(all.begin(), all.end(), v) == all.end()) all.push_back(v);
+  return all;
 }
 
 }  // namespace braid::transport

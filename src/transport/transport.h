@@ -11,6 +11,8 @@
 
 #include "base/status.h"
 #include "base/waiter.h"
+#include "transport/link_cost.h"
+#include "transport/memory.h"
 
 namespace braid::transport {
 
@@ -75,6 +77,17 @@ class Transport {
   virtual ~Transport() = default;
   virtual std::string_view name() const = 0;
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  // What a message between two ranks this transport serves costs, for the cost model (the
+  // topology's link inside a host, or between hosts where no map or probe says otherwise).
+  virtual LinkCost linkCost() const = 0;
+  // Memory registration (transport/memory.h), optional: the handle of [base, base + bytes) that
+  // peers can address, or none (id 0) where this transport cannot share it; the default shares
+  // nothing. A handle stays valid until deregisterMemory.
+  virtual Status registerMemory(const void* base, size_t bytes, MemoryHandle* handle) {
+    *handle = {};
+    return Status::Ok();
+  }
+  virtual void deregisterMemory(const MemoryHandle& handle) {}
   virtual Status listen(const PeerInfo& self, const PeerInfo& peer, Blob* handle) = 0;
   virtual Status connect(const PeerInfo& self, const PeerInfo& peer, const Blob& peerHandle,
                          const Waiter& waiter, std::unique_ptr<Endpoint>* endpoint) = 0;

@@ -1,8 +1,9 @@
-// The environment table is the single source of truth: the README's table lists exactly its
-// variables with the same defaults (regenerate it with `braid-env --markdown`), and every
-// lookup of an unknown name is caught here rather than drifting silently.
+// The environment variables: every one a layer declares is in the list braid-env prints
+// (api/variables.h), the README's table lists exactly those with the same defaults (regenerate it
+// with tools/readme_env.py), and nothing in src/ reads the environment around base/env.h.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -10,6 +11,8 @@
 #include <string>
 
 #include "base/env.h"
+#include "api/variables.h"
+#include "core/variables.h"
 
 namespace {
 
@@ -23,11 +26,11 @@ TEST(EnvTable, ReadmeListsEveryVariableWithItsDefault) {
     std::smatch m;
     if (std::regex_search(line, m, row)) readme[m[1]] = m[2];
   }
-  for (const auto& v : braid::env::table()) {
-    auto it = readme.find(v.name);
-    ASSERT_NE(it, readme.end()) << v.name << " is missing from the README's table (run tools/readme_env.py)";
-    std::string def = v.defaultValue ? v.defaultValue : "(unset)";
-    EXPECT_EQ(it->second, def) << v.name;
+  for (const braid::env::Var* v : braid::allVariables()) {
+    auto it = readme.find(v->name);
+    ASSERT_NE(it, readme.end()) << v->name << " is missing from the README's table (run tools/readme_env.py)";
+    std::string def = v->defaultValue ? v->defaultValue : "(unset)";
+    EXPECT_EQ(it->second, def) << v->name;
     readme.erase(it);
   }
   for (const auto& [name, def] : readme) ADD_FAILURE() << name << " is in the README but not in the table";
@@ -35,21 +38,46 @@ TEST(EnvTable, ReadmeListsEveryVariableWithItsDefault) {
 
 TEST(EnvTable, NamesAreUniqueAndPrefixed) {
   std::map<std::string, int> seen;
-  for (const auto& v : braid::env::table()) {
-    std::string n = v.name;
+  for (const braid::env::Var* v : braid::allVariables()) {
+    std::string n = v->name;
     EXPECT_TRUE(n.rfind("NCCL_", 0) == 0 || n.rfind("BRAID_", 0) == 0) << n;
     EXPECT_EQ(seen[n]++, 0) << n << " appears twice";
-    EXPECT_GT(std::string(v.doc).size(), 10u) << n << " has no documentation";
+    EXPECT_GT(std::string(v->doc).size(), 10u) << n << " has no documentation";
   }
+}
+
+// Every variable src/ declares (`const Var kName = {"NAME", ...`) is in the list, so none is
+// missing from braid-env and the README; and no code reads a variable with getenv itself.
+TEST(EnvTable, EveryDeclaredVariableIsListedAndReadThroughEnv) {
+  std::map<std::string, int> listed;
+  for (const braid::env::Var* v : braid::allVariables()) listed[v->name] = 1;
+  const std::regex declared(R"re(const Var k\w+ = \{"([A-Z0-9_]+)")re");
+  const std::regex direct(R"re(getenv\("(NCCL|BRAID)_)re");
+  size_t found = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(BRAID_SOURCE_DIR) + "/src")) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    for (std::sregex_iterator it(s.begin(), s.end(), declared), end; it != end; ++it) {
+      ++found;
+      EXPECT_TRUE(listed.count((*it)[1])) << (*it)[1] << " (" << e.path().string()
+                                          << ") is in no layer's list of variables";
+    }
+    EXPECT_FALSE(std::regex_search(s, direct))
+        << e.path().string() << " reads an NCCL_ or BRAID_ variable with getenv: declare an env::Var";
+  }
+  EXPECT_EQ(found, listed.size());
 }
 
 TEST(EnvTable, DefaultsAndOverrides) {
   unsetenv("BRAID_CHUNK_BYTES");
-  EXPECT_EQ(braid::env::getInt("BRAID_CHUNK_BYTES"), 524288);
+  EXPECT_EQ(braid::env::getInt(braid::env::kBraidChunkBytes), 524288);
   setenv("BRAID_CHUNK_BYTES", "4096", 1);
-  EXPECT_EQ(braid::env::getInt("BRAID_CHUNK_BYTES"), 4096);
+  EXPECT_EQ(braid::env::getInt(braid::env::kBraidChunkBytes), 4096);
   setenv("BRAID_CHUNK_BYTES", "lots", 1);
-  EXPECT_EQ(braid::env::getInt("BRAID_CHUNK_BYTES"), 524288) << "unparsable values fall back";
+  EXPECT_EQ(braid::env::getInt(braid::env::kBraidChunkBytes), 524288) << "unparsable values fall back";
   unsetenv("BRAID_CHUNK_BYTES");
 }
 

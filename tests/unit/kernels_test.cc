@@ -382,11 +382,5 @@ TEST(Kernels, BraidIsaForcesGenericInAFreshProcess) {
       ::testing::ExitedWithCode(0), "");
 }
 
-TEST(Kernels, BraidIsaIsInTheEnvTable) {
-  bool found = false;
-  for (const env::Var& v : env::table()) found |= !std::strcmp(v.name, "BRAID_ISA");
-  EXPECT_TRUE(found);
-}
-
 }  // namespace
 }  // namespace braid::kernels

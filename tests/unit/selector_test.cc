@@ -4,6 +4,8 @@
 #include "algos/cost_model.h"
 #include "algos/selector.h"
 #include "algos/topology.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
 
 namespace braid::algos {
 namespace {
@@ -44,7 +46,7 @@ CollArgs allReduce(size_t count, int nranks, const Topology& topo) {
 }
 
 TEST(Selector, SmallCallsTakeOneHopLargeOnesTheRing) {
-  Topology topo = Topology::flat(4, sharedMemoryCost().link);
+  Topology topo = Topology::flat(4, braid::transport::kShmLinkCost);
   AlgoFilter none;
   Choice c;
   ASSERT_TRUE(chooseAlgorithm(allReduce(2, 4, topo), none, "", &c).ok());
@@ -58,8 +60,8 @@ TEST(Selector, SmallCallsTakeOneHopLargeOnesTheRing) {
 // the tie goes to the one whose messages and reductions alone finish first (rhd, 4 ranks,
 // 8 MiB: measured 10-15% faster), not to the one listed first.
 TEST(Selector, MemoryBoundTiesGoToTheFasterLinks) {
-  Topology topo = Topology::hostsAndRacks({0, 0, 0, 0}, {}, sharedMemoryCost().link, tcpCost().link,
-                                          tcpCost().link);
+  Topology topo = Topology::hostsAndRacks({0, 0, 0, 0}, {}, braid::transport::kShmLinkCost, braid::transport::kTcpLinkCost,
+                                          braid::transport::kTcpLinkCost);
   const CollArgs a = allReduce((8 << 20) / 4, 4, topo);
   double ringLinks = 0, rhdLinks = 0;
   const Algorithm* ring = selectAlgorithm(a, "ring");
@@ -83,7 +85,7 @@ TEST(Selector, MemoryBoundTiesGoToTheFasterLinks) {
 }
 
 TEST(Selector, ForcedAndFiltered) {
-  Topology topo = Topology::flat(4, sharedMemoryCost().link);
+  Topology topo = Topology::flat(4, braid::transport::kShmLinkCost);
   Choice c;
   ASSERT_TRUE(chooseAlgorithm(allReduce(2, 4, topo), AlgoFilter{}, "ring", &c).ok());
   EXPECT_EQ(c.algorithm->name(), "ring");

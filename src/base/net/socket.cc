@@ -17,6 +17,7 @@
 
 #include "base/env.h"
 #include "base/log.h"
+#include "base/variables.h"
 
 namespace braid::net {
 namespace {
@@ -266,13 +267,13 @@ int parseFamily(const char* value) {
 }
 
 Status chooseInterface(Interface* out) {
-  const char* ifname = env::get("NCCL_SOCKET_IFNAME");
-  int family = parseFamily(env::get("NCCL_SOCKET_FAMILY"));
+  const char* ifname = env::get(env::kNcclSocketIfname);
+  int family = parseFamily(env::get(env::kNcclSocketFamily));
   std::vector<Interface> found = selectInterfaces(listInterfaces(), ifname, family);
   if (found.empty())
     return systemError("no usable network interface (NCCL_SOCKET_IFNAME=%s NCCL_SOCKET_FAMILY=%s)",
                        ifname ? ifname : "<unset>",
-                       env::get("NCCL_SOCKET_FAMILY") ? env::get("NCCL_SOCKET_FAMILY") : "<unset>");
+                       env::get(env::kNcclSocketFamily) ? env::get(env::kNcclSocketFamily) : "<unset>");
   *out = found.front();
   out->address.setPort(0);
   return Status::Ok();

@@ -17,6 +17,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "base/net/socket.h"
+#include "core/variables.h"
 
 namespace braid {
 namespace {
@@ -408,7 +409,7 @@ Status Bootstrap::create(const ncclUniqueId& id, int rank, int nranks, bool host
   if (hostRoot) {
     net::SocketAddress bound;
     BRAID_TRY(bootstrap::startRoot(contents.root, contents.magic,
-                                   env::getInt("BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS"), &bound));
+                                   env::getInt(env::kBraidBootstrapRootTimeoutMs), &bound));
   }
   net::Interface itf;
   BRAID_TRY(net::chooseInterface(&itf).withContext("bootstrap"));

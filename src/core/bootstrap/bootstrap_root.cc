@@ -18,6 +18,7 @@
 #include "core/bootstrap/bootstrap.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/variables.h"
 
 namespace braid::bootstrap {
 namespace {
@@ -258,7 +259,7 @@ Status createUniqueId(ncclUniqueId* id) {
   bootstrap::IdContents contents;
   contents.magic = bootstrap::randomMagic();
   BRAID_TRY(bootstrap::startRoot(itf.address, contents.magic,
-                                 env::getInt("BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS"), &contents.root));
+                                 env::getInt(env::kBraidBootstrapRootTimeoutMs), &contents.root));
   bootstrap::encodeUniqueId(contents, id);
   return Status::Ok();
 }

@@ -21,6 +21,7 @@
 #include "topo/sysfs.h"
 #include "base/log.h"
 #include "transport/registry.h"
+#include "topo/variables.h"
 
 namespace braid {
 namespace {
@@ -34,7 +35,7 @@ uint64_t fnv1a(const std::string& text) {
 // Same host = same hostname and boot id (so containers sharing a hostname on different
 // machines are told apart), or whatever NCCL_HOSTID says.
 uint64_t hostHash() {
-  if (const char* id = env::get("NCCL_HOSTID"); id && *id) return fnv1a(id);
+  if (const char* id = env::get(env::kNcclHostid); id && *id) return fnv1a(id);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::string bootId;
@@ -156,8 +157,8 @@ Status ncclComm::buildTopology() {
   BRAID_TRY(hostStatus);
   braid::topo::CommTopologyInputs in;
   for (const auto& p : peers) in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
-  in.intraHost = braid::algos::sharedMemoryCost().link;
-  in.interHost = braid::algos::tcpCost().link;
+  in.intraHost = pairLinkCost(true);
+  in.interHost = pairLinkCost(false);
   braid::topo::RackClustering racks;
   bool probed = false;
   braid::CommProbeNetwork probeNet(*this);
@@ -176,6 +177,28 @@ Status ncclComm::buildTopology() {
     BRAID_INFO(kGraph, "%.2f ranks per core on the most crowded machine: every alpha priced x%.2f",
                ranksPerCore, ranksPerCore);
   return Status::Ok();
+}
+
+// What a message costs on the transport that serves a pair of ranks on one host (sameHost) or
+// on two hosts: that of the first such pair, which every rank finds alike from the same peer
+// table (the transports' own figures; a cluster map or the probe replaces those between hosts).
+braid::transport::LinkCost ncclComm::pairLinkCost(bool sameHost) const {
+  int a = -1, b = -1;
+  if (sameHost) {
+    std::unordered_map<uint64_t, int> firstOnHost;
+    for (int r = 0; r < nranks && b < 0; ++r) {
+      auto [it, fresh] = firstOnHost.try_emplace(peers[r].hostHash, r);
+      if (!fresh) a = it->second, b = r;
+    }
+  } else {
+    a = 0;
+    for (int r = 1; r < nranks && b < 0; ++r)
+      if (peers[r].hostHash != peers[0].hostHash) b = r;
+  }
+  if (b < 0) return {};  // no such pair: the level is never priced
+  for (const auto& t : transports)
+    if (t->canConnect(peers[a], peers[b])) return t->linkCost();
+  return {};
 }
 
 // Connects to every peer (send/recv to self is a local copy in the executor). Three phases with bootstrap exchanges between them, as the transport

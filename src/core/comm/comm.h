@@ -140,6 +140,7 @@ struct ncclComm {
  private:
   braid::Status connectAll(const braid::Waiter& waiter);
   braid::Status buildTopology();
+  braid::transport::LinkCost pairLinkCost(bool sameHost) const;
 
   std::mutex mu_;
   std::string lastError_;

@@ -8,6 +8,7 @@
 #include "core/device/device.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/variables.h"
 
 namespace braid {
 
@@ -24,17 +25,17 @@ namespace {
 // Settings read from the environment once per communicator, so a running communicator never
 // changes behaviour under a later setenv.
 Status applyEnvironment(ncclComm* comm) {
-  comm->timeoutMs = env::getInt("BRAID_TIMEOUT_MS");
-  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(1, env::getInt("BRAID_CHUNK_BYTES")));
-  comm->checkMismatch = env::getInt("BRAID_CHECK_MISMATCH") != 0;
+  comm->timeoutMs = env::getInt(env::kBraidTimeoutMs);
+  comm->chunkBytes = static_cast<size_t>(std::max<int64_t>(1, env::getInt(env::kBraidChunkBytes)));
+  comm->checkMismatch = env::getInt(env::kBraidCheckMismatch) != 0;
   comm->directMaxBytes =
-      static_cast<size_t>(std::max<int64_t>(0, env::getInt("BRAID_DIRECT_MAX_BYTES")));
-  if (const char* algo = env::get("BRAID_ALGO")) comm->forcedAlgorithm = algo;
-  if (const char* spec = env::get("NCCL_ALGO"))
+      static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidDirectMaxBytes)));
+  if (const char* algo = env::get(env::kBraidAlgo)) comm->forcedAlgorithm = algo;
+  if (const char* spec = env::get(env::kNcclAlgo))
     BRAID_TRY(algos::AlgoFilter::parse(spec, &comm->algoFilter));
   // A bad value fails init, as a bad NCCL_ALGO does, naming the variable.
   CompressPolicy policy = defaultCompressPolicy();
-  if (const char* spec = env::get("BRAID_COMPRESS"))
+  if (const char* spec = env::get(env::kBraidCompress))
     BRAID_TRY(parseCompressPolicy(spec, "BRAID_COMPRESS", &policy));
   comm->compression.setDefaultPolicy(policy);
   if (policy.codec != braidCompressNone)

@@ -22,13 +22,33 @@ Status memFree(void* ptr) {
   return Status::Ok();
 }
 
+namespace {
+
+void deregister(const Registration& reg) {
+  for (const auto& [t, h] : reg.handles) t->deregisterMemory(h);
+}
+
+}  // namespace
+
 MemoryRegistry::~MemoryRegistry() {
-  // Windows the caller never deregistered: the ncclWindow_vidmem structs are ours to free.
+  // What the caller never deregistered: the transports' handles, and the ncclWindow_vidmem
+  // structs, which are ours to free.
+  for (auto& [key, reg] : registrations_) deregister(*reg);
   for (auto& [win, state] : windows_) delete win;
 }
 
-Status MemoryRegistry::add(void* base, size_t size, void** handle) {
-  auto reg = std::make_unique<Registration>(Registration{base, size});
+Status MemoryRegistry::add(void* base, size_t size,
+                           std::span<const std::unique_ptr<transport::Transport>> transports, void** handle) {
+  auto reg = std::make_unique<Registration>(Registration{base, size, {}});
+  for (const auto& t : transports) {
+    transport::MemoryHandle h;
+    Status st = t->registerMemory(base, size, &h);
+    if (!st.ok()) {
+      deregister(*reg);
+      return st.withContext(std::string(t->name()));
+    }
+    if (h.valid()) reg->handles.emplace_back(t.get(), h);
+  }
   void* key = reg.get();
   std::lock_guard<std::mutex> lock(mu_);
   registrations_.emplace(key, std::move(reg));
@@ -38,8 +58,11 @@ Status MemoryRegistry::add(void* base, size_t size, void** handle) {
 
 Status MemoryRegistry::remove(void* handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!registrations_.erase(handle))
+  auto it = registrations_.find(handle);
+  if (it == registrations_.end())
     return invalidArgument("handle %p is not a registration of this communicator", handle);
+  deregister(*it->second);
+  registrations_.erase(it);
   return Status::Ok();
 }
 

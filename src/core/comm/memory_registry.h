@@ -1,8 +1,10 @@
 // Memory Braid hands out (ncclMemAlloc) and buffers a communicator was told about
-// (ncclCommRegister, ncclCommWindowRegister). On host memory registration does not change the
-// data path yet: collectives copy through the transports whether or not a buffer is
-// registered. What is kept here is what a zero-copy path will need (base, size, flags), and
-// enough to reject handles Braid never issued.
+// (ncclCommRegister, ncclCommWindowRegister). Registering a buffer registers it with each of the
+// communicator's transports (Transport::registerMemory, transport/memory.h) and keeps their
+// handles until it is deregistered; a transport that cannot share the memory gives none. Shared
+// memory shares ncclMemAlloc allocations only, and does so whether or not they are registered,
+// so on host memory registration changes nothing on the data path yet. The records also let
+// the API reject handles Braid never issued.
 #pragma once
 
 #include <cstddef>
@@ -10,8 +12,13 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <span>
+#include <utility>
+#include <vector>
+
 #include "base/status.h"
 #include "nccl.h"
+#include "transport/transport.h"
 
 namespace braid {
 
@@ -23,6 +30,8 @@ Status memFree(void* ptr);
 struct Registration {
   void* base = nullptr;
   size_t size = 0;
+  // What each transport gave back (only the handles of those that share the memory).
+  std::vector<std::pair<transport::Transport*, transport::MemoryHandle>> handles;
 };
 
 // What ncclWindow_vidmem::winHost points at.
@@ -41,7 +50,8 @@ class MemoryRegistry {
   MemoryRegistry& operator=(const MemoryRegistry&) = delete;
   ~MemoryRegistry();
 
-  Status add(void* base, size_t size, void** handle);
+  Status add(void* base, size_t size, std::span<const std::unique_ptr<transport::Transport>> transports,
+             void** handle);
   Status remove(void* handle);
   Status addWindow(void* base, size_t size, int flags, int rank, ncclWindow_t* win);
   Status removeWindow(ncclWindow_t win);

@@ -17,6 +17,7 @@
 #include "kernels/cuda/kernels.h"
 #include "core/device/stream_proxy.h"
 #include "core/device/cuda_stream_ops.h"
+#include "core/variables.h"
 
 namespace braid::device {
 namespace {
@@ -51,7 +52,7 @@ Status kindOf(const void* ptr, const char* name, Kind* kind) {
 void probe() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (env::getInt("BRAID_CUDA") == 0) {
+    if (env::getInt(env::kBraidCuda) == 0) {
       BRAID_INFO(kInit, "CUDA: BRAID_CUDA=0: device-memory support off, host memory only");
       return;
     }

@@ -13,6 +13,8 @@
 #include "base/log.h"
 #include "base/strfmt.h"
 #include "kernels/reduce.h"
+#include "compress/variables.h"
+#include "core/variables.h"
 
 namespace braid {
 namespace {
@@ -59,10 +61,10 @@ CompressPolicy defaultCompressPolicy() {
   CompressPolicy p{};
   p.codec = braidCompressNone;
   p.topkRatio = 0.01;
-  p.blockSize = static_cast<int>(env::getInt("BRAID_COMPRESS_BLOCK"));
+  p.blockSize = static_cast<int>(env::getInt(env::kBraidCompressBlock));
   p.stochasticRounding = 0;
-  p.errorFeedback = env::getInt("BRAID_COMPRESS_FEEDBACK") != 0 ? 1 : 0;
-  p.minBytes = static_cast<size_t>(std::max<int64_t>(0, env::getInt("BRAID_COMPRESS_MIN_BYTES")));
+  p.errorFeedback = env::getInt(env::kBraidCompressFeedback) != 0 ? 1 : 0;
+  p.minBytes = static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidCompressMinBytes)));
   return p;
 }
 

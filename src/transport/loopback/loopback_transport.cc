@@ -11,6 +11,13 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "transport/shm/ring_endpoint.h"
+#include "transport/shm/shm_transport.h"
+
+namespace braid::env {
+const Var kBraidLoopbackDirectMinBytes = {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384",
+    "between threads, messages from this size are copied once, sender buffer to receiver buffer; "
+     "smaller ones go through the ring (0: always the ring)"};
+}  // namespace braid::env
 
 namespace braid::transport {
 namespace {
@@ -82,6 +89,9 @@ class LoopbackTransport final : public Transport {
     return self.processHash == peer.processHash;
   }
 
+  // The rings of shared memory between threads: priced as shared memory.
+  LinkCost linkCost() const override { return kShmLinkCost; }
+
   Status listen(const PeerInfo& self, const PeerInfo& peer, Blob* handle) override {
     return noThrow("LOOPBACK listen", [&] { return listenImpl(self, peer, handle); });
   }
@@ -94,7 +104,7 @@ class LoopbackTransport final : public Transport {
   Status listenImpl(const PeerInfo& self, const PeerInfo& peer, Blob* handle) {
     if (listens_.count(peer.rank))
       return invalidUsage("LOOPBACK listen: rank %d already has a pending listen for rank %d", self.rank, peer.rank);
-    const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt("BRAID_SHM_BUFFSIZE"))));
+    const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidShmBuffsize))));
     auto ch = std::make_shared<Channel>();
     BRAID_TRY(Segment::anonymous(Ring::bytesFor(capacity), &ch->memory).withContext("LOOPBACK listen"));
     Ring ring;
@@ -132,7 +142,7 @@ class LoopbackTransport final : public Transport {
     config.txDirectLock = std::shared_ptr<std::mutex>(tx, &tx->directLock);
     config.rxDirectLock = std::shared_ptr<std::mutex>(rx, &rx->directLock);
     config.peer = std::make_unique<ThreadPeer>();
-    const int64_t directMin = env::getInt("BRAID_LOOPBACK_DIRECT_MIN_BYTES");
+    const int64_t directMin = env::getInt(env::kBraidLoopbackDirectMinBytes);
     config.directMinBytes = directMin > 0 ? static_cast<size_t>(directMin) : 0;
     config.name = "LOOPBACK";
     BRAID_TRY(RingEndpoint::create(std::move(config), endpoint).withContext("LOOPBACK connect"));
@@ -153,5 +163,16 @@ class LoopbackTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> makeLoopbackTransport() { return std::make_unique<LoopbackTransport>(); }
+
+namespace {
+const env::Var* const kLoopbackVariables[] = {&env::kBraidShmBuffsize, &env::kBraidLoopbackDirectMinBytes};
+}  // namespace
+
+const TransportEntry kLoopbackTransport = {"loopback",
+                                           [](std::unique_ptr<Transport>* out) {
+                                             *out = makeLoopbackTransport();
+                                             return Status::Ok();
+                                           },
+                                           kLoopbackVariables};
 
 }  // namespace braid::transport

@@ -4,10 +4,16 @@
 
 #include <memory>
 
+#include "transport/registry.h"
 #include "transport/transport.h"
+
+namespace braid::env {
+extern const Var kBraidLoopbackDirectMinBytes;
+}  // namespace braid::env
 
 namespace braid::transport {
 
+extern const TransportEntry kLoopbackTransport;  // "loopback"; its rings read BRAID_SHM_BUFFSIZE
 std::unique_ptr<Transport> makeLoopbackTransport();
 
 }  // namespace braid::transport

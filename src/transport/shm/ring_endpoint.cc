@@ -24,10 +24,10 @@ uint64_t headerWord(uint64_t kind, bool whole, uint64_t bytes) {
 struct DirectDescriptor {
   uint64_t addr;  // in the sender's address space
   uint64_t seq;   // 1, 2, ...: the consumer acknowledges by publishing it in directDone
-  // The shared allocation the buffer lies in (id 0: none): the consumer maps it instead of
+  // The registered memory the buffer lies in (id 0: none): the consumer maps it instead of
   // reading through the kernel.
-  uint64_t regionId, regionBase, regionSize;
-  int64_t regionFd;
+  uint64_t handleId, handleBase, handleSize;
+  int64_t handleKey;
 };
 constexpr size_t kHeaderBytes = 16;
 static_assert(sizeof(DirectDescriptor) % Ring::kAlign == 0);
@@ -198,10 +198,10 @@ bool RingEndpoint::pumpSends() {
     if (!op.headerDone) {
       const uint64_t start = alignUp(tx_.position());
       const size_t pad = start - tx_.position();
-      SharedRegion region;
+      MemoryHandle handle;
       const bool byReference = config_.zeroCopyMinBytes && op.bytes >= config_.zeroCopyMinBytes &&
                                ctl->mapOk.load(std::memory_order_relaxed) == 1 &&
-                               findShared(op.data, op.bytes, &region);
+                               config_.registered(op.data, op.bytes, &handle);
       const bool direct = byReference ||
                           (config_.directMinBytes && op.bytes >= config_.directMinBytes &&
                            ctl->directOk.load(std::memory_order_relaxed) == Ring::kDirectYes);
@@ -213,8 +213,8 @@ bool RingEndpoint::pumpSends() {
       tx_.zero(pad);
       const Ring& ring = tx_.ring();
       if (direct) {
-        DirectDescriptor d{reinterpret_cast<uint64_t>(op.data), ++directPosted_, region.id,
-                           region.base, region.size, region.fd};
+        DirectDescriptor d{reinterpret_cast<uint64_t>(op.data), ++directPosted_, handle.id,
+                           handle.base, handle.size, handle.key};
         ring.copyIn(start + kHeaderBytes, &d, sizeof d);
         op.directSeq = d.seq;
       } else if (body) {
@@ -295,7 +295,7 @@ Status RingEndpoint::pumpRecvs(bool* moved) {
                                   static_cast<unsigned long long>(directAcked_ + 1)));
         op.direct = true;
         op.directAddr = d.addr;
-        op.region = {d.regionId, d.regionBase, d.regionSize, d.regionFd};
+        op.handle = {d.handleId, d.handleBase, d.handleSize, d.handleKey};
         recordBytes += sizeof d;
       }
       op.whole = (word & kWhole) != 0;
@@ -356,7 +356,7 @@ Status RingEndpoint::directRecv(RecvOp& op, bool* moved) {
   while (op.received < op.bytes && budget) {
     size_t n = std::min(op.bytes - op.received, budget);
     const uint64_t addr = op.directAddr + op.received;
-    const void* shared = op.region.id ? config_.peer->mapped(op.region, addr) : nullptr;
+    const void* shared = op.handle.valid() ? config_.peer->mapped(op.handle, addr) : nullptr;
     if (shared) {
       if (op.sink) op.sink->consume(op.received, shared, n);
       else if (op.streamed) kernels::streamCopy(op.data + op.received, shared, n);

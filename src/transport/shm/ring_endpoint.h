@@ -40,9 +40,9 @@ class PeerAccess {
   virtual Status read(uint64_t addr, void* dst, size_t n) = 0;
   // Non-null when the peer's memory is ours (threads): a sink then reads it in place.
   virtual const void* local(uint64_t addr) { return nullptr; }
-  // The peer's address `addr`, inside its shared allocation `region`, mapped into ours; null
+  // The peer's address `addr`, inside memory it registered as `handle`, mapped into ours; null
   // when it cannot be mapped (the caller then reads instead).
-  virtual const void* mapped(const SharedRegion& region, uint64_t addr) { return nullptr; }
+  virtual const void* mapped(const MemoryHandle& handle, uint64_t addr) { return nullptr; }
   // Called now and then while waiting: true when the peer can no longer make progress.
   virtual bool gone() { return false; }
   virtual std::string describe() const = 0;
@@ -53,9 +53,11 @@ struct RingEndpointConfig {
   std::shared_ptr<Segment> rxMemory;  // a ring we consume from
   std::unique_ptr<PeerAccess> peer;
   size_t directMinBytes = 0;  // 0: never use the direct path (for any buffer)
-  // Buffers in shared allocations (ncclMemAlloc) from this size go by reference when the
-  // consumer can map them (0: never).
+  // Messages from this size whose buffer lies in memory the transport registered (`registered`
+  // finds its handle; shared memory: ncclMemAlloc allocations) go by reference when the consumer
+  // can map it (0: never).
   size_t zeroCopyMinBytes = 0;
+  bool (*registered)(const void* data, size_t bytes, MemoryHandle* handle) = nullptr;
   // Between threads a sender's buffer may be freed right after its endpoint is destroyed, so a
   // receiver copies from it only under the lock its destructor takes (null between processes,
   // where a stale read fails or is detected instead of crashing).
@@ -93,7 +95,7 @@ class RingEndpoint final : public Endpoint {
     size_t received = 0;
     bool headerDone = false;
     uint64_t directAddr = 0;
-    SharedRegion region{};  // id 0: not in a shared allocation
+    MemoryHandle handle{};  // id 0: not in registered memory
     bool direct = false;
     bool whole = false;  // the payload was in the ring before the header was stamped
     bool streamed = false;  // write data with non-temporal stores (see Endpoint::postRecv)

@@ -16,7 +16,7 @@ namespace {
 
 struct Allocations {
   std::mutex mu;
-  std::map<uintptr_t, SharedRegion> byBase;
+  std::map<uintptr_t, MemoryHandle> byBase;
   uint64_t nextId = 1;
 };
 
@@ -52,7 +52,7 @@ Status sharedAlloc(size_t size, void** out) {
 }
 
 bool sharedFree(void* ptr) {
-  SharedRegion r;
+  MemoryHandle r;
   {
     Allocations& a = allocations();
     std::lock_guard<std::mutex> lock(a.mu);
@@ -62,20 +62,19 @@ bool sharedFree(void* ptr) {
     a.byBase.erase(it);
   }
   munmap(ptr, r.size);
-  close(static_cast<int>(r.fd));
+  close(static_cast<int>(r.key));
   return true;
 }
 
-bool findShared(const void* ptr, size_t bytes, SharedRegion* region) {
+bool findShared(const void* ptr, size_t bytes, MemoryHandle* handle) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
   auto it = a.byBase.upper_bound(p);
   if (it == a.byBase.begin()) return false;
   --it;
-  const SharedRegion& r = it->second;
-  if (p + bytes > r.base + r.size) return false;
-  *region = r;
+  if (!it->second.contains(p, bytes)) return false;
+  *handle = it->second;
   return true;
 }
 

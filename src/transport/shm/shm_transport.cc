@@ -16,6 +16,21 @@
 #include "base/log.h"
 #include "transport/shm/ring_endpoint.h"
 
+namespace braid::env {
+const Var kNcclShmDisable = {"NCCL_SHM_DISABLE", "0",
+    "1: never use shared memory between processes; use TCP"};
+const Var kBraidShmBuffsize = {"BRAID_SHM_BUFFSIZE", "1048576",
+    "bytes of each shared-memory ring between two local ranks"};
+const Var kBraidShmCmaMinBytes = {"BRAID_SHM_CMA_MIN_BYTES", "0",
+    "between processes, messages from this size are read once with process_vm_readv where the "
+     "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
+     "faster at every size where measured (bench/micro/shm_pingpong)"};
+const Var kBraidShmZerocopyMinBytes = {"BRAID_SHM_ZEROCOPY_MIN_BYTES", "262144",
+    "between processes, messages from this size whose buffer lies in ncclMemAlloc memory go by "
+     "reference: the receiver maps the sender's pages and copies or reduces straight out of them "
+     "(0: never)"};
+}  // namespace braid::env
+
 namespace braid::transport {
 namespace {
 
@@ -51,7 +66,7 @@ class ShmPeer final : public PeerAccess {
 
   // The peer's shared allocation, mapped through its memfd (/proc/<pid>/fd/<fd>) on first use
   // and kept: allocation ids are never reused, so a cached mapping is never stale.
-  const void* mapped(const SharedRegion& region, uint64_t addr) override {
+  const void* mapped(const MemoryHandle& region, uint64_t addr) override {
     if (addr < region.base || addr >= region.base + region.size) return nullptr;
     auto it = maps_.find(region.id);
     if (it == maps_.end()) {
@@ -60,7 +75,7 @@ class ShmPeer final : public PeerAccess {
         maps_.erase(maps_.begin());
       }
       const std::string path = strfmt("/proc/%d/fd/%lld", static_cast<int>(pid_),
-                                      static_cast<long long>(region.fd));
+                                      static_cast<long long>(region.key));
       int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return nullptr;
       void* p = mmap(nullptr, region.size, PROT_READ, MAP_SHARED, fd, 0);
@@ -136,8 +151,17 @@ class ShmTransport final : public Transport {
   std::string_view name() const override { return "SHM"; }
 
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
-    return env::getInt("NCCL_SHM_DISABLE") != 1 && self.hostHash == peer.hostHash &&
+    return env::getInt(env::kNcclShmDisable) != 1 && self.hostHash == peer.hostHash &&
            self.processHash != peer.processHash;
+  }
+
+  LinkCost linkCost() const override { return kShmLinkCost; }
+
+  // Memory a peer on this host can map is what ncclMemAlloc hands out (shared_memory.h), each
+  // allocation registered from birth: a buffer inside one has that allocation's handle.
+  Status registerMemory(const void* base, size_t bytes, MemoryHandle* handle) override {
+    if (!findShared(base, bytes, handle)) *handle = {};
+    return Status::Ok();
   }
 
   Status listen(const PeerInfo& self, const PeerInfo& peer, Blob* handle) override {
@@ -159,7 +183,7 @@ class ShmTransport final : public Transport {
   Status listenImpl(const PeerInfo& self, const PeerInfo& peer, Blob* handle) {
     if (listens_.count(peer.rank))
       return invalidUsage("SHM listen: rank %d already has a pending listen for rank %d", self.rank, peer.rank);
-    const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt("BRAID_SHM_BUFFSIZE"))));
+    const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidShmBuffsize))));
     auto seg = std::make_shared<Segment>();
     const std::string segName = uniqueSegmentName("shm");
     BRAID_TRY(Segment::create(segName, Ring::bytesFor(capacity), seg.get()).withContext("SHM listen"));
@@ -207,12 +231,12 @@ class ShmTransport final : public Transport {
     Ring rxRing;
     BRAID_TRY(Ring::attach(rx->data(), rx->size(), &rxRing));
     // Tell the peer, which produces into our ring, whether we can read its buffers directly.
-    const int64_t directMin = env::getInt("BRAID_SHM_CMA_MIN_BYTES");
+    const int64_t directMin = env::getInt(env::kBraidShmCmaMinBytes);
     const Probe probe = probePeer(blob.pid, blob.probeAddr, blob.probeValue);
     const bool direct = directMin > 0 && probe == Probe::kVerified;
     rxRing.ctl()->directOk.store(direct ? Ring::kDirectYes : Ring::kDirectNo, std::memory_order_release);
     // Mapping the peer's memfds needs the same permission as reading its memory.
-    const int64_t zeroCopyMin = env::getInt("BRAID_SHM_ZEROCOPY_MIN_BYTES");
+    const int64_t zeroCopyMin = env::getInt(env::kBraidShmZerocopyMinBytes);
     rxRing.ctl()->mapOk.store(zeroCopyMin > 0 && probe == Probe::kVerified ? 1 : 0, std::memory_order_release);
     if (probe == Probe::kNotVisible)
       BRAID_INFO(kShm, "SHM: pid %d is not visible here; a dead peer is noticed only if it closed",
@@ -224,6 +248,7 @@ class ShmTransport final : public Transport {
     config.peer = std::make_unique<ShmPeer>(blob.pid, probe != Probe::kNotVisible);
     config.directMinBytes = directMin > 0 ? static_cast<size_t>(directMin) : 0;
     config.zeroCopyMinBytes = zeroCopyMin > 0 ? static_cast<size_t>(zeroCopyMin) : 0;
+    config.registered = findShared;
     config.name = "SHM";
     BRAID_TRY(RingEndpoint::create(std::move(config), endpoint).withContext("SHM connect"));
     listens_.erase(it);
@@ -239,5 +264,17 @@ class ShmTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> makeShmTransport() { return std::make_unique<ShmTransport>(); }
+
+namespace {
+const env::Var* const kShmVariables[] = {&env::kNcclShmDisable, &env::kBraidShmBuffsize,
+                                         &env::kBraidShmCmaMinBytes, &env::kBraidShmZerocopyMinBytes};
+}  // namespace
+
+const TransportEntry kShmTransport = {"shm",
+                                      [](std::unique_ptr<Transport>* out) {
+                                        *out = makeShmTransport();
+                                        return Status::Ok();
+                                      },
+                                      kShmVariables};
 
 }  // namespace braid::transport

@@ -5,10 +5,22 @@
 
 #include <memory>
 
+#include "transport/registry.h"
 #include "transport/transport.h"
+
+namespace braid::env {
+extern const Var kNcclShmDisable;
+extern const Var kBraidShmBuffsize;  // the ring of both local transports (loopback too)
+extern const Var kBraidShmCmaMinBytes;
+extern const Var kBraidShmZerocopyMinBytes;
+}  // namespace braid::env
 
 namespace braid::transport {
 
+// A message through a ring: about 0.5 us, about 8 GB/s (docs/local_transports.md).
+inline constexpr LinkCost kShmLinkCost{0.5, 1.0 / 8e3};
+
+extern const TransportEntry kShmTransport;  // "shm"
 std::unique_ptr<Transport> makeShmTransport();
 
 }  // namespace braid::transport

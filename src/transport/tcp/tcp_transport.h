@@ -6,9 +6,22 @@
 #include <cstddef>
 #include <memory>
 
+#include "transport/registry.h"
 #include "transport/transport.h"
 
+namespace braid::env {
+extern const Var kNcclSocketNthreads;
+extern const Var kNcclNsocksPerthread;
+extern const Var kBraidTcpSliceBytes;
+}  // namespace braid::env
+
 namespace braid::transport {
+
+// A message over loopback TCP: about 20 us, about 2 GB/s (docs/net.md); the link between hosts
+// where neither a cluster map nor the probe says otherwise.
+inline constexpr LinkCost kTcpLinkCost{20.0, 1.0 / 2e3};
+
+extern const TransportEntry kTcpTransport;  // "tcp"
 
 struct TcpOptions {
   int streams = 4;                 // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
