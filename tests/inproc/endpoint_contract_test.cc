@@ -1,0 +1,285 @@
+// The endpoint contract (transport/transport.h), checked the same way for every transport: two
+// endpoints connected through the Transport interface alone, in one process (each side on its
+// own thread), exchange messages in FIFO order at sizes around the transport's own buffering,
+// deliver through sinks every byte once in order, fail a size mismatch and a closed peer with
+// the right codes, deliver what was sent before a close, reject handles that are not theirs,
+// can be slept on until the peer moves data, and give registered memory handles that hold it.
+// Each line of kCases is one transport in one configuration: a new transport adds its lines.
+// Behaviour only one transport has (TCP striping and batching, shared memory between
+// processes, the rings' 16-byte pieces) stays in that transport's own tests.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "transport/registry.h"
+#include "transport/shm/shared_memory.h"
+#include "transport/wait.h"
+#include "transport_test_util.h"
+
+namespace braid::transport {
+namespace {
+
+using braid::testing::drive;
+using braid::testing::exchange;
+
+struct Case {
+  const char* transport;  // its registry name
+  const char* label;
+  size_t buffer;          // the transport's own buffering (a ring's bytes, a TCP slice)
+  std::vector<std::pair<const char*, const char*>> env;
+};
+
+const Case kCases[] = {
+    {"loopback", "ring4M", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "0"}}},
+    {"loopback", "ring4M_direct16K", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384"}}},
+    {"loopback", "ring4K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "0"}}},
+    {"loopback", "ring4K_direct1K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "1024"}}},
+    {"shm", "ring4M", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_SHM_CMA_MIN_BYTES", "0"}}},
+    {"shm", "ring4M_cma256K", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_SHM_CMA_MIN_BYTES", "262144"}}},
+    {"shm", "ring4K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_SHM_CMA_MIN_BYTES", "0"}}},
+    {"shm", "ring4K_cma1K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_SHM_CMA_MIN_BYTES", "1024"}}},
+    {"tcp", "1stream", 512 << 10, {{"NCCL_SOCKET_NTHREADS", "1"}, {"NCCL_NSOCKS_PERTHREAD", "1"}}},
+    {"tcp", "4streams", 512 << 10, {{"NCCL_SOCKET_NTHREADS", "1"}, {"NCCL_NSOCKS_PERTHREAD", "4"}}},
+    {"tcp", "3streams_slice4K", 4096, {{"NCCL_NSOCKS_PERTHREAD", "3"}, {"BRAID_TCP_SLICE_BYTES", "4096"}}},
+};
+
+// Both ends in this process: one pid, one host, two "processes" as far as the transports see.
+PeerInfo info(int rank) {
+  PeerInfo p;
+  p.rank = rank;
+  p.pid = static_cast<int32_t>(getpid());
+  p.hostHash = 0x1234;
+  p.processHash = 0x5678 + static_cast<uint64_t>(rank);
+  return p;
+}
+
+struct Pair {
+  std::unique_ptr<Transport> t0, t1;
+  std::unique_ptr<Endpoint> e0, e1;
+};
+
+class EndpointContract : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    set("NCCL_SOCKET_IFNAME", "lo");  // TCP stays on loopback
+    set("NCCL_SOCKET_FAMILY", "AF_INET");
+    for (const auto& [name, value] : GetParam().env) set(name, value);
+    entry_ = find(GetParam().transport);
+    ASSERT_NE(entry_, nullptr) << GetParam().transport << " is not a registered transport";
+  }
+  void TearDown() override {
+    for (const std::string& name : set_) unsetenv(name.c_str());
+  }
+
+  std::unique_ptr<Transport> make() {
+    std::unique_ptr<Transport> t;
+    Status st = entry_->create(&t);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return t;
+  }
+
+  // The three phases of transport/transport.h; the two connects run at once (one may wait for
+  // the other's connections).
+  Pair connectPair() {
+    Pair p{make(), make(), nullptr, nullptr};
+    Blob b0, b1;
+    Status st = p.t0->listen(info(0), info(1), &b0);
+    EXPECT_TRUE(st.ok()) << st.message();
+    st = p.t1->listen(info(1), info(0), &b1);
+    EXPECT_TRUE(st.ok()) << st.message();
+    Status s1;
+    std::thread peer([&] { s1 = p.t1->connect(info(1), info(0), b0, Waiter(20000, nullptr), &p.e1); });
+    st = p.t0->connect(info(0), info(1), b1, Waiter(20000, nullptr), &p.e0);
+    peer.join();
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(s1.ok()) << s1.message();
+    EXPECT_TRUE(p.t0->finishConnect().ok());
+    EXPECT_TRUE(p.t1->finishConnect().ok());
+    return p;
+  }
+
+  // fn(endpoint, rank) on both ends at once; both must succeed.
+  template <typename Fn>
+  void onBoth(Pair& p, Fn fn) {
+    ASSERT_TRUE(p.e0 && p.e1);
+    Status s1;
+    std::thread peer([&] { s1 = fn(*p.e1, 1); });
+    Status s0 = fn(*p.e0, 0);
+    peer.join();
+    EXPECT_TRUE(s0.ok()) << "rank 0: " << s0.message();
+    EXPECT_TRUE(s1.ok()) << "rank 1: " << s1.message();
+  }
+
+ private:
+  void set(const char* name, const char* value) {
+    setenv(name, value, 1);
+    set_.emplace_back(name);
+  }
+  const TransportEntry* entry_ = nullptr;
+  std::vector<std::string> set_;
+};
+
+TEST_P(EndpointContract, FifoOrderAtEverySize) {
+  Pair p = connectPair();
+  const size_t b = GetParam().buffer;
+  const std::vector<size_t> sizes = {0, 1, 7, 4096, b - 1, b, b + 1, 0, 3, size_t{64} << 20, 5};
+  onBoth(p, [&](Endpoint& ep, int rank) { return exchange(ep, rank, sizes); });
+  EXPECT_FALSE(p.e0->busy());
+  EXPECT_EQ(p.e0->sendsCompleted(), sizes.size());
+  EXPECT_EQ(p.e1->recvsCompleted(), sizes.size());
+}
+
+TEST_P(EndpointContract, SinkSeesEveryByteOnceInOrder) {
+  Pair p = connectPair();
+  const std::vector<size_t> sizes = {0, 100, 3 * GetParam().buffer + 5, size_t{9} << 20};
+  onBoth(p, [&](Endpoint& ep, int rank) { return exchange(ep, rank, sizes, /*useSinks=*/true); });
+}
+
+TEST_P(EndpointContract, ManySmallMessagesOverSeveralRounds) {
+  Pair p = connectPair();
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < 5000; ++i) sizes.push_back((i * 7919) % 61);
+  onBoth(p, [&](Endpoint& ep, int rank) {
+    // The counters and the transport's positions carry over from round to round.
+    for (int round = 0; round < 3; ++round) BRAID_TRY(exchange(ep, rank, sizes));
+    return Status::Ok();
+  });
+}
+
+// Messages near half the buffer: a ring takes them whole and needs most of itself free, so the
+// producer must look for space again when its view of the consumer says it is short.
+TEST_P(EndpointContract, MessagesNearHalfTheBuffer) {
+  Pair p = connectPair();
+  const size_t half = GetParam().buffer / 2;
+  std::vector<size_t> sizes;
+  const size_t count = GetParam().buffer > 65536 ? 16 : 200;
+  for (size_t i = 0; i < count; ++i) sizes.push_back(half - 40 + (i * 13) % 48);
+  onBoth(p, [&](Endpoint& ep, int rank) { return exchange(ep, rank, sizes); });
+}
+
+TEST_P(EndpointContract, SizeMismatchIsInvalidUsageAndTheEndpointStaysFailed) {
+  for (size_t bytes : {size_t{16}, size_t{1} << 20}) {  // small, and large (direct paths)
+    Pair p = connectPair();
+    ASSERT_TRUE(p.e0 && p.e1);
+    std::vector<uint8_t> out(bytes, 1), in(bytes + 1);
+    ASSERT_TRUE(p.e0->postSend(out.data(), out.size()).ok());
+    ASSERT_TRUE(p.e1->postRecv(in.data(), in.size(), nullptr).ok());
+    std::thread sender([&] { (void)drive(*p.e0, 1, 0, 1000); });
+    Status st = drive(*p.e1, 0, 1, 10000);
+    sender.join();
+    EXPECT_EQ(st.code(), ncclInvalidUsage) << bytes << " bytes: " << st.message();
+    EXPECT_NE(st.message().find(std::to_string(bytes)), std::string::npos) << st.message();
+    EXPECT_FALSE(p.e1->progress().ok());
+    EXPECT_FALSE(p.e1->postSend(out.data(), 1).ok());
+  }
+}
+
+TEST_P(EndpointContract, ClosedPeerIsARemoteErrorNotAHang) {
+  Pair p = connectPair();
+  ASSERT_TRUE(p.e0 && p.e1);
+  std::vector<uint8_t> in(64);
+  ASSERT_TRUE(p.e0->postRecv(in.data(), in.size(), nullptr).ok());
+  ASSERT_TRUE(p.e0->progress().ok());
+  p.e1.reset();
+  Status st = drive(*p.e0, 0, 1, 10000);
+  EXPECT_EQ(st.code(), ncclRemoteError) << st.message();
+}
+
+TEST_P(EndpointContract, DataSentBeforeACloseIsDelivered) {
+  Pair p = connectPair();
+  ASSERT_TRUE(p.e0 && p.e1);
+  std::vector<uint8_t> out(1000, 42), in(1000);
+  ASSERT_TRUE(p.e1->postSend(out.data(), out.size()).ok());
+  ASSERT_TRUE(drive(*p.e1, 1, 0).ok());
+  p.e1.reset();
+  ASSERT_TRUE(p.e0->postRecv(in.data(), in.size(), nullptr).ok());
+  Status st = drive(*p.e0, 0, 1, 10000);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(in, out);
+}
+
+TEST_P(EndpointContract, HandlesThatAreNotTheTransportsAreRejected) {
+  std::unique_ptr<Transport> t = make();
+  Blob mine;
+  ASSERT_TRUE(t->listen(info(0), info(1), &mine).ok());
+  std::unique_ptr<Endpoint> ep;
+  EXPECT_EQ(t->connect(info(0), info(1), Blob{1, 2, 3}, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
+  Blob forged = mine;
+  forged[0] ^= 1;
+  EXPECT_EQ(t->connect(info(0), info(1), forged, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
+  EXPECT_FALSE(ep);
+}
+
+// A caller waiting on a receive sleeps on what the endpoint adds to a WaitSet (transport/wait.h)
+// and is woken when the peer's message arrives, long before the sleep's own bound.
+TEST_P(EndpointContract, AWaitingEndpointCanBeSleptOnUntilThePeerSends) {
+  Pair p = connectPair();
+  ASSERT_TRUE(p.e0 && p.e1);
+  uint64_t in = 0, out = 0x5eed;
+  ASSERT_TRUE(p.e0->postRecv(&in, sizeof in, nullptr).ok());
+  ASSERT_TRUE(p.e0->progress().ok());
+  WaitSet set;
+  p.e0->addWakeups(set);
+  ASSERT_TRUE(set.method() == WaitSet::Method::kFds || set.method() == WaitSet::Method::kDoorbells)
+      << "a busy endpoint offers nothing to sleep on";
+  if (set.method() == WaitSet::Method::kDoorbells) ASSERT_TRUE(set.arm());
+  ASSERT_TRUE(p.e0->progress().ok());  // the look for work once more that arming asks for
+  ASSERT_EQ(p.e0->recvsCompleted(), 0u);
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (void)p.e1->postSend(&out, sizeof out);
+    (void)drive(*p.e1, 1, 0, 10000);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const bool slept = set.sleep(std::chrono::seconds(20));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  peer.join();
+  if (!slept && !canWaitForBells()) GTEST_SKIP() << "this kernel has no futex_waitv: ring waiters yield";
+  EXPECT_TRUE(slept);
+  EXPECT_LT(waited, 15.0) << "the peer's message did not wake the sleeper";
+  ASSERT_TRUE(drive(*p.e0, 0, 1).ok());
+  EXPECT_EQ(in, out);
+}
+
+// Registration (transport/memory.h): a handle, where the transport gives one, holds the memory
+// it was asked for; shared memory gives one exactly for memory ncclMemAlloc handed out.
+TEST_P(EndpointContract, RegisteredMemoryHandlesHoldTheirBuffer) {
+  std::unique_ptr<Transport> t = make();
+  std::vector<char> plain(1 << 16);
+  MemoryHandle h;
+  ASSERT_TRUE(t->registerMemory(plain.data(), plain.size(), &h).ok());
+  EXPECT_FALSE(h.valid()) << "ordinary memory cannot be shared by reference";
+  void* shared = nullptr;
+  ASSERT_TRUE(sharedAlloc(1 << 20, &shared).ok());
+  char* inside = static_cast<char*>(shared) + 4096;
+  ASSERT_TRUE(t->registerMemory(inside, 8192, &h).ok());
+  if (h.valid()) {
+    EXPECT_TRUE(h.contains(reinterpret_cast<uint64_t>(inside), 8192));
+    t->deregisterMemory(h);
+  }
+  EXPECT_EQ(h.valid(), std::string(GetParam().transport) == "shm");
+  EXPECT_TRUE(sharedFree(shared));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, EndpointContract, ::testing::ValuesIn(kCases),
+                         [](const auto& info) {
+                           return std::string(info.param.transport) + "_" + info.param.label;
+                         });
+
+// Every registered transport has a line in kCases.
+TEST(EndpointContractCases, CoverEveryRegisteredTransport) {
+  for (const TransportEntry* e : registered()) {
+    bool listed = false;
+    for (const Case& c : kCases) listed |= c.transport == e->name;
+    EXPECT_TRUE(listed) << "transport " << e->name << " has no line in kCases";
+  }
+}
+
+}  // namespace
+}  // namespace braid::transport
