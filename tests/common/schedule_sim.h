@@ -140,33 +140,4 @@ inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::
   return "";
 }
 
-// Joins schedules one rank runs together (say an ncclSend and an ncclRecv in one group) into
-// one, as the executor runs them: each keeps its own dependencies, and sends and receives
-// keep their call order per peer. (They share one scratch area here: join only schedules that
-// do not both use scratch.)
-inline algos::Schedule concatSchedules(const std::vector<algos::Schedule>& parts) {
-  algos::Schedule out;
-  for (const algos::Schedule& p : parts) {
-    const uint32_t base = static_cast<uint32_t>(out.steps.size());
-    for (algos::Step st : p.steps) {
-      const uint32_t begin = static_cast<uint32_t>(out.deps.size());
-      for (uint32_t k = 0; k < st.depCount; ++k) out.deps.push_back(base + p.deps[st.depBegin + k]);
-      st.depBegin = begin;
-      out.steps.push_back(st);
-    }
-    out.scratchCount = std::max(out.scratchCount, p.scratchCount);
-    out.peers.insert(out.peers.end(), p.peers.begin(), p.peers.end());
-  }
-  const size_t n = out.steps.size();
-  out.dependentsBegin.assign(n + 1, 0);
-  for (uint32_t d : out.deps) out.dependentsBegin[d + 1]++;
-  for (size_t i = 0; i < n; ++i) out.dependentsBegin[i + 1] += out.dependentsBegin[i];
-  out.dependents.resize(out.deps.size());
-  std::vector<uint32_t> fill(out.dependentsBegin.begin(), out.dependentsBegin.end() - 1);
-  for (uint32_t i = 0; i < n; ++i)
-    for (uint32_t k = 0; k < out.steps[i].depCount; ++k)
-      out.dependents[fill[out.deps[out.steps[i].depBegin + k]]++] = i;
-  return out;
-}
-
 }  // namespace braid::testing

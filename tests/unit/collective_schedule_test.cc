@@ -271,7 +271,7 @@ void checkPointToPoint(int n, int shift, size_t count, size_t chunk, bool recvFi
       parts.push_back(algo->build(a));
     }
     if (recvFirst) std::swap(parts[0], parts[1]);
-    schedules.push_back(testing::concatSchedules(parts));
+    schedules.push_back(algos::concatSchedules(parts));
     ranks[r].send = inputOf(r, count);
     ranks[r].recv.assign(count, kUnset);
   }
