@@ -180,7 +180,7 @@ void check(const Case& c, testing::SendMode mode = testing::SendMode::Rendezvous
     want.push_back(expectation(onRank(c, r), r));
     ranks.push_back(want.back().before);
   }
-  ASSERT_EQ(testing::simulate(schedules, ranks, c.n, c.average, mode), "");
+  ASSERT_EQ(testing::simulate(schedules, ranks, mode), "");
   for (int r = 0; r < c.n; ++r) {
     ASSERT_EQ(ranks[r].recv, want[r].after.recv) << "recvbuff of rank " << r;
     ASSERT_EQ(ranks[r].send, want[r].after.send) << "sendbuff of rank " << r;
@@ -275,7 +275,7 @@ void checkPointToPoint(int n, int shift, size_t count, size_t chunk, bool recvFi
     ranks[r].send = inputOf(r, count);
     ranks[r].recv.assign(count, kUnset);
   }
-  ASSERT_EQ(testing::simulate(schedules, ranks, n, false, testing::SendMode::Rendezvous), "");
+  ASSERT_EQ(testing::simulate(schedules, ranks, testing::SendMode::Rendezvous), "");
   for (int r = 0; r < n; ++r) {
     ASSERT_EQ(ranks[r].recv, inputOf(algos::mod(r - shift, n), count)) << "rank " << r;
     ASSERT_EQ(ranks[r].send, inputOf(r, count)) << "rank " << r;

@@ -1,4 +1,4 @@
-// Compressed AllReduce schedules run in memory for every rank (tests/common/compressed_sim.h)
+// Compressed AllReduce schedules run in memory for every rank (tests/common/schedule_sim.h)
 // with the real codecs: the result equals, bit for bit, what the scheme defines (every
 // contribution encoded once, summed in fp32 in rank order, the sum encoded once), every rank
 // holds the same bits, the error against an fp64 sum stays within the quantisation bound, no
@@ -13,7 +13,7 @@
 
 #include "algos/compressed_allreduce.h"
 #include "algos/pattern.h"
-#include "common/compressed_sim.h"
+#include "common/schedule_sim.h"
 #include "compress/int8_block.h"
 #include "compress/topk.h"
 
@@ -87,7 +87,7 @@ SimRun runSchedule(const algos::Algorithm& algo, const compress::Codec& codec, i
       run.ranks[r].recv.assign(count, -7.0f);
     }
   }
-  *error = testing::simulateCompressed(schedules, run.ranks, n, codec, 1, mode);
+  *error = testing::simulateCompressed(schedules, run.ranks, codec, 1, mode);
   return run;
 }
 
@@ -238,7 +238,7 @@ TEST(CompressedSchedule, SparseFeedbackDelaysNothingBeyondTheLastResidual) {
       ranks[r].recv.assign(count, 0.0f);
       for (size_t e = 0; e < count; ++e) inputSum[e] += ranks[r].send[e];
     }
-    ASSERT_EQ(testing::simulateCompressed(schedules, ranks, n, *codec, static_cast<uint64_t>(t)), "");
+    ASSERT_EQ(testing::simulateCompressed(schedules, ranks, *codec, static_cast<uint64_t>(t)), "");
     for (size_t e = 0; e < count; ++e) sentSum[e] += ranks[0].recv[e];
   }
   double worst = 0, pending = 0;
@@ -321,7 +321,7 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
           run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
           if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
             << what;
         double err2 = 0, ref2 = 0, bound = 0, total = 0;
         for (int r = 0; r < n; ++r) {
@@ -384,7 +384,7 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
           run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
           if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
             << what;
         double total = 0, err2 = 0, ref2 = 0;
         for (int r = 0; r < n; ++r) {
@@ -441,7 +441,7 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
             run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
             if (!inPlace) run.ranks[r].send = run.inputs[r];
           }
-          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
               << what;
           checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
         }
@@ -466,7 +466,7 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
         run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(1500, -3.0f);
         if (!inPlace) run.ranks[r].send = run.inputs[r];
       }
-      ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+      ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
           << n << " ranks";
       checkAgainst(run, sparseReference(*codec, run.inputs, 1500, 64, false), n, std::to_string(n) + " ranks");
     }
@@ -483,7 +483,7 @@ TEST(CompressedSchedule, ExactSimulatorRefusesCodecSteps) {
     ranks[r].send.assign(10, 1);
     ranks[r].recv.assign(10, 0);
   }
-  EXPECT_NE(testing::simulate(s, ranks, 2).find("codec step"), std::string::npos);
+  EXPECT_NE(testing::simulate(s, ranks).find("codec step"), std::string::npos);
 }
 
 }  // namespace
