@@ -77,7 +77,8 @@ class Algorithm {
   virtual bool compressed() const { return false; }
 };
 
-// Every registered algorithm, in preference order.
+// Every registered algorithm, in selectAlgorithm's order (chooseAlgorithm's choice does not
+// depend on it, selector.h).
 std::span<const Algorithm* const> algorithms();
 // The algorithm used for `args`: BRAID_ALGO when it names one that supports the call,
 // otherwise the first supporting algorithm. Null when none supports it.

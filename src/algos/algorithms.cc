@@ -68,10 +68,9 @@ std::span<const Algorithm* const> algorithms() {
   static const HierSparseCompressedAllReduce hierSparseCompressed;
   // selectAlgorithm's order (the first that supports a call): AllReduce direct, for the small
   // calls it accepts, then ring; the topology-aware builders follow. Communicators choose by
-  // cost among all of them instead (selector.h), and where two price within kTiePercent the
-  // earlier listed wins: the pipelined hierarchical AllReduce before the one-shot schedules,
-  // which send a level's share in one burst (see chooseAlgorithm). The compressed ones serve
-  // only calls that carry a codec, and those only them.
+  // cost among all of them instead (selector.h), by a rule that this order does not enter: ties
+  // go by the tie preference in selector.cc. The compressed ones serve only calls that carry a
+  // codec, and those only them.
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,

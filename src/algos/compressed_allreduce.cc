@@ -50,9 +50,8 @@ void sumSparse(ScheduleBuilder& b, const CollArgs& a, const std::vector<Region>&
   if (!direct) b.copy(acc, {Buffer::Recv, chunk.offset, chunk.count});  // fp32 to the data type
 }
 
-// The groups the hierarchical schedules work across: at the highest level (below the top)
-// with at least two groups, one of them holding two or more ranks (sizes may differ); empty
-// when there is none.
+}  // namespace
+
 std::vector<std::vector<int>> forwardingGroups(const CollArgs& a) {
   if (!a.topology || a.topology->nranks() != a.nranks) return {};
   std::vector<int> all(static_cast<size_t>(a.nranks));
@@ -65,8 +64,6 @@ std::vector<std::vector<int>> forwardingGroups(const CollArgs& a) {
   }
   return {};
 }
-
-}  // namespace
 
 bool TwoShotCompressedAllReduce::supports(const CollArgs& args) const {
   return args.coll == Collective::AllReduce && args.codec && !isSparse(*args.codec);

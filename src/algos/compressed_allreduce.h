@@ -5,6 +5,8 @@
 // for the measured comparison with a ring that requantises at every hop.
 #pragma once
 
+#include <vector>
+
 #include "algos/algorithm.h"
 
 namespace braid::algos {
@@ -40,6 +42,11 @@ class HierCompressedAllReduce final : public Algorithm {
   Schedule build(const CollArgs& args) const override;
   bool compressed() const override { return true; }
 };
+
+// The groups c2hier and csparsehier work across: those of the highest level (below the top)
+// with at least two groups, one of them holding two or more ranks (sizes may differ), each in
+// rank order; empty when there is none (or the call carries no topology of its size).
+std::vector<std::vector<int>> forwardingGroups(const CollArgs& a);
 
 // The sparse schedules cut the buffer in chunks this many times the call's chunk: a top-k
 // message holds about ratio x 8 bytes per element, so ordinary chunks make tiny messages, and

@@ -94,12 +94,13 @@ Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   return schedule_.steps.back();
 }
 
-Schedule ScheduleBuilder::finish() && {
-  Schedule& s = schedule_;
+namespace {
+
+// Sorts and dedups the peers, and derives the reverse edges from the dependencies, so the
+// executor can release dependents when a step completes.
+void complete(Schedule& s) {
   std::sort(s.peers.begin(), s.peers.end());
   s.peers.erase(std::unique(s.peers.begin(), s.peers.end()), s.peers.end());
-
-  // Reverse edges, so the executor can release dependents when a step completes.
   const size_t n = s.steps.size();
   s.dependentsBegin.assign(n + 1, 0);
   for (uint32_t d : s.deps) s.dependentsBegin[d + 1]++;
@@ -110,9 +111,36 @@ Schedule ScheduleBuilder::finish() && {
     const Step& step = s.steps[i];
     for (uint32_t k = 0; k < step.depCount; ++k) s.dependents[fill[s.deps[step.depBegin + k]]++] = i;
   }
+}
+
+}  // namespace
+
+Schedule ScheduleBuilder::finish() && {
+  complete(schedule_);
   for (auto& list : reads_) list.clear();
   for (auto& list : writes_) list.clear();
-  return std::move(s);
+  return std::move(schedule_);
+}
+
+Schedule concatSchedules(const std::vector<Schedule>& parts) {
+  Schedule out;
+  for (const Schedule& p : parts) {
+    if (!out.algorithm.empty() && !p.algorithm.empty()) out.algorithm += "+";
+    out.algorithm += p.algorithm;
+    const uint32_t base = static_cast<uint32_t>(out.steps.size());
+    for (Step st : p.steps) {
+      const uint32_t begin = static_cast<uint32_t>(out.deps.size());
+      for (uint32_t k = 0; k < st.depCount; ++k) out.deps.push_back(base + p.deps[st.depBegin + k]);
+      st.depBegin = begin;
+      out.steps.push_back(st);
+    }
+    out.scratchCount = std::max(out.scratchCount, p.scratchCount);
+    out.packedBytes = std::max(out.packedBytes, p.packedBytes);
+    out.accumCount = std::max(out.accumCount, p.accumCount);
+    out.peers.insert(out.peers.end(), p.peers.begin(), p.peers.end());
+  }
+  complete(out);
+  return out;
 }
 
 Range evenPart(size_t count, int parts, int index) {

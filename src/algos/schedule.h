@@ -115,6 +115,13 @@ class ScheduleBuilder {
   std::vector<uint32_t> depScratch_;
 };
 
+// Joins schedules one rank runs together (say an ncclSend and an ncclRecv in one group) into
+// one, in order: each part keeps its own dependencies (renumbered), so sends and receives keep
+// their call order per peer. Scratch, Packed and Accum are shared, sized for the largest part:
+// join only parts that do not both use one of them. (Tests run joined schedules; the executor
+// runs a group's plans side by side instead.)
+Schedule concatSchedules(const std::vector<Schedule>& parts);
+
 // Splits [0, count) into `parts` contiguous ranges as evenly as possible (the first
 // count % parts ranges get one more element). Used by every algorithm, so that sender and
 // receiver always agree on boundaries.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <iterator>
+#include <limits>
 
 #include "algos/cost_model.h"
 #include "algos/operation_cost.h"
@@ -16,12 +18,30 @@ namespace {
 // Up to this many ranks the selector prices whole operations (n schedules per candidate, once
 // per distinct call); above it, representative ranks.
 constexpr int kWholeOperationRanks = 16;
-// Prices this close are a tie, and the algorithm listed first wins (registry.cc). Where shaped
-// links are priced in a steady stream of calls, several schedules reach the slowest link's rate
-// alike; the one-shot schedules then queue their burst at that link, which the model does not
-// price: on the emulated cluster at 256 KiB, rhd 6.3-6.9 ms, hier 3.7-4.5 ms, hierpipe 3.35 ms,
-// all priced 3.29 ms (bench/results/netcluster_allreduce.md, runs S1-S3).
+// Prices this close are a tie (selector.h's rule). Where shaped links are priced in a steady
+// stream of calls, several schedules reach the slowest link's rate alike; the one-shot schedules
+// then queue their burst at that link, which the model does not price: on the emulated cluster
+// at 256 KiB, rhd 6.3-6.9 ms, hier 3.7-4.5 ms, hierpipe 3.35 ms, all priced 3.29 ms
+// (bench/results/netcluster_allreduce.md, runs S1-S3).
 constexpr double kTiePercent = 1.0;
+
+// The tie preference (step 3 of selector.h's rule), by name: names are unique among one
+// collective's algorithms, and a call's candidates are all of its collective.
+constexpr std::string_view kTiePreference[] = {
+    // Each collective's default first, what selectAlgorithm takes without a topology (direct
+    // for the calls it serves, then the ring; chain; pairwise; p2p): the flat schedules, which
+    // need no topology to be right, and the order ties went in when the choices in bench/results
+    // were measured.
+    "direct", "ring", "chain", "pairwise", "p2p",
+    // The pipelined hierarchical AllReduce before the one-shot schedules, which send a level's
+    // share in one burst that queues at the slowest link (above: hierpipe 3.35 ms, hier 3.7-4.5,
+    // rhd 6.3-6.9 at one price); hier before rhd for the same measurement.
+    "hierpipe", "hier", "rhd",
+    // No tie between these was measured: the order they were registered in.
+    "tree", "rackring", "hierdirect",
+    // Compressed AllReduce: each codec's flat scheme before its rack-aware form, as above.
+    "c2shot", "c2hier", "csparse", "csparsehier",
+};
 
 int collectiveFromName(std::string_view name) {
   static constexpr const char* kNames[] = {"allreduce", "broadcast", "reduce", "allgather",
@@ -114,13 +134,51 @@ double priceOperation(const Algorithm& algo, const CollArgs& args, double* links
   return worst;
 }
 
+int tiePreference(std::string_view name) {
+  const auto* it = std::find(std::begin(kTiePreference), std::end(kTiePreference), name);
+  return static_cast<int>(it - std::begin(kTiePreference));
+}
+
+namespace {
+
+// Step 3: a before b.
+bool preferred(const Algorithm& a, const Algorithm& b) {
+  const int pa = tiePreference(a.name()), pb = tiePreference(b.name());
+  return pa != pb ? pa < pb : a.name() < b.name();
+}
+
+}  // namespace
+
+size_t pickCheapest(std::span<const Priced> priced) {
+  const double band = 1 + kTiePercent / 100;
+  double best = std::numeric_limits<double>::infinity();
+  for (const Priced& p : priced) best = std::min(best, p.us);
+  double bestLinks = std::numeric_limits<double>::infinity();
+  for (const Priced& p : priced)
+    if (p.us <= best * band) bestLinks = std::min(bestLinks, p.linksUs);
+  size_t winner = 0;
+  bool found = false;
+  for (size_t i = 0; i < priced.size(); ++i) {
+    const Priced& p = priced[i];
+    if (p.us > best * band || p.linksUs > bestLinks * band) continue;
+    if (!found || preferred(*p.algorithm, *priced[winner].algorithm)) winner = i;
+    found = true;
+  }
+  return winner;
+}
+
 Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::string_view forced,
                        Choice* out) {
+  return chooseAlgorithm(args, filter, forced, algorithms(), out);
+}
+
+Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::string_view forced,
+                       std::span<const Algorithm* const> registry, Choice* out) {
   *out = Choice{};
   std::vector<const Algorithm*> candidates;
-  for (const Algorithm* algo : algorithms()) {
+  for (const Algorithm* algo : registry) {
     if (algo->compressed() != (args.codec != nullptr) || !algo->supports(args)) continue;
-    if (!forced.empty() && algo->name() == forced) {
+    if (!forced.empty() && algo->name() == forced) {  // names are unique per collective
       out->algorithm = algo;
       out->reason = "forced by BRAID_ALGO";
       if (args.topology) out->estimateUs = priceOperation(*algo, args);
@@ -138,29 +196,23 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     allowed = candidates;
   }
   if (!args.topology) {
-    out->algorithm = allowed.front();
+    out->algorithm = *std::min_element(allowed.begin(), allowed.end(),
+                                       [](const Algorithm* a, const Algorithm* b) { return preferred(*a, *b); });
     out->reason += "no topology to price with";
     return Status::Ok();
   }
-  // A tie is broken by the time without the memory bound: where host memory makes two
-  // algorithms alike (large local calls), the one whose messages and reductions would finish
-  // first still overlaps better (4 local ranks, 8 and 16 MiB: rhd 10-15% faster than the ring in
-  // five interleaved rounds, where the bound had priced both alike and the ring was listed first).
-  double bestLinks = 0;
+  std::vector<Priced> priced;
   for (const Algorithm* algo : allowed) {
-    double links = 0;
-    const double worst = priceOperation(*algo, args, &links);
+    Priced p{algo};
+    p.us = priceOperation(*algo, args, &p.linksUs);
     out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
-                          static_cast<int>(algo->name().size()), algo->name().data(), worst);
-    if (links < worst) out->reason += strfmt(" (links %.1f)", links);
-    const bool cheaper = worst < out->estimateUs * (1 - kTiePercent / 100);
-    const bool tie = worst <= out->estimateUs * (1 + kTiePercent / 100);
-    if (!out->algorithm || cheaper || (tie && links < bestLinks * (1 - kTiePercent / 100))) {
-      out->algorithm = algo;
-      out->estimateUs = worst;
-      bestLinks = links;
-    }
+                          static_cast<int>(algo->name().size()), algo->name().data(), p.us);
+    if (p.linksUs < p.us) out->reason += strfmt(" (links %.1f)", p.linksUs);
+    priced.push_back(p);
   }
+  const Priced& winner = priced[pickCheapest(priced)];
+  out->algorithm = winner.algorithm;
+  out->estimateUs = winner.us;
   return Status::Ok();
 }
 

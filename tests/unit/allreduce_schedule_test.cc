@@ -30,7 +30,7 @@ void check(const algos::Algorithm& algo, int n, size_t count, size_t chunk, bool
   }
   if (inPlace) for (auto& rk : ranks) rk.send.clear();
   std::vector<testing::SimRank> inputs = ranks;
-  std::string err = testing::simulate(schedules, ranks, n, average);
+  std::string err = testing::simulate(schedules, ranks);
   ASSERT_EQ(err, "") << algo.name() << " n=" << n << " count=" << count << " chunk=" << chunk;
   for (size_t e = 0; e < count; ++e) {
     int64_t sum = 0;

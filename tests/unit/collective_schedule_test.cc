@@ -1,23 +1,22 @@
 // Schedules of every collective but AllReduce, as selectAlgorithm picks them, run in memory for
 // every rank: each rank's buffers must end exactly as NCCL defines the result (outputs) and
-// untouched everywhere else, for awkward counts, chunk sizes, every root, in and out of place,
-// with sends that complete only when their receive is ready (so no schedule relies on buffering).
-// A buffer NCCL does not give a rank (recvbuff off the root of a Reduce, ...) is empty here, so
-// a schedule that touches it fails with "out of bounds".
+// untouched everywhere else, with ranks mixing in and out of place, and Avg; then their shapes.
+// Sends complete only when their receive is ready (so no schedule relies on buffering). The
+// sweeps over rank counts, counts, chunks, roots and placements of every collective, the
+// defaults here included, are tests/unit/registry_test.cc's.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <sstream>
 
 #include "algos/algorithm.h"
-#include "algos/pattern.h"
+#include "common/collective_reference.h"
 #include "common/schedule_sim.h"
 
 namespace braid {
 namespace {
 
 using algos::Collective;
-using Values = std::vector<int64_t>;
+using testing::rooted;
 
 struct Case {
   Collective coll;
@@ -58,175 +57,26 @@ algos::CollArgs argsFor(const Case& c, int rank) {
   return a;
 }
 
-constexpr int64_t kUnset = -1;
-
-// Distinct for every rank and element, so a misplaced block cannot go unnoticed.
-int64_t value(int rank, size_t e) { return (rank + 1) * 1000003 + static_cast<int64_t>(e) * 7; }
-
-Values inputOf(int rank, size_t len) {
-  Values v(len);
-  for (size_t e = 0; e < len; ++e) v[e] = value(rank, e);
-  return v;
-}
-
-int64_t reduced(const Case& c, size_t e) {
-  int64_t sum = 0;
-  for (int r = 0; r < c.n; ++r) sum += value(r, e);
-  return c.average ? sum / c.n : sum;
-}
-
-// Overwrites `count` elements of `v` at block `index` with f(e).
-template <typename F>
-void setBlock(Values& v, size_t index, size_t count, F f) {
-  for (size_t e = 0; e < count; ++e) v[index * count + e] = f(e);
-}
-
-// One rank's buffers before the call, and what they must hold after it.
-struct Expectation {
-  testing::SimRank before, after;
-};
-
-Expectation expectation(const Case& c, int r) {
-  const size_t count = c.count, n = static_cast<size_t>(c.n), rank = static_cast<size_t>(r);
-  const bool root = r == c.root;
-  const Values unset(count, kUnset), unsetAll(n * count, kUnset);
-  testing::SimRank before, after;
-  // Whole-buffer in-place calls hold their input in recvbuff (see algos::inputBuffer).
-  auto input = [&](Values v) { (c.inPlace ? before.recv : before.send) = std::move(v); };
-  switch (c.coll) {
-    case Collective::Broadcast: {
-      const Values data = inputOf(c.root, count);
-      if (root) input(data);
-      if (!root || !c.inPlace) before.recv = unset;
-      after = before;
-      after.recv = data;
-      break;
-    }
-    case Collective::Reduce: {
-      input(inputOf(r, count));
-      if (root && !c.inPlace) before.recv = unset;
-      after = before;
-      if (root)
-        for (size_t e = 0; e < count; ++e) after.recv[e] = reduced(c, e);
-      break;
-    }
-    case Collective::AllGather: {
-      if (c.inPlace) {
-        before.recv = unsetAll;
-        setBlock(before.recv, rank, count, [&](size_t e) { return value(r, e); });
-      } else {
-        before.send = inputOf(r, count);
-        before.recv = unsetAll;
-      }
-      after = before;
-      for (int p = 0; p < c.n; ++p) setBlock(after.recv, p, count, [&](size_t e) { return value(p, e); });
-      break;
-    }
-    case Collective::ReduceScatter: {
-      before.send = inputOf(r, n * count);
-      if (!c.inPlace) before.recv = unset;
-      after = before;
-      if (c.inPlace)
-        setBlock(after.send, rank, count, [&](size_t e) { return reduced(c, rank * count + e); });
-      else
-        setBlock(after.recv, 0, count, [&](size_t e) { return reduced(c, rank * count + e); });
-      break;
-    }
-    case Collective::AlltoAll: {
-      input(inputOf(r, n * count));
-      if (!c.inPlace) before.recv = unsetAll;
-      after = before;
-      for (int p = 0; p < c.n; ++p)
-        setBlock(after.recv, p, count, [&](size_t e) { return value(p, rank * count + e); });
-      break;
-    }
-    case Collective::Gather: {
-      if (root && c.inPlace) {  // sendbuff == recvbuff + root * count
-        before.recv = unsetAll;
-        setBlock(before.recv, rank, count, [&](size_t e) { return value(r, e); });
-      } else {
-        before.send = inputOf(r, count);  // off the root, only sendbuff is used
-        if (root) before.recv = unsetAll;
-      }
-      after = before;
-      if (root)
-        for (int p = 0; p < c.n; ++p) setBlock(after.recv, p, count, [&](size_t e) { return value(p, e); });
-      break;
-    }
-    case Collective::Scatter: {
-      if (root) before.send = inputOf(r, n * count);
-      // In place the root's recvbuff is sendbuff's block root, which already holds its result.
-      if (!root || !c.inPlace) before.recv = unset;
-      after = before;
-      if (!root || !c.inPlace)
-        setBlock(after.recv, 0, count, [&](size_t e) { return value(c.root, rank * count + e); });
-      break;
-    }
-    default: ADD_FAILURE() << "no expectation for " << describe(c);
-  }
-  return {before, after};
-}
-
 void check(const Case& c, testing::SendMode mode = testing::SendMode::Rendezvous) {
   SCOPED_TRACE(describe(c) + (mode == testing::SendMode::Buffered ? " buffered" : " rendezvous"));
   std::vector<algos::Schedule> schedules;
   std::vector<testing::SimRank> ranks;
-  std::vector<Expectation> want;
+  std::vector<testing::Expectation> want;
   for (int r = 0; r < c.n; ++r) {
     const algos::CollArgs a = argsFor(onRank(c, r), r);
     const algos::Algorithm* algo = algos::selectAlgorithm(a, "");
     ASSERT_NE(algo, nullptr);
     schedules.push_back(algo->build(a));
-    want.push_back(expectation(onRank(c, r), r));
+    const Case mine = onRank(c, r);
+    want.push_back(testing::expectation({mine.coll, mine.n, mine.count, mine.root, mine.inPlace, mine.average}, r));
     ranks.push_back(want.back().before);
   }
-  ASSERT_EQ(testing::simulate(schedules, ranks, c.n, c.average, mode), "");
+  ASSERT_EQ(testing::simulate(schedules, ranks, mode), "");
   for (int r = 0; r < c.n; ++r) {
     ASSERT_EQ(ranks[r].recv, want[r].after.recv) << "recvbuff of rank " << r;
     ASSERT_EQ(ranks[r].send, want[r].after.send) << "sendbuff of rank " << r;
   }
 }
-
-bool rooted(Collective coll) {
-  return coll == Collective::Broadcast || coll == Collective::Reduce || coll == Collective::Gather ||
-         coll == Collective::Scatter;
-}
-
-// Every rank count to 17, counts that leave ranks or chunks empty or ragged, chunks of one
-// element to larger than the buffer, every root, in and out of place.
-void sweep(Collective coll) {
-  for (int n = 1; n <= 17; ++n) {
-    const size_t ns = static_cast<size_t>(n);
-    for (size_t count : {size_t{0}, size_t{1}, ns - 1, size_t{7}, 5 * ns + 3, size_t{203}})
-      for (size_t chunk : {size_t{1}, size_t{3}, size_t{64}, size_t{1} << 20})
-        for (int root = 0; root < (rooted(coll) ? n : 1); ++root) {
-          if (chunk == 1 && count > 5 * ns + 3) continue;  // many chunks already; keeps it fast
-
-          for (bool inPlace : {false, true}) {
-            check({coll, n, count, chunk, root, inPlace});
-            // Sends that complete early must not change the result either.
-            if (n <= 8) check({coll, n, count, chunk, root, inPlace}, testing::SendMode::Buffered);
-            if (::testing::Test::HasFatalFailure()) return;
-          }
-        }
-  }
-  for (int n : {32, 64})
-    for (size_t count : {size_t{1}, static_cast<size_t>(n) + 3, size_t{130}})
-      for (int root : {0, n / 2, n - 1})
-        for (bool inPlace : {false, true}) {
-          if (!rooted(coll) && root != 0) continue;
-          check({coll, n, count, 16, root, inPlace});
-          if (::testing::Test::HasFatalFailure()) return;
-        }
-}
-
-TEST(CollectiveSchedule, Broadcast) { sweep(Collective::Broadcast); }
-TEST(CollectiveSchedule, Reduce) { sweep(Collective::Reduce); }
-TEST(CollectiveSchedule, AllGather) { sweep(Collective::AllGather); }
-TEST(CollectiveSchedule, ReduceScatter) { sweep(Collective::ReduceScatter); }
-TEST(CollectiveSchedule, AlltoAll) { sweep(Collective::AlltoAll); }
-TEST(CollectiveSchedule, Gather) { sweep(Collective::Gather); }
-TEST(CollectiveSchedule, Scatter) { sweep(Collective::Scatter); }
 
 // Whether a call is in place is each rank's own business (NCCL compares that rank's pointers):
 // the messages must not change with it.
@@ -251,46 +101,6 @@ TEST(CollectiveSchedule, AverageDividesOnce) {
       for (size_t chunk : {size_t{1}, size_t{4}, size_t{1000}})
         for (bool inPlace : {false, true})
           for (int root : {0, n - 1}) check({coll, n, 103, chunk, root, inPlace, true});
-}
-
-// ncclSend/ncclRecv in one group on every rank: rank r sends to r + shift and receives from
-// r - shift, with the send and receive of one rank joined as the executor joins a group.
-void checkPointToPoint(int n, int shift, size_t count, size_t chunk, bool recvFirst) {
-  SCOPED_TRACE(::testing::Message() << "n=" << n << " shift=" << shift << " count=" << count
-                                    << " chunk=" << chunk << (recvFirst ? " recv first" : ""));
-  std::vector<algos::Schedule> schedules;
-  std::vector<testing::SimRank> ranks(n);
-  for (int r = 0; r < n; ++r) {
-    Case send{Collective::Send, n, count, chunk, algos::mod(r + shift, n)};
-    Case recv{Collective::Recv, n, count, chunk, algos::mod(r - shift, n)};
-    std::vector<algos::Schedule> parts;
-    for (const Case& c : {send, recv}) {
-      const algos::CollArgs a = argsFor(c, r);
-      const algos::Algorithm* algo = algos::selectAlgorithm(a, "");
-      ASSERT_NE(algo, nullptr);
-      parts.push_back(algo->build(a));
-    }
-    if (recvFirst) std::swap(parts[0], parts[1]);
-    schedules.push_back(testing::concatSchedules(parts));
-    ranks[r].send = inputOf(r, count);
-    ranks[r].recv.assign(count, kUnset);
-  }
-  ASSERT_EQ(testing::simulate(schedules, ranks, n, false, testing::SendMode::Rendezvous), "");
-  for (int r = 0; r < n; ++r) {
-    ASSERT_EQ(ranks[r].recv, inputOf(algos::mod(r - shift, n), count)) << "rank " << r;
-    ASSERT_EQ(ranks[r].send, inputOf(r, count)) << "rank " << r;
-  }
-}
-
-TEST(CollectiveSchedule, SendRecvRings) {
-  for (int n = 1; n <= 17; ++n)
-    for (int shift : {0, 1, n / 2, n - 1})  // shift 0: every rank sends to itself
-      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{203}})
-        for (size_t chunk : {size_t{1}, size_t{3}, size_t{1} << 20})
-          for (bool recvFirst : {false, true}) {
-            checkPointToPoint(n, shift, count, chunk, recvFirst);
-            if (HasFatalFailure()) return;
-          }
 }
 
 // The receiver must cut the stream exactly as the sender does, or sizes disagree.

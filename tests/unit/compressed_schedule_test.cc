@@ -1,4 +1,4 @@
-// Compressed AllReduce schedules run in memory for every rank (tests/common/compressed_sim.h)
+// Compressed AllReduce schedules run in memory for every rank (tests/common/schedule_sim.h)
 // with the real codecs: the result equals, bit for bit, what the scheme defines (every
 // contribution encoded once, summed in fp32 in rank order, the sum encoded once), every rank
 // holds the same bits, the error against an fp64 sum stays within the quantisation bound, no
@@ -9,117 +9,23 @@
 
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include "algos/compressed_allreduce.h"
 #include "algos/pattern.h"
-#include "common/compressed_sim.h"
-#include "compress/int8_block.h"
-#include "compress/topk.h"
+#include "common/compressed_reference.h"
+#include "common/schedule_sim.h"
 
 namespace braid {
 namespace {
 
 using algos::Range;
-
-std::unique_ptr<compress::Int8BlockCodec> int8Codec(uint32_t block = 64) {
-  compress::Int8BlockOptions o;
-  o.blockSize = block;
-  std::unique_ptr<compress::Int8BlockCodec> c;
-  EXPECT_TRUE(compress::Int8BlockCodec::create(o, &c).ok());
-  return c;
-}
-
-std::unique_ptr<compress::TopKCodec> topkCodec(double ratio) {
-  std::unique_ptr<compress::TopKCodec> c;
-  EXPECT_TRUE(compress::TopKCodec::create({ratio}, &c).ok());
-  return c;
-}
-
-algos::CollArgs argsFor(const compress::Codec& codec, int n, int r, size_t count, size_t chunk,
-                        bool inPlace, bool average, bool feedback) {
-  algos::CollArgs a;
-  a.count = count;
-  a.rank = r;
-  a.nranks = n;
-  a.inPlace = inPlace;
-  a.average = average;
-  a.chunkCount = chunk;
-  a.typeSize = 4;
-  a.codec = &codec;
-  a.feedback = feedback;
-  return a;
-}
-
-std::vector<float> randomInput(size_t count, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
-// decode(encode(x)) of one piece, accumulated into acc (fp32).
-void roundTripAdd(const compress::Codec& c, const float* x, size_t n, float* acc) {
-  std::vector<std::byte> msg(c.maxEncodedBytes(n, ncclFloat32));
-  size_t written = 0;
-  ASSERT_TRUE(c.encode(x, n, ncclFloat32, nullptr, 0, msg, &written).ok());
-  ASSERT_TRUE(c.decodeAccumulate(msg, n, acc).ok());
-}
-
-struct SimRun {
-  std::vector<std::vector<float>> inputs;
-  std::vector<testing::FloatRank> ranks;
-};
-
-// Builds every rank's schedule, runs it, and returns the ranks (inputs kept aside).
-SimRun runSchedule(const algos::Algorithm& algo, const compress::Codec& codec, int n, size_t count,
-                size_t chunk, bool inPlace, bool average, testing::SendMode mode, std::string* error) {
-  SimRun run;
-  std::vector<algos::Schedule> schedules;
-  run.ranks.resize(n);
-  for (int r = 0; r < n; ++r) {
-    schedules.push_back(algo.build(argsFor(codec, n, r, count, chunk, inPlace, average, false)));
-    run.inputs.push_back(randomInput(count, 1000u + static_cast<uint32_t>(r)));
-    if (inPlace) run.ranks[r].recv = run.inputs[r];
-    else {
-      run.ranks[r].send = run.inputs[r];
-      run.ranks[r].recv.assign(count, -7.0f);
-    }
-  }
-  *error = testing::simulateCompressed(schedules, run.ranks, n, codec, 1, mode);
-  return run;
-}
-
-// What the two-shot scheme defines for fp32 input with rounding to nearest: per chunk of each
-// shard, every rank's piece round-tripped and summed in rank order, then the sum round-tripped.
-std::vector<float> twoShotReference(const compress::Codec& c, const std::vector<std::vector<float>>& in,
-                                    size_t count, size_t chunk, bool average) {
-  const int n = static_cast<int>(in.size());
-  std::vector<float> out(count);
-  for (int j = 0; j < n; ++j) {
-    algos::forEachChunk(algos::evenPart(count, n, j), chunk, [&](size_t off, size_t len) {
-      std::vector<float> acc(len, 0.0f);
-      for (int i = 0; i < n; ++i) roundTripAdd(c, in[i].data() + off, len, acc.data());
-      if (average) for (float& v : acc) v /= static_cast<float>(n);
-      std::vector<float> res(len, 0.0f);
-      roundTripAdd(c, acc.data(), len, res.data());
-      std::copy(res.begin(), res.end(), out.begin() + static_cast<long>(off));
-    });
-  }
-  return out;
-}
-
-std::vector<float> sparseReference(const compress::Codec& c, const std::vector<std::vector<float>>& in,
-                                   size_t count, size_t chunk, bool average) {
-  const int n = static_cast<int>(in.size());
-  std::vector<float> out(count, 0.0f);
-  algos::forEachChunk(count, chunk * algos::kSparseChunkFactor, [&](size_t off, size_t len) {
-    for (int i = 0; i < n; ++i) roundTripAdd(c, in[i].data() + off, len, out.data() + off);
-    if (average) for (size_t e = off; e < off + len; ++e) out[e] /= static_cast<float>(n);
-  });
-  return out;
-}
+using testing::int8Codec;
+using testing::randomInput;
+using testing::roundTripAdd;
+using testing::SimRun;
+using testing::sparseReference;
+using testing::topkCodec;
+using testing::twoShotReference;
 
 void checkAgainst(const SimRun& run, const std::vector<float>& want, int n, const std::string& what) {
   for (int r = 0; r < n; ++r)
@@ -136,7 +42,7 @@ TEST(CompressedSchedule, TwoShotIsTheSchemeBitForBitForEveryRankCount) {
         for (bool inPlace : {false, true}) {
           const bool average = (count + chunk) % 2 == 1;
           std::string error;
-          SimRun run = runSchedule(algo, *codec, n, count, chunk, inPlace, average,
+          SimRun run = testing::runCompressed(algo, *codec, n, count, chunk, inPlace, average,
                                 testing::SendMode::Rendezvous, &error);
           const std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) +
                                    " chunk=" + std::to_string(chunk) + (inPlace ? " in place" : "");
@@ -158,7 +64,7 @@ TEST(CompressedSchedule, SparseIsTheSchemeBitForBitForEveryRankCount) {
         for (bool inPlace : {false, true}) {
           const bool average = (count + chunk) % 2 == 0;
           std::string error;
-          SimRun run = runSchedule(algo, *codec, n, count, chunk, inPlace, average,
+          SimRun run = testing::runCompressed(algo, *codec, n, count, chunk, inPlace, average,
                                 testing::SendMode::Rendezvous, &error);
           const std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) +
                                    " chunk=" + std::to_string(chunk) + (inPlace ? " in place" : "");
@@ -181,7 +87,7 @@ TEST(CompressedSchedule, TwoShotErrorWithinTheQuantisationBound) {
     for (int n : {2, 3, 5, 8, 13, 17}) {
       const size_t count = 4099;
       std::string error;
-      SimRun run = runSchedule(algo, *codec, n, count, 1000, false, false, testing::SendMode::Buffered, &error);
+      SimRun run = testing::runCompressed(algo, *codec, n, count, 1000, false, false, testing::SendMode::Buffered, &error);
       ASSERT_EQ(error, "");
       double maxSum = 0, bound = 0, err2 = 0, ref2 = 0;
       for (int r = 0; r < n; ++r) {
@@ -209,7 +115,7 @@ TEST(CompressedSchedule, SparseWithEveryElementIsExact) {
   algos::SparseCompressedAllReduce algo;
   auto codec = topkCodec(1.0);
   std::string error;
-  SimRun run = runSchedule(algo, *codec, 6, 2001, 300, true, false, testing::SendMode::Rendezvous, &error);
+  SimRun run = testing::runCompressed(algo, *codec, 6, 2001, 300, true, false, testing::SendMode::Rendezvous, &error);
   ASSERT_EQ(error, "");
   for (size_t e = 0; e < 2001; ++e) {
     float sum = 0;
@@ -228,7 +134,7 @@ TEST(CompressedSchedule, SparseFeedbackDelaysNothingBeyondTheLastResidual) {
   std::vector<algos::Schedule> schedules;
   std::vector<testing::FloatRank> ranks(n);
   for (int r = 0; r < n; ++r) {
-    schedules.push_back(algo.build(argsFor(*codec, n, r, count, 128, false, false, true)));
+    schedules.push_back(algo.build(testing::compressedArgs(*codec, n, r, count, 128, false, false, true)));
     ranks[r].residual.assign(count, 0.0f);
   }
   std::vector<double> sentSum(count, 0.0), inputSum(count, 0.0);
@@ -238,7 +144,7 @@ TEST(CompressedSchedule, SparseFeedbackDelaysNothingBeyondTheLastResidual) {
       ranks[r].recv.assign(count, 0.0f);
       for (size_t e = 0; e < count; ++e) inputSum[e] += ranks[r].send[e];
     }
-    ASSERT_EQ(testing::simulateCompressed(schedules, ranks, n, *codec, static_cast<uint64_t>(t)), "");
+    ASSERT_EQ(testing::simulateCompressed(schedules, ranks, *codec, static_cast<uint64_t>(t)), "");
     for (size_t e = 0; e < count; ++e) sentSum[e] += ranks[0].recv[e];
   }
   double worst = 0, pending = 0;
@@ -263,7 +169,7 @@ TEST(CompressedSchedule, TwoShotBeatsPerHopRequantisation) {
   for (int n : {4, 8, 16}) {
     const size_t count = 1 << 16;
     std::string error;
-    SimRun run = runSchedule(algo, *codec, n, count, 1 << 20, false, false, testing::SendMode::Buffered, &error);
+    SimRun run = testing::runCompressed(algo, *codec, n, count, 1 << 20, false, false, testing::SendMode::Buffered, &error);
     ASSERT_EQ(error, "");
     std::vector<float> ring(count, 0.0f);
     for (int j = 0; j < n; ++j) {
@@ -313,7 +219,7 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
         SimRun run;
         run.ranks.resize(n);
         for (int r = 0; r < n; ++r) {
-          algos::CollArgs a = argsFor(*codec, n, r, count, 100, inPlace, count % 2 == 0, false);
+          algos::CollArgs a = testing::compressedArgs(*codec, n, r, count, 100, inPlace, count % 2 == 0, false);
           a.topology = &topo;
           ASSERT_TRUE(algo.supports(a)) << what;
           schedules.push_back(algo.build(a));
@@ -321,7 +227,7 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
           run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
           if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
             << what;
         double err2 = 0, ref2 = 0, bound = 0, total = 0;
         for (int r = 0; r < n; ++r) {
@@ -348,11 +254,11 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
   }
   // One group, or every rank a group of its own: nothing to gain (the selector takes c2shot).
   const algos::Topology oneRack = algos::Topology::hostsAndRacks({0, 1, 2}, {0, 0, 0}, {}, {}, {});
-  algos::CollArgs a = argsFor(*codec, 3, 0, 10, 10, false, false, false);
+  algos::CollArgs a = testing::compressedArgs(*codec, 3, 0, 10, 10, false, false, false);
   a.topology = &oneRack;
   EXPECT_FALSE(algo.supports(a));
   const algos::Topology flat = algos::Topology::flat(4);
-  a = argsFor(*codec, 4, 0, 10, 10, false, false, false);
+  a = testing::compressedArgs(*codec, 4, 0, 10, 10, false, false, false);
   a.topology = &flat;
   EXPECT_FALSE(algo.supports(a));
 }
@@ -376,7 +282,7 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
         run.ranks.resize(n);
         const bool average = count == 6;
         for (int r = 0; r < n; ++r) {
-          algos::CollArgs a = argsFor(*codec, n, r, count, 250, inPlace, average, false);
+          algos::CollArgs a = testing::compressedArgs(*codec, n, r, count, 250, inPlace, average, false);
           a.topology = &topo;
           ASSERT_TRUE(algo.supports(a)) << what;
           schedules.push_back(algo.build(a));
@@ -384,7 +290,7 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
           run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
           if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
             << what;
         double total = 0, err2 = 0, ref2 = 0;
         for (int r = 0; r < n; ++r) {
@@ -433,7 +339,7 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
           run.ranks.resize(n);
           const bool average = count % 2 == 1;
           for (int r = 0; r < n; ++r) {
-            algos::CollArgs a = argsFor(*codec, n, r, count, chunk, inPlace, average, false);
+            algos::CollArgs a = testing::compressedArgs(*codec, n, r, count, chunk, inPlace, average, false);
             a.topology = &topo;
             ASSERT_TRUE(algo.supports(a)) << what;
             schedules.push_back(algo.build(a));
@@ -441,7 +347,7 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
             run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
             if (!inPlace) run.ranks[r].send = run.inputs[r];
           }
-          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
               << what;
           checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
         }
@@ -458,7 +364,7 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
       SimRun run;
       run.ranks.resize(n);
       for (int r = 0; r < n; ++r) {
-        algos::CollArgs a = argsFor(*codec, n, r, 1500, 64, inPlace, false, false);
+        algos::CollArgs a = testing::compressedArgs(*codec, n, r, 1500, 64, inPlace, false, false);
         a.topology = &topo;
         ASSERT_TRUE(algo.supports(a)) << n;
         schedules.push_back(algo.build(a));
@@ -466,7 +372,7 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
         run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(1500, -3.0f);
         if (!inPlace) run.ranks[r].send = run.inputs[r];
       }
-      ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, n, *codec, 1, testing::SendMode::Rendezvous), "")
+      ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
           << n << " ranks";
       checkAgainst(run, sparseReference(*codec, run.inputs, 1500, 64, false), n, std::to_string(n) + " ranks");
     }
@@ -479,11 +385,11 @@ TEST(CompressedSchedule, ExactSimulatorRefusesCodecSteps) {
   std::vector<algos::Schedule> s;
   std::vector<testing::SimRank> ranks(2);
   for (int r = 0; r < 2; ++r) {
-    s.push_back(algo.build(argsFor(*codec, 2, r, 10, 10, false, false, false)));
+    s.push_back(algo.build(testing::compressedArgs(*codec, 2, r, 10, 10, false, false, false)));
     ranks[r].send.assign(10, 1);
     ranks[r].recv.assign(10, 0);
   }
-  EXPECT_NE(testing::simulate(s, ranks, 2).find("codec step"), std::string::npos);
+  EXPECT_NE(testing::simulate(s, ranks).find("codec step"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,12 @@
 // Algorithm selection: NCCL_ALGO's syntax, and the cost model's choice on a topology.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+
 #include "algos/cost_model.h"
 #include "algos/selector.h"
 #include "algos/topology.h"
@@ -93,6 +99,134 @@ TEST(Selector, ForcedAndFiltered) {
   ASSERT_TRUE(AlgoFilter::parse("ring", &onlyRing).ok());
   ASSERT_TRUE(chooseAlgorithm(allReduce(2, 4, topo), onlyRing, "", &c).ok());
   EXPECT_EQ(c.algorithm->name(), "ring");
+}
+
+
+// An algorithm that is only a name, for the tie rule.
+class Named final : public Algorithm {
+ public:
+  explicit Named(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  bool supports(const CollArgs&) const override { return true; }
+  Schedule build(const CollArgs&) const override { return ScheduleBuilder(name_).finish(); }
+
+ private:
+  std::string name_;
+};
+
+struct Candidate {
+  const char* name;
+  double us, linksUs;
+};
+
+// pickCheapest's winner for every order of `candidates`: the same name each time, returned.
+std::string winnerInEveryOrder(const std::vector<Candidate>& candidates) {
+  std::vector<std::unique_ptr<Named>> algos;
+  for (const Candidate& c : candidates) algos.push_back(std::make_unique<Named>(c.name));
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::string first;
+  do {
+    std::vector<Priced> priced;
+    for (size_t i : order) priced.push_back({algos[i].get(), candidates[i].us, candidates[i].linksUs});
+    const std::string won(priced[pickCheapest(priced)].algorithm->name());
+    if (first.empty()) first = won;
+    EXPECT_EQ(won, first) << "order changed the winner";
+  } while (std::next_permutation(order.begin(), order.end()));
+  return first;
+}
+
+// selector.h's rule: prices within 1% tie, then links within 1% of the lowest among those,
+// then the tie preference, then the name; in whatever order the candidates come.
+TEST(Selector, TiesAreDecidedByTheRuleNotByOrder) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Everything alike: the preference (each collective's default first).
+  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 100}, {"hier", 100, 100}, {"rhd", 100, 100}, {"tree", 100, 100},
+                                {"rackring", 100, 100}}),
+            "ring");
+  // The cheapest by more than 1% wins whatever its links or preference.
+  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 50}, {"hierdirect", 98.9, 98.9}, {"tree", 100, 60}}), "hierdirect");
+  // Memory-bound alike: links decide, and links within 1% of each other tie again.
+  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 80}, {"rhd", 100.5, 70}, {"tree", 100, 70.5}, {"hier", 100.9, 80}}),
+            "rhd");
+  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 80}, {"tree", 100, 70}, {"rackring", 100.2, 69.5}}), "tree");
+  // The band is 1% of the cheapest price, not of its neighbour's: hier (1.2% above) is out.
+  EXPECT_EQ(winnerInEveryOrder({{"hier", 101, 101}, {"rhd", 100.5, 100.5}, {"tree", 99.8, 99.8}}), "rhd");
+  EXPECT_EQ(winnerInEveryOrder({{"hier", 100.7, 100.7}, {"rhd", 100.5, 100.5}, {"tree", 99.8, 99.8}}), "hier");
+  // Names the preference does not list come after those it does, alphabetically among them.
+  EXPECT_EQ(winnerInEveryOrder({{"zeta", 10, 10}, {"alpha", 10, 10}, {"beta", 10, 10}}), "alpha");
+  EXPECT_EQ(winnerInEveryOrder({{"aaa", 10, 10}, {"hierdirect", 10, 10}}), "hierdirect");
+  // Nothing completes (unmatched messages price infinite): the preference still picks one.
+  EXPECT_EQ(winnerInEveryOrder({{"rhd", inf, inf}, {"ring", inf, inf}}), "ring");
+  EXPECT_EQ(winnerInEveryOrder({{"ring", inf, inf}, {"rhd", 5, 5}}), "rhd");
+  // The preference states each collective's default before the topology-aware builders.
+  for (const char* later : {"hierpipe", "hier", "rhd", "tree", "rackring", "hierdirect", "c2shot"})
+    EXPECT_LT(tiePreference("ring"), tiePreference(later)) << later;
+  EXPECT_LT(tiePreference("hierpipe"), tiePreference("hier"));
+  EXPECT_LT(tiePreference("hier"), tiePreference("rhd"));
+  EXPECT_EQ(tiePreference("unlisted"), tiePreference("also unlisted"));
+}
+
+// The whole choice over the registry in other orders (reversed, every rotation) is today's
+// choice on calls whose candidates tie: on prices, on links, and on neither.
+TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
+  const std::span<const Algorithm* const> registry = algorithms();
+  std::vector<std::vector<const Algorithm*>> orders;
+  orders.emplace_back(registry.rbegin(), registry.rend());
+  for (size_t k = 1; k < registry.size(); ++k) {
+    orders.emplace_back(registry.begin(), registry.end());
+    std::rotate(orders.back().begin(), orders.back().begin() + static_cast<long>(k), orders.back().end());
+  }
+  // As communicators on this machine see them (src/core/comm.cc): n ranks on 2 cores.
+  auto onThisMachine = [](Topology t) {
+    t.memoryUsPerByte = kHostMemoryUsPerByte;
+    t.cacheBytes = kDefaultCacheBytes;
+    t.alphaScale = std::max(1.0, t.nranks() / 2.0);
+    t.signatures = true;
+    return t;
+  };
+  auto oneHost = [&](int n) {
+    return onThisMachine(Topology::hostsAndRacks(std::vector<int>(static_cast<size_t>(n), 0), {},
+                                                 sharedMemoryCost().link, tcpCost().link, tcpCost().link));
+  };
+  std::vector<int> host(8), rack(8);
+  for (int r = 0; r < 8; ++r) host[r] = r, rack[r] = r % 2;
+  const Topology racks = onThisMachine(
+      Topology::hostsAndRacks(host, rack, sharedMemoryCost().link, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64}));
+  const Topology two = oneHost(2), four = oneHost(4);
+  struct Call {
+    const Topology* topo;
+    Collective coll;
+    size_t bytes;
+    const char* want;
+  };
+  const Call calls[] = {
+      {&four, Collective::AllReduce, 8 << 20, "rhd"},          // memory-bound alike: the links
+      {&four, Collective::AllReduce, 1 << 20, "ring"},         // ring, hier, rhd, rackring alike
+      {&two, Collective::AllReduce, 1 << 20, "ring"},          // five alike
+      {&racks, Collective::AllReduce, 1024, "tree"},           // tree and hierdirect alike
+      {&racks, Collective::AllReduce, 4 << 20, "hierpipe"},    // cheapest by far
+      {&racks, Collective::Broadcast, 1024, "chain"},          // chain and hier alike
+      {&four, Collective::AllGather, 4096, "ring"},            // ring and hier alike
+      {nullptr, Collective::AllReduce, 1 << 20, "ring"},       // no topology: the preference
+  };
+  for (const Call& call : calls) {
+    const int n = call.topo ? call.topo->nranks() : 4;
+    const size_t blocks = call.coll == Collective::AllGather ? static_cast<size_t>(n) : 1;
+    CollArgs a = allReduce(call.bytes / 4 / blocks, n, two);
+    a.coll = call.coll;
+    a.topology = call.topo;
+    Choice want;
+    ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &want).ok());
+    EXPECT_EQ(want.algorithm->name(), call.want) << collectiveName(call.coll) << " " << call.bytes << ": "
+                                                << want.reason;
+    for (const auto& order : orders) {
+      Choice c;
+      ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", order, &c).ok());
+      EXPECT_EQ(c.algorithm, want.algorithm) << collectiveName(call.coll) << " " << call.bytes << ": " << c.reason;
+      EXPECT_EQ(c.estimateUs, want.estimateUs);
+    }
+  }
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ void check(const algos::Algorithm& algo, const Case& c, SendMode mode = SendMode
     }
   }
   const std::vector<testing::SimRank> before = ranks;
-  ASSERT_EQ(testing::simulate(buildAll(algo, c), ranks, c.n, c.average, mode), "");
+  ASSERT_EQ(testing::simulate(buildAll(algo, c), ranks, mode), "");
   for (size_t e = 0; e < c.count; ++e) {
     int64_t sum = 0;
     for (int r = 0; r < c.n; ++r) sum += value(r, e);
@@ -156,7 +156,7 @@ void checkBlocks(const algos::Algorithm& algo, const Case& c, SendMode mode) {
       }
     }
   }
-  ASSERT_EQ(testing::simulate(buildAll(algo, c), ranks, c.n, c.average, mode), "");
+  ASSERT_EQ(testing::simulate(buildAll(algo, c), ranks, mode), "");
   for (int r = 0; r < c.n; ++r) {
     ASSERT_EQ(ranks[r].recv, want[r].recv) << "recvbuff of rank " << r;
     ASSERT_EQ(ranks[r].send, want[r].send) << "sendbuff of rank " << r;
