@@ -3,7 +3,7 @@
 // BRAID_ALGO forces one by name. All ranks decide alike: the price is taken from a fixed set
 // of ranks' schedules, and every rank has the same topology.
 //
-// The rule, which no order of the candidates (registry.cc's array included) can change:
+// The rule, which no order of the candidates (algorithms.cc's array included) can change:
 //   1. Prices within 1% of the cheapest tie (the model cannot tell them apart: on the emulated
 //      cluster at 256 KiB, rhd, hier and hierpipe were all priced 3.29 ms and took 6.3-6.9,
 //      3.7-4.5 and 3.35 ms, bench/results/netcluster_allreduce.md).

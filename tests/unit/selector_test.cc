@@ -187,12 +187,12 @@ TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
   };
   auto oneHost = [&](int n) {
     return onThisMachine(Topology::hostsAndRacks(std::vector<int>(static_cast<size_t>(n), 0), {},
-                                                 sharedMemoryCost().link, tcpCost().link, tcpCost().link));
+                                                 braid::transport::kShmLinkCost, braid::transport::kTcpLinkCost, braid::transport::kTcpLinkCost));
   };
   std::vector<int> host(8), rack(8);
   for (int r = 0; r < 8; ++r) host[r] = r, rack[r] = r % 2;
   const Topology racks = onThisMachine(
-      Topology::hostsAndRacks(host, rack, sharedMemoryCost().link, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64}));
+      Topology::hostsAndRacks(host, rack, braid::transport::kShmLinkCost, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64}));
   const Topology two = oneHost(2), four = oneHost(4);
   struct Call {
     const Topology* topo;

@@ -183,7 +183,7 @@ Status ncclComm::buildTopology() {
 // on two hosts: that of the first such pair, which every rank finds alike from the same peer
 // table (the transports' own figures; a cluster map or the probe replaces those between hosts).
 braid::transport::LinkCost ncclComm::pairLinkCost(bool sameHost) const {
-  int a = -1, b = -1;
+  int a = 0, b = -1;
   if (sameHost) {
     std::unordered_map<uint64_t, int> firstOnHost;
     for (int r = 0; r < nranks && b < 0; ++r) {
@@ -191,13 +191,17 @@ braid::transport::LinkCost ncclComm::pairLinkCost(bool sameHost) const {
       if (!fresh) a = it->second, b = r;
     }
   } else {
-    a = 0;
     for (int r = 1; r < nranks && b < 0; ++r)
       if (peers[r].hostHash != peers[0].hostHash) b = r;
   }
-  if (b < 0) return {};  // no such pair: the level is never priced
+  // Where no such pair exists the level is never priced; the cost is still that of the
+  // transport that would serve one (another process on rank 0's host, or another host).
+  braid::transport::PeerInfo other = peers[0];
+  if (b < 0) (sameHost ? other.processHash : other.hostHash) ^= 1;
+  const braid::transport::PeerInfo& pa = peers[a];
+  const braid::transport::PeerInfo& pb = b < 0 ? other : peers[b];
   for (const auto& t : transports)
-    if (t->canConnect(peers[a], peers[b])) return t->linkCost();
+    if (t->canConnect(pa, pb)) return t->linkCost();
   return {};
 }
 
