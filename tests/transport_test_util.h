@@ -2,6 +2,9 @@
 // sink that checks the delivery contract.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -106,6 +109,56 @@ inline Status exchange(transport::Endpoint& ep, int rank, const std::vector<size
                                         sizes[i], static_cast<long long>(bad))};
   }
   return Status::Ok();
+}
+
+// Two ranks of this process, on one host: one pid, two "processes" as the transports see them.
+inline transport::PeerInfo localPeer(int rank) {
+  transport::PeerInfo p;
+  p.rank = rank;
+  p.pid = static_cast<int32_t>(getpid());
+  p.hostHash = 0x1234;
+  p.processHash = 0x5678 + static_cast<uint64_t>(rank);
+  return p;
+}
+
+// Two transports and the endpoints they connected, rank 0's and rank 1's.
+struct EndpointPair {
+  std::unique_ptr<transport::Transport> t0, t1;
+  std::unique_ptr<transport::Endpoint> e0, e1;
+};
+
+// The three phases of transport/transport.h between t0 (rank 0) and t1 (rank 1) in this process;
+// the two connects run at once, since one may wait for the other's connections.
+inline EndpointPair connectLocally(std::unique_ptr<transport::Transport> t0,
+                                   std::unique_ptr<transport::Transport> t1) {
+  using transport::Blob;
+  EndpointPair p{std::move(t0), std::move(t1), nullptr, nullptr};
+  Blob b0, b1;
+  Status st = p.t0->listen(localPeer(0), localPeer(1), &b0);
+  EXPECT_TRUE(st.ok()) << st.message();
+  st = p.t1->listen(localPeer(1), localPeer(0), &b1);
+  EXPECT_TRUE(st.ok()) << st.message();
+  Status s1;
+  std::thread peer([&] { s1 = p.t1->connect(localPeer(1), localPeer(0), b0, Waiter(20000, nullptr), &p.e1); });
+  st = p.t0->connect(localPeer(0), localPeer(1), b1, Waiter(20000, nullptr), &p.e0);
+  peer.join();
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(s1.ok()) << s1.message();
+  EXPECT_TRUE(p.t0->finishConnect().ok());
+  EXPECT_TRUE(p.t1->finishConnect().ok());
+  return p;
+}
+
+// fn(endpoint, rank) on both ends at once, each on its own thread; both must succeed.
+template <typename Fn>
+void onBoth(EndpointPair& p, Fn fn) {
+  ASSERT_TRUE(p.e0 && p.e1);
+  Status s1;
+  std::thread peer([&] { s1 = fn(*p.e1, 1); });
+  Status s0 = fn(*p.e0, 0);
+  peer.join();
+  EXPECT_TRUE(s0.ok()) << "rank 0: " << s0.message();
+  EXPECT_TRUE(s1.ok()) << "rank 1: " << s1.message();
 }
 
 }  // namespace braid::testing

@@ -49,20 +49,9 @@ const Case kCases[] = {
     {"tcp", "3streams_slice4K", 4096, {{"NCCL_NSOCKS_PERTHREAD", "3"}, {"BRAID_TCP_SLICE_BYTES", "4096"}}},
 };
 
-// Both ends in this process: one pid, one host, two "processes" as far as the transports see.
-PeerInfo info(int rank) {
-  PeerInfo p;
-  p.rank = rank;
-  p.pid = static_cast<int32_t>(getpid());
-  p.hostHash = 0x1234;
-  p.processHash = 0x5678 + static_cast<uint64_t>(rank);
-  return p;
-}
-
-struct Pair {
-  std::unique_ptr<Transport> t0, t1;
-  std::unique_ptr<Endpoint> e0, e1;
-};
+using Pair = braid::testing::EndpointPair;
+using braid::testing::localPeer;
+using braid::testing::onBoth;
 
 class EndpointContract : public ::testing::TestWithParam<Case> {
  protected:
@@ -84,37 +73,7 @@ class EndpointContract : public ::testing::TestWithParam<Case> {
     return t;
   }
 
-  // The three phases of transport/transport.h; the two connects run at once (one may wait for
-  // the other's connections).
-  Pair connectPair() {
-    Pair p{make(), make(), nullptr, nullptr};
-    Blob b0, b1;
-    Status st = p.t0->listen(info(0), info(1), &b0);
-    EXPECT_TRUE(st.ok()) << st.message();
-    st = p.t1->listen(info(1), info(0), &b1);
-    EXPECT_TRUE(st.ok()) << st.message();
-    Status s1;
-    std::thread peer([&] { s1 = p.t1->connect(info(1), info(0), b0, Waiter(20000, nullptr), &p.e1); });
-    st = p.t0->connect(info(0), info(1), b1, Waiter(20000, nullptr), &p.e0);
-    peer.join();
-    EXPECT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(s1.ok()) << s1.message();
-    EXPECT_TRUE(p.t0->finishConnect().ok());
-    EXPECT_TRUE(p.t1->finishConnect().ok());
-    return p;
-  }
-
-  // fn(endpoint, rank) on both ends at once; both must succeed.
-  template <typename Fn>
-  void onBoth(Pair& p, Fn fn) {
-    ASSERT_TRUE(p.e0 && p.e1);
-    Status s1;
-    std::thread peer([&] { s1 = fn(*p.e1, 1); });
-    Status s0 = fn(*p.e0, 0);
-    peer.join();
-    EXPECT_TRUE(s0.ok()) << "rank 0: " << s0.message();
-    EXPECT_TRUE(s1.ok()) << "rank 1: " << s1.message();
-  }
+  Pair connectPair() { return braid::testing::connectLocally(make(), make()); }
 
  private:
   void set(const char* name, const char* value) {
@@ -207,12 +166,12 @@ TEST_P(EndpointContract, DataSentBeforeACloseIsDelivered) {
 TEST_P(EndpointContract, HandlesThatAreNotTheTransportsAreRejected) {
   std::unique_ptr<Transport> t = make();
   Blob mine;
-  ASSERT_TRUE(t->listen(info(0), info(1), &mine).ok());
+  ASSERT_TRUE(t->listen(localPeer(0), localPeer(1), &mine).ok());
   std::unique_ptr<Endpoint> ep;
-  EXPECT_EQ(t->connect(info(0), info(1), Blob{1, 2, 3}, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
+  EXPECT_EQ(t->connect(localPeer(0), localPeer(1), Blob{1, 2, 3}, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
   Blob forged = mine;
   forged[0] ^= 1;
-  EXPECT_EQ(t->connect(info(0), info(1), forged, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
+  EXPECT_EQ(t->connect(localPeer(0), localPeer(1), forged, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
   EXPECT_FALSE(ep);
 }
 

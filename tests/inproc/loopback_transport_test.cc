@@ -19,14 +19,11 @@ namespace {
 using braid::testing::CheckingSink;
 using braid::testing::drive;
 using braid::testing::exchange;
-using Body = std::function<Status(Endpoint&, int)>;
 
-struct Pair {
-  std::unique_ptr<Transport> t0, t1;
-  std::unique_ptr<Endpoint> e0, e1;
-};
+using Pair = braid::testing::EndpointPair;
+using braid::testing::onBoth;
 
-PeerInfo info(int rank) { return PeerInfo{rank, static_cast<int32_t>(getpid()), 0x1234, 0x5678}; }
+PeerInfo info(int rank) { return braid::testing::localPeer(rank); }
 
 // Ring size and direct threshold come from the environment, read at listen/connect.
 void setKnobs(size_t ringBytes, size_t directMin) {
@@ -34,35 +31,7 @@ void setKnobs(size_t ringBytes, size_t directMin) {
   setenv("BRAID_LOOPBACK_DIRECT_MIN_BYTES", std::to_string(directMin).c_str(), 1);
 }
 
-Pair connectPair() {
-  Pair p;
-  p.t0 = makeLoopbackTransport();
-  p.t1 = makeLoopbackTransport();
-  Blob b0, b1;
-  EXPECT_TRUE(p.t0->canConnect(info(0), info(1)));
-  Status st = p.t0->listen(info(0), info(1), &b0);
-  EXPECT_TRUE(st.ok()) << st.message();
-  st = p.t1->listen(info(1), info(0), &b1);
-  EXPECT_TRUE(st.ok()) << st.message();
-  st = p.t0->connect(info(0), info(1), b1, Waiter(), &p.e0);
-  EXPECT_TRUE(st.ok()) << st.message();
-  st = p.t1->connect(info(1), info(0), b0, Waiter(), &p.e1);
-  EXPECT_TRUE(st.ok()) << st.message();
-  EXPECT_TRUE(p.t0->finishConnect().ok());
-  EXPECT_TRUE(p.t1->finishConnect().ok());
-  return p;
-}
-
-// Runs fn(endpoint, rank) on two threads at once and expects both to succeed.
-template <typename Fn>
-void onBoth(Pair& p, Fn fn) {
-  Status s1;
-  std::thread peer([&] { s1 = fn(*p.e1, 1); });
-  Status s0 = fn(*p.e0, 0);
-  peer.join();
-  EXPECT_TRUE(s0.ok()) << "rank 0: " << s0.message();
-  EXPECT_TRUE(s1.ok()) << "rank 1: " << s1.message();
-}
+Pair connectPair() { return braid::testing::connectLocally(makeLoopbackTransport(), makeLoopbackTransport()); }
 
 // The rings' promise beyond the endpoint contract (tests/inproc/endpoint_contract_test.cc): a
 // sink sees pieces of whole 16-byte blocks but for a message's last, whatever the ring's size and
@@ -120,7 +89,10 @@ TEST(Loopback, HandlesOfAnotherTransportOrProcessAreRejected) {
   other.reset();
   EXPECT_EQ(t->connect(info(0), info(1), theirs, Waiter(), &ep).code(), ncclInvalidUsage);
   EXPECT_FALSE(ep);
-  EXPECT_FALSE(t->canConnect(info(0), PeerInfo{1, 1, 0x1234, 0x9999}));
+  PeerInfo sameProcess = info(1);
+  sameProcess.processHash = info(0).processHash;
+  EXPECT_TRUE(t->canConnect(info(0), sameProcess));
+  EXPECT_FALSE(t->canConnect(info(0), info(1)));  // another process
 }
 
 }  // namespace
