@@ -77,11 +77,11 @@ class Algorithm {
   virtual bool compressed() const { return false; }
 };
 
-// Every registered algorithm, in selectAlgorithm's order (chooseAlgorithm's choice does not
-// depend on it, selector.h).
+// Every registered algorithm (no choice depends on their order).
 std::span<const Algorithm* const> algorithms();
-// The algorithm used for `args`: BRAID_ALGO when it names one that supports the call,
-// otherwise the first supporting algorithm. Null when none supports it.
+// The algorithm for `args` without pricing (tests, calls without a topology): `forced` when it
+// names one that supports the call, otherwise the supporting one first in the tie preference
+// (selector.h). Null when none supports it.
 const Algorithm* selectAlgorithm(const CollArgs& args, std::string_view forced);
 
 }  // namespace braid::algos

@@ -1,6 +1,7 @@
 #include <array>
 
 #include "algos/algorithm.h"
+#include "algos/selector.h"
 #include "algos/chain.h"
 #include "algos/compressed_allreduce.h"
 #include "algos/direct_allreduce.h"
@@ -66,11 +67,9 @@ std::span<const Algorithm* const> algorithms() {
   static const SparseCompressedAllReduce sparseCompressed;
   static const HierCompressedAllReduce hierCompressed;
   static const HierSparseCompressedAllReduce hierSparseCompressed;
-  // selectAlgorithm's order (the first that supports a call): AllReduce direct, for the small
-  // calls it accepts, then ring; the topology-aware builders follow. Communicators choose by
-  // cost among all of them instead (selector.h), by a rule that this order does not enter: ties
-  // go by the tie preference in selector.cc. The compressed ones serve only calls that carry a
-  // codec, and those only them.
+  // The order plays no part in any choice: communicators choose by cost (selector.h), and
+  // selectAlgorithm by the tie preference of selector.cc. The compressed ones serve only calls
+  // that carry a codec, and those only them.
   static const std::array all = std::to_array<const Algorithm*>(
       {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
        &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
@@ -85,7 +84,9 @@ const Algorithm* selectAlgorithm(const CollArgs& args, std::string_view forced) 
   for (const Algorithm* algo : algorithms()) {
     if (algo->compressed() != (args.codec != nullptr) || !algo->supports(args)) continue;
     if (!forced.empty() && algo->name() == forced) return algo;
-    if (!first) first = algo;
+    if (!first || tiePreference(algo->name()) < tiePreference(first->name()) ||
+        (tiePreference(algo->name()) == tiePreference(first->name()) && algo->name() < first->name()))
+      first = algo;
   }
   return first;
 }

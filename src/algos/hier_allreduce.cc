@@ -86,10 +86,10 @@ struct HierBuilder {
 
 }  // namespace
 
-// Pieces smaller than this only multiply the messages: on the emulated cluster (8 ranks on 2
-// cores) hierpipe took 2.1 ms at 64 KiB where hier took 1.0 ms, and was 1.6x faster from 256 KiB
-// (bench/results/netcluster_allreduce_small.md); the cost model does not see what a message
-// costs a rank that shares its core.
+// Pieces smaller than this only multiply the messages, and the cost model does not see what a
+// message costs a rank that shares its core. With 64 KiB pieces hierpipe pays off on the emulated
+// cluster (8 ranks on 2 cores): at 256 KiB, four pieces, 3.35 ms against hier's 3.7-4.5 ms
+// (bench/results/netcluster_allreduce.md, runs S1-S3, whose command it gives).
 constexpr size_t kMinPieceBytes = 64 << 10;
 
 // Pipelining needs pieces worth the messages, and two stages on different links: some level whose groups are more than one

@@ -13,7 +13,7 @@ namespace braid::algos {
 // With every rank on its own host this is a double binary tree over ranks. Hosts take their
 // tree positions in nested (rack, host) order, so small subtrees stay inside a rack.
 // Cost, m hosts of g ranks, c chunks of s elements per half:
-//   2 (ceil(lg m) + g - 1 + c) (alpha + s beta)  and about n gamma;
+//   2 (floor(lg m) + g - 1 + c) (alpha + s beta)  and about n gamma;
 // latency grows with lg m instead of the ring's p, bandwidth stays about n beta per link.
 // Each half's sum is finished at its tree's root and copied from there, so every rank holds
 // identical bits.

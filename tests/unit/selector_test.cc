@@ -177,7 +177,7 @@ TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
     orders.emplace_back(registry.begin(), registry.end());
     std::rotate(orders.back().begin(), orders.back().begin() + static_cast<long>(k), orders.back().end());
   }
-  // As communicators on this machine see them (src/core/comm.cc): n ranks on 2 cores.
+  // As communicators on this machine see them (src/core/comm/comm.cc): n ranks on 2 cores.
   auto onThisMachine = [](Topology t) {
     t.memoryUsPerByte = kHostMemoryUsPerByte;
     t.cacheBytes = kDefaultCacheBytes;
