@@ -91,6 +91,13 @@ ncclResult_t collective(ncclComm* comm, const char* name, Body&& body) {
   });
 }
 
+// NCCL's in-place rule for the block collectives: `inner` is block `index` of `outer`, blocks of
+// `count` elements of `type`.
+bool isBlock(const void* inner, const void* outer, size_t index, size_t count, ncclDataType_t type) {
+  return static_cast<const char*>(inner) ==
+         static_cast<const char*>(outer) + index * count * braid::kernels::typeSize(type);
+}
+
 }  // namespace
 
 BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
@@ -155,9 +162,7 @@ BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, siz
     BRAID_TRY(checkBuffer(sendbuff, sendcount, "sendbuff"));
     BRAID_TRY(checkBuffer(recvbuff, sendcount, "recvbuff"));
     Call c{Collective::AllGather, sendcount, datatype};
-    const size_t size = braid::kernels::typeSize(datatype);
-    c.inPlace = static_cast<const char*>(sendbuff) ==
-                static_cast<const char*>(recvbuff) + static_cast<size_t>(comm->rank) * sendcount * size;
+    c.inPlace = isBlock(sendbuff, recvbuff, static_cast<size_t>(comm->rank), sendcount, datatype);
     return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
@@ -169,9 +174,7 @@ BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
     BRAID_TRY(checkBuffer(sendbuff, recvcount, "sendbuff"));
     BRAID_TRY(checkBuffer(recvbuff, recvcount, "recvbuff"));
     Call c{Collective::ReduceScatter, recvcount, datatype, op, true};
-    const size_t size = braid::kernels::typeSize(datatype);
-    c.inPlace = static_cast<const char*>(recvbuff) ==
-                static_cast<const char*>(sendbuff) + static_cast<size_t>(comm->rank) * recvcount * size;
+    c.inPlace = isBlock(recvbuff, sendbuff, static_cast<size_t>(comm->rank), recvcount, datatype);
     c.inputCount = recvcount * static_cast<size_t>(comm->nranks);
     return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
@@ -198,10 +201,7 @@ BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t
     if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::Gather, count, datatype};
     c.root = root;
-    const size_t size = braid::kernels::typeSize(datatype);
-    c.inPlace = comm->rank == root &&
-                static_cast<const char*>(sendbuff) ==
-                    static_cast<const char*>(recvbuff) + static_cast<size_t>(root) * count * size;
+    c.inPlace = comm->rank == root && isBlock(sendbuff, recvbuff, static_cast<size_t>(root), count, datatype);
     return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
@@ -215,10 +215,7 @@ BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_
     BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::Scatter, count, datatype};
     c.root = root;
-    const size_t size = braid::kernels::typeSize(datatype);
-    c.inPlace = comm->rank == root &&
-                static_cast<const char*>(recvbuff) ==
-                    static_cast<const char*>(sendbuff) + static_cast<size_t>(root) * count * size;
+    c.inPlace = comm->rank == root && isBlock(recvbuff, sendbuff, static_cast<size_t>(root), count, datatype);
     return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }

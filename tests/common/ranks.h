@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -128,5 +129,26 @@ inline int hostOnlyExitCode() {
   ncclCommDestroy(comm);
   return dev == -1 ? 0 : 4;
 }
+
+// Rank 0 of a clique waits in an AllReduce that its peers never join, on a thread of its own:
+// what ncclCommAbort, ncclCommRevoke or a shrink must end. result is the call's once it returned,
+// -1 before; the constructor gives the thread 200 ms to get inside the call.
+class StuckAllReduce {
+ public:
+  explicit StuckAllReduce(ncclComm_t comm) : thread_([this, comm] {
+    float x[16] = {};
+    result = ncclAllReduce(x, x, 16, ncclFloat, ncclSum, comm, nullptr);
+  }) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ~StuckAllReduce() { join(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  std::atomic<int> result{-1};
+
+ private:
+  std::thread thread_;
+};
 
 }  // namespace braid::testing

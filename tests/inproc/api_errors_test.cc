@@ -145,17 +145,12 @@ TEST(Communicators, OneThreadDrivesAllRanksInAGroup) {
 TEST(Communicators, AbortUnblocksACollectiveInFlight) {
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
-  std::atomic<int> result{-1};
-  std::thread stuck([&] {
-    float x[16] = {};
-    result = ncclAllReduce(x, x, 16, ncclFloat, ncclSum, comms[0], nullptr);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  braid::testing::StuckAllReduce stuck(comms[0]);
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
   stuck.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
-  EXPECT_NE(result.load(), ncclSuccess);
+  EXPECT_NE(stuck.result.load(), ncclSuccess);
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
 }
 

@@ -15,19 +15,13 @@
 
 #include "core/bootstrap/bootstrap_root.h"
 #include "base/net/socket.h"
+#include "common/loopback_only.h"
 
 namespace braid {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int64_t kTimeoutMs = 20000;
-
-// Tests only talk on loopback.
-const bool kLoopbackOnly = [] {
-  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
-  return true;
-}();
 
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();

@@ -239,18 +239,13 @@ TEST(Revoke, CollectivesFailShrinkWorks) {
 TEST(Revoke, StopsACollectiveInFlight) {
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
-  std::atomic<int> result{-1};
-  std::thread stuck([&] {
-    float x[16] = {};
-    result = ncclAllReduce(x, x, 16, ncclFloat, ncclSum, comms[0], nullptr);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  braid::testing::StuckAllReduce stuck(comms[0]);
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclSuccess);
-  EXPECT_NE(result.load(), -1) << "revoke returned before the collective left";
+  EXPECT_NE(stuck.result.load(), -1) << "revoke returned before the collective left";
   stuck.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
-  EXPECT_EQ(result.load(), ncclInvalidUsage);
+  EXPECT_EQ(stuck.result.load(), ncclInvalidUsage);
   for (auto c : comms) ncclCommAbort(c);
 }
 
@@ -258,12 +253,7 @@ TEST(Revoke, StopsACollectiveInFlight) {
 TEST(Shrink, AbortFlagStopsCallsInFlight) {
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
-  std::atomic<int> result{-1};
-  std::thread stuck([&] {
-    float x[16] = {};
-    result = ncclAllReduce(x, x, 16, ncclFloat, ncclSum, comms[0], nullptr);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  braid::testing::StuckAllReduce stuck(comms[0]);
   std::vector<ncclComm_t> child(2, nullptr);
   std::vector<ncclResult_t> res(2, ncclInternalError);
   std::thread other([&] {
@@ -272,7 +262,7 @@ TEST(Shrink, AbortFlagStopsCallsInFlight) {
   res[0] = ncclCommShrink(comms[0], nullptr, 0, &child[0], nullptr, NCCL_SHRINK_ABORT);
   other.join();
   stuck.join();
-  EXPECT_EQ(result.load(), ncclInvalidUsage);
+  EXPECT_EQ(stuck.result.load(), ncclInvalidUsage);
   ASSERT_EQ(res[0], ncclSuccess) << last();
   ASSERT_EQ(res[1], ncclSuccess) << last();
   float a = 1, b = 2;

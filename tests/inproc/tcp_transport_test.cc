@@ -12,17 +12,12 @@
 #include <vector>
 
 #include "base/net/socket.h"
+#include "common/loopback_only.h"
 
 namespace braid::transport {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-const bool kLoopbackOnly = [] {
-  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
-  return true;
-}();
 
 PeerInfo info(int rank) {
   PeerInfo p;

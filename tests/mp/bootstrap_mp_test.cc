@@ -11,17 +11,12 @@
 
 #include "core/bootstrap/bootstrap.h"
 #include "base/net/socket.h"
+#include "common/loopback_only.h"
 
 namespace braid {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-const bool kLoopbackOnly = [] {
-  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
-  return true;
-}();
 
 std::string freeLoopbackPort() {
   net::Fd probe;
