@@ -25,9 +25,12 @@ size_t parseSize(const char* s) {
   double v = std::strtod(s, &end);
   double mult = 1;
   switch (*end) {
-    case 'K': case 'k': mult = 1ull << 10; break;
-    case 'M': case 'm': mult = 1ull << 20; break;
-    case 'G': case 'g': mult = 1ull << 30; break;
+    case 'K':
+    case 'k': mult = 1ull << 10; break;
+    case 'M':
+    case 'm': mult = 1ull << 20; break;
+    case 'G':
+    case 'g': mult = 1ull << 30; break;
     default: break;
   }
   return static_cast<size_t>(std::llround(v * mult));
@@ -45,8 +48,10 @@ double timeCopy(char* dst, const char* src, size_t bytes, double minSeconds) {
       asm volatile("" : : "r"(dst) : "memory");  // the copies must happen, each one
     }
     double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-    if ((sec >= minSeconds && reps >= 3) || reps >= (1ull << 30)) return sec / static_cast<double>(reps);
-    reps = sec > 0 ? std::max(reps * 2, static_cast<size_t>(reps * minSeconds * 1.2 / sec)) : reps * 2;
+    if ((sec >= minSeconds && reps >= 3) || reps >= (1ull << 30))
+      return sec / static_cast<double>(reps);
+    reps =
+        sec > 0 ? std::max(reps * 2, static_cast<size_t>(reps * minSeconds * 1.2 / sec)) : reps * 2;
   }
 }
 
@@ -88,8 +93,9 @@ int main(int argc, char** argv) {
       case 't': minSeconds = std::atof(optarg); break;
       case 'p': threads = std::atoi(optarg); break;
       default:
-        std::fprintf(stderr, "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-t seconds] [-p threads]\n",
-                     argv[0]);
+        std::fprintf(
+            stderr, "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-t seconds] [-p threads]\n",
+            argv[0]);
         return 2;
     }
   }
@@ -113,9 +119,15 @@ int main(int argc, char** argv) {
     std::memset(src[t], 1, alloc);
     std::memset(dst[t], 0, alloc);
   }
-  if (threads == 1) std::printf("# memcpy-rate: single-thread memcpy, page-aligned buffers\n");
-  else std::printf("# memcpy-rate: %d threads copying at once, page-aligned buffers; time per copy, total rate\n", threads);
-  std::printf("# %10s  %10s  %8s\n# %10s  %10s  %8s\n", "size", "time", "rate", "(B)", "(us)", "(GB/s)");
+  if (threads == 1)
+    std::printf("# memcpy-rate: single-thread memcpy, page-aligned buffers\n");
+  else
+    std::printf(
+        "# memcpy-rate: %d threads copying at once, page-aligned buffers; time per copy, total "
+        "rate\n",
+        threads);
+  std::printf("# %10s  %10s  %8s\n# %10s  %10s  %8s\n", "size", "time", "rate", "(B)", "(us)",
+              "(GB/s)");
   for (size_t bytes = minBytes; bytes <= maxBytes;) {
     double sec = timeCopy(dst[0], src[0], bytes, minSeconds);
     if (threads > 1) {
@@ -123,7 +135,8 @@ int main(int argc, char** argv) {
       const size_t reps = std::max<size_t>(3, static_cast<size_t>(minSeconds / sec));
       sec = timeTogether(dst, src, bytes, reps) / static_cast<double>(reps);
     }
-    std::printf("%12zu  %10.3f  %8.2f\n", bytes, sec * 1e6, static_cast<double>(bytes) * threads / 1e9 / sec);
+    std::printf("%12zu  %10.3f  %8.2f\n", bytes, sec * 1e6,
+                static_cast<double>(bytes) * threads / 1e9 / sec);
     std::fflush(stdout);
     size_t next = static_cast<size_t>(static_cast<double>(bytes) * factor);
     if (next <= bytes) break;

@@ -32,13 +32,14 @@ constexpr int kBatch = 128;
 constexpr float kLearningRate = 0.5f;
 constexpr float kL2 = 1e-4f;
 
-#define CHECK_NCCL(call, comm)                                                                  \
-  do {                                                                                          \
-    ncclResult_t r_ = (call);                                                                   \
-    if (r_ != ncclSuccess) {                                                                    \
-      std::fprintf(stderr, "%s failed: %s: %s\n", #call, ncclGetErrorString(r_), ncclGetLastError(comm)); \
-      std::exit(2);                                                                             \
-    }                                                                                           \
+#define CHECK_NCCL(call, comm)                                                   \
+  do {                                                                           \
+    ncclResult_t r_ = (call);                                                    \
+    if (r_ != ncclSuccess) {                                                     \
+      std::fprintf(stderr, "%s failed: %s: %s\n", #call, ncclGetErrorString(r_), \
+                   ncclGetLastError(comm));                                      \
+      std::exit(2);                                                              \
+    }                                                                            \
   } while (0)
 
 struct Shard {
@@ -87,7 +88,8 @@ double lossAndGradient(const Shard& s, const std::vector<float>& w, int from, in
       for (int f = 0; f < kFeatures; ++f) grad[f] += d * xi[f];
     }
   }
-  if (grad) for (int f = 0; f < kFeatures; ++f) grad[f] += kL2 * w[f];
+  if (grad)
+    for (int f = 0; f < kFeatures; ++f) grad[f] += kL2 * w[f];
   return loss / (to - from);
 }
 
@@ -118,7 +120,9 @@ double train(const std::vector<Shard>& shards, const Mode& mode, int steps) {
       for (int step = 0; step < steps; ++step) {
         const int from = (step * kBatch) % kSamplesPerRank;
         lossAndGradient(shards[r], w, from, from + kBatch, grad.data());
-        CHECK_NCCL(ncclAllReduce(grad.data(), grad.data(), kFeatures, ncclFloat32, op, comm, nullptr), comm);
+        CHECK_NCCL(
+            ncclAllReduce(grad.data(), grad.data(), kFeatures, ncclFloat32, op, comm, nullptr),
+            comm);
         for (int f = 0; f < kFeatures; ++f) w[f] -= kLearningRate * grad[f];
       }
       double loss = lossAndGradient(shards[r], w, 0, kSamplesPerRank, nullptr);
@@ -138,8 +142,10 @@ int main(int argc, char** argv) {
   int steps = 400;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--check")) check = true;
-    else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--check"))
+      check = true;
+    else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: %s [--steps N] [--check]\n", argv[0]);
       return 2;
@@ -154,13 +160,15 @@ int main(int argc, char** argv) {
                         {"int8 + feedback", "int8", 1},
                         {"topk 1% + feedback", "topk:0.01", 1},
                         {"topk 1%, no feedback", "topk:0.01", 0}};
-  std::printf("# logistic regression, %d ranks x %d samples, %d features, batch %d per rank, %d steps\n",
-              kRanks, kSamplesPerRank, kFeatures, kBatch, steps);
+  std::printf(
+      "# logistic regression, %d ranks x %d samples, %d features, batch %d per rank, %d steps\n",
+      kRanks, kSamplesPerRank, kFeatures, kBatch, steps);
   std::printf("# %-22s %12s %12s\n", "gradients", "final loss", "vs exact");
   double loss[4];
   for (int m = 0; m < 4; ++m) {
     loss[m] = train(shards, modes[m], steps);
-    std::printf("  %-22s %12.6f %+11.2f%%\n", modes[m].name, loss[m], 100.0 * (loss[m] / loss[0] - 1.0));
+    std::printf("  %-22s %12.6f %+11.2f%%\n", modes[m].name, loss[m],
+                100.0 * (loss[m] / loss[0] - 1.0));
     std::fflush(stdout);
   }
   if (!check) return 0;
@@ -169,10 +177,12 @@ int main(int argc, char** argv) {
   for (int m = 1; m <= 2; ++m) {
     const double rel = std::fabs(loss[m] / loss[0] - 1.0);
     if (!(rel <= limits[m])) {
-      std::printf("FAIL: %s ends %.2f%% from exact (limit %.0f%%)\n", modes[m].name, 100 * rel, 100 * limits[m]);
+      std::printf("FAIL: %s ends %.2f%% from exact (limit %.0f%%)\n", modes[m].name, 100 * rel,
+                  100 * limits[m]);
       ok = false;
     }
   }
-  std::printf("%s\n", ok ? "PASS: int8 + feedback within 2% of exact, topk 1% + feedback within 5%" : "FAIL");
+  std::printf("%s\n", ok ? "PASS: int8 + feedback within 2% of exact, topk 1% + feedback within 5%"
+                         : "FAIL");
   return ok ? 0 : 1;
 }

@@ -25,7 +25,7 @@
 /* Codes up to 2.8 give the minor number one decimal digit (2804); later ones give it two
  * (22809), so the formula depends on the version it encodes. */
 #define NCCL_VERSION(X, Y, Z) \
-  (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+  (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
 
 /* Streams are opaque pointers here. When CUDA's driver_types.h came first its typedef is
  * used; if it comes later, its typedef is the same one and C11/C++ accept the repeat. */
@@ -107,23 +107,23 @@ typedef struct ncclConfig_v22800 {
   int nvlinkCentricSched;
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                    \
-  {                                                                                \
+#define NCCL_CONFIG_INITIALIZER                                                         \
+  {                                                                                     \
     sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
-        NCCL_CONFIG_UNDEF_INT,     /* blocking */                                  \
-        NCCL_CONFIG_UNDEF_INT,     /* cgaClusterSize */                            \
-        NCCL_CONFIG_UNDEF_INT,     /* minCTAs */                                   \
-        NCCL_CONFIG_UNDEF_INT,     /* maxCTAs */                                   \
-        NCCL_CONFIG_UNDEF_PTR,     /* netName */                                   \
-        NCCL_CONFIG_UNDEF_INT,     /* splitShare */                                \
-        NCCL_CONFIG_UNDEF_INT,     /* trafficClass */                              \
-        NCCL_CONFIG_UNDEF_PTR,     /* commName */                                  \
-        NCCL_CONFIG_UNDEF_INT,     /* collnetEnable */                             \
-        NCCL_CONFIG_UNDEF_INT,     /* CTAPolicy */                                 \
-        NCCL_CONFIG_UNDEF_INT,     /* shrinkShare */                               \
-        NCCL_CONFIG_UNDEF_INT,     /* nvlsCTAs */                                  \
-        NCCL_CONFIG_UNDEF_INT,     /* nChannelsPerNetPeer */                       \
-        NCCL_CONFIG_UNDEF_INT,     /* nvlinkCentricSched */                        \
+        NCCL_CONFIG_UNDEF_INT, /* blocking */                                           \
+        NCCL_CONFIG_UNDEF_INT, /* cgaClusterSize */                                     \
+        NCCL_CONFIG_UNDEF_INT, /* minCTAs */                                            \
+        NCCL_CONFIG_UNDEF_INT, /* maxCTAs */                                            \
+        NCCL_CONFIG_UNDEF_PTR, /* netName */                                            \
+        NCCL_CONFIG_UNDEF_INT, /* splitShare */                                         \
+        NCCL_CONFIG_UNDEF_INT, /* trafficClass */                                       \
+        NCCL_CONFIG_UNDEF_PTR, /* commName */                                           \
+        NCCL_CONFIG_UNDEF_INT, /* collnetEnable */                                      \
+        NCCL_CONFIG_UNDEF_INT, /* CTAPolicy */                                          \
+        NCCL_CONFIG_UNDEF_INT, /* shrinkShare */                                        \
+        NCCL_CONFIG_UNDEF_INT, /* nvlsCTAs */                                           \
+        NCCL_CONFIG_UNDEF_INT, /* nChannelsPerNetPeer */                                \
+        NCCL_CONFIG_UNDEF_INT, /* nvlinkCentricSched */                                 \
   }
 
 /* Output of ncclGroupSimulateEnd. */
@@ -134,10 +134,10 @@ typedef struct ncclSimInfo_v22200 {
   float estimatedTime; /* microseconds; NCCL_UNDEF_FLOAT until simulated */
 } ncclSimInfo_t;
 
-#define NCCL_SIM_INFO_INITIALIZER                                                       \
-  {                                                                                     \
+#define NCCL_SIM_INFO_INITIALIZER                                                        \
+  {                                                                                      \
     sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
-        NCCL_UNDEF_FLOAT                                                                \
+        NCCL_UNDEF_FLOAT                                                                 \
   }
 
 /* ---- Reduction operators and data types -------------------------------------------- */
@@ -194,29 +194,28 @@ NCCL_DECLARE_API_(ncclResult_t, ncclMemAlloc, (void** ptr, size_t size));
 NCCL_DECLARE_API_(ncclResult_t, ncclMemFree, (void* ptr));
 
 NCCL_DECLARE_API_(ncclResult_t, ncclGetVersion, (int* version));
-NCCL_DECLARE_API_(ncclResult_t, ncclGetUniqueId, (ncclUniqueId* uniqueId));
+NCCL_DECLARE_API_(ncclResult_t, ncclGetUniqueId, (ncclUniqueId * uniqueId));
 
 /* Communicator lifetime. */
 NCCL_DECLARE_API_(ncclResult_t, ncclCommInitRankConfig,
-                  (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                  (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank,
                    ncclConfig_t* config));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommInitRank,
-                  (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank));
-NCCL_DECLARE_API_(ncclResult_t, ncclCommInitAll, (ncclComm_t* comm, int ndev, const int* devlist));
+                  (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank));
+NCCL_DECLARE_API_(ncclResult_t, ncclCommInitAll, (ncclComm_t * comm, int ndev, const int* devlist));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommFinalize, (ncclComm_t comm));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommDestroy, (ncclComm_t comm));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommAbort, (ncclComm_t comm));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommSplit,
-                  (ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                   ncclConfig_t* config));
+                  (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommShrink,
                   (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                    ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags));
 /* Several ids spread the rendezvous of a very large job over several roots. */
 NCCL_DECLARE_API_(ncclResult_t, ncclCommInitRankScalable,
-                  (ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                   ncclUniqueId* commIds, ncclConfig_t* config));
+                  (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                   ncclConfig_t* config));
 
 /* Errors and state. */
 NCCL_DECLARE_API_(const char*, ncclGetErrorString, (ncclResult_t result));
@@ -245,7 +244,7 @@ NCCL_DECLARE_API_(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, nccl
 
 /* Custom reduction operators. */
 NCCL_DECLARE_API_(ncclResult_t, ncclRedOpCreatePreMulSum,
-                  (ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                  (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype,
                    ncclScalarResidence_t residence, ncclComm_t comm));
 NCCL_DECLARE_API_(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm));
 
@@ -264,12 +263,11 @@ NCCL_DECLARE_API_(ncclResult_t, ncclAllReduce,
                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
 NCCL_DECLARE_API_(ncclResult_t, ncclReduceScatter,
-                  (const void* sendbuff, void* recvbuff, size_t recvcount,
-                   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                   cudaStream_t stream));
+                  (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
 NCCL_DECLARE_API_(ncclResult_t, ncclAllGather,
-                  (const void* sendbuff, void* recvbuff, size_t sendcount,
-                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream));
+                  (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                   ncclComm_t comm, cudaStream_t stream));
 NCCL_DECLARE_API_(ncclResult_t, ncclAlltoAll,
                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                    ncclComm_t comm, cudaStream_t stream));
@@ -285,13 +283,13 @@ NCCL_DECLARE_API_(ncclResult_t, ncclSend,
                   (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                    ncclComm_t comm, cudaStream_t stream));
 NCCL_DECLARE_API_(ncclResult_t, ncclRecv,
-                  (void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                   ncclComm_t comm, cudaStream_t stream));
+                  (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                   cudaStream_t stream));
 
 /* Groups. */
 NCCL_DECLARE_API_(ncclResult_t, ncclGroupStart, (void));
 NCCL_DECLARE_API_(ncclResult_t, ncclGroupEnd, (void));
-NCCL_DECLARE_API_(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t* simInfo));
+NCCL_DECLARE_API_(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t * simInfo));
 
 /* ---- Device API: the host side --------------------------------------------------------
  * NCCL declares these in its nccl_device headers, next to device code that needs nvcc.

@@ -35,7 +35,8 @@ inline int64_t firstMismatch(const std::vector<uint8_t>& buf, int rank, uint64_t
 
 // Progresses until the endpoint counted `sends` sends and `recvs` receives, or fails, or the
 // deadline passes (a test must fail, not hang).
-inline Status drive(transport::Endpoint& ep, uint64_t sends, uint64_t recvs, int timeoutMs = 30000) {
+inline Status drive(transport::Endpoint& ep, uint64_t sends, uint64_t recvs,
+                    int timeoutMs = 30000) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   while (ep.sendsCompleted() < sends || ep.recvsCompleted() < recvs) {
     const uint64_t before = ep.sendsCompleted() + ep.recvsCompleted();
@@ -139,7 +140,8 @@ inline EndpointPair connectLocally(std::unique_ptr<transport::Transport> t0,
   st = p.t1->listen(localPeer(1), localPeer(0), &b1);
   EXPECT_TRUE(st.ok()) << st.message();
   Status s1;
-  std::thread peer([&] { s1 = p.t1->connect(localPeer(1), localPeer(0), b0, Waiter(20000, nullptr), &p.e1); });
+  std::thread peer(
+      [&] { s1 = p.t1->connect(localPeer(1), localPeer(0), b0, Waiter(20000, nullptr), &p.e1); });
   st = p.t0->connect(localPeer(0), localPeer(1), b1, Waiter(20000, nullptr), &p.e0);
   peer.join();
   EXPECT_TRUE(st.ok()) << st.message();

@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   if (markdown) std::printf("| variable | default | what it does |\n|---|---|---|\n");
   for (const braid::env::Var* v : braid::allVariables()) {
     if (markdown)
-      std::printf("| `%s` | %s | %s |\n", v->name, v->defaultValue ? v->defaultValue : "(unset)", v->doc);
+      std::printf("| `%s` | %s | %s |\n", v->name, v->defaultValue ? v->defaultValue : "(unset)",
+                  v->doc);
     else
       std::printf("%-24s %-12s %s\n", v->name, v->defaultValue ? v->defaultValue : "-", v->doc);
   }

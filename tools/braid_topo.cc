@@ -25,7 +25,9 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: braid-topo [--xml] [--dump FILE] [--detect] [--hosts h1,h2,...] [CLUSTER_MAP]\n");
+  std::fprintf(
+      stderr,
+      "usage: braid-topo [--xml] [--dump FILE] [--detect] [--hosts h1,h2,...] [CLUSTER_MAP]\n");
   return 2;
 }
 
@@ -53,12 +55,18 @@ int main(int argc, char** argv) {
   std::string dumpPath, mapPath, hosts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--xml") xml = true;
-    else if (a == "--detect") detect = true;
-    else if (a == "--dump" && i + 1 < argc) dumpPath = argv[++i];
-    else if (a == "--hosts" && i + 1 < argc) hosts = argv[++i];
-    else if (a == "-h" || a == "--help" || a.starts_with("-") || !mapPath.empty()) return usage();
-    else mapPath = a;
+    if (a == "--xml")
+      xml = true;
+    else if (a == "--detect")
+      detect = true;
+    else if (a == "--dump" && i + 1 < argc)
+      dumpPath = argv[++i];
+    else if (a == "--hosts" && i + 1 < argc)
+      hosts = argv[++i];
+    else if (a == "-h" || a == "--help" || a.starts_with("-") || !mapPath.empty())
+      return usage();
+    else
+      mapPath = a;
   }
 
   braid::topo::HostTopology host;
@@ -82,7 +90,8 @@ int main(int argc, char** argv) {
   std::printf("\n%s", map.describe().c_str());
   if (!hosts.empty()) {
     braid::topo::CommTopology comm;
-    s = braid::topo::topologyFromClusterMap(map, split(hosts), braid::transport::kShmLinkCost, &comm);
+    s = braid::topo::topologyFromClusterMap(map, split(hosts), braid::transport::kShmLinkCost,
+                                            &comm);
     if (!s.ok()) return fail(s);
     std::printf("\n%s", comm.describe().c_str());
   }

@@ -64,14 +64,16 @@ void onSignal(int sig) {
 [[noreturn]] void usage(const char* why) {
   if (why) std::fprintf(stderr, "braidrun: %s\n", why);
   std::fprintf(stderr,
-               "usage: braidrun -np N [--timeout SECONDS] [--grace SECONDS] [--no-prefix] [--] cmd args...\n");
+               "usage: braidrun -np N [--timeout SECONDS] [--grace SECONDS] [--no-prefix] [--] cmd "
+               "args...\n");
   std::exit(2);
 }
 
 double parseSeconds(const char* flag, const char* v) {
   char* end = nullptr;
   double d = v ? std::strtod(v, &end) : -1;
-  if (!v || *end || d < 0) usage((std::string(flag) + " needs a non-negative number of seconds").c_str());
+  if (!v || *end || d < 0)
+    usage((std::string(flag) + " needs a non-negative number of seconds").c_str());
   return d;
 }
 
@@ -81,7 +83,10 @@ Options parseArgs(int argc, char** argv) {
   for (; i < argc; ++i) {
     std::string a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "--") { ++i; break; }
+    if (a == "--") {
+      ++i;
+      break;
+    }
     if (a == "-np" || a == "-n" || a == "--np") {
       char* end = nullptr;
       long n = next ? std::strtol(next, &end, 10) : 0;
@@ -254,7 +259,8 @@ class Job {
   int run() {
     int commPort = freePort(), masterPort = freePort();
     if (commPort < 0 || masterPort < 0) {
-      std::fprintf(stderr, "braidrun: cannot find a free port on 127.0.0.1: %s\n", std::strerror(errno));
+      std::fprintf(stderr, "braidrun: cannot find a free port on 127.0.0.1: %s\n",
+                   std::strerror(errno));
       return 1;
     }
     for (int i = 0; i < o_.np; ++i) {
@@ -378,8 +384,9 @@ class Job {
       killAt_.reset();
       for (size_t i = 0; i < ranks_.size(); ++i)
         if (ranks_[i].running) {
-          std::fprintf(stderr, "braidrun: rank %zu did not exit %g s after SIGTERM; sending SIGKILL\n",
-                       i, o_.graceSec);
+          std::fprintf(stderr,
+                       "braidrun: rank %zu did not exit %g s after SIGTERM; sending SIGKILL\n", i,
+                       o_.graceSec);
           kill(-ranks_[i].pid, SIGKILL);
         }
     }
@@ -421,7 +428,7 @@ int main(int argc, char** argv) {
     std::perror("braidrun: pipe");
     return 1;
   }
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;

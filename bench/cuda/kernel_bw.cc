@@ -62,14 +62,16 @@ int main(int argc, char** argv) {
   ok(cudaMemset(b, 0, bytes), "cudaMemset");
   cudaDeviceProp prop{};
   ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::printf("# %s, %d SMs; %zu MiB buffers, %d iterations; GB/s = (bytes read + written) / time\n",
-              prop.name, prop.multiProcessorCount, mib, iters);
+  std::printf(
+      "# %s, %d SMs; %zu MiB buffers, %d iterations; GB/s = (bytes read + written) / time\n",
+      prop.name, prop.multiProcessorCount, mib, iters);
   std::printf("%-24s %10s\n", "kernel", "GB/s");
   const double memcpyBw = measure(2 * bytes, iters, s, [&] {
     ok(cudaMemcpyAsync(c, a, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
   });
   std::printf("%-24s %10.1f\n", "cudaMemcpy D2D", memcpyBw);
-  const double copyBw = measure(2 * bytes, iters, s, [&] { ok(braid::cuda::copy(c, a, bytes, s)); });
+  const double copyBw =
+      measure(2 * bytes, iters, s, [&] { ok(braid::cuda::copy(c, a, bytes, s)); });
   std::printf("%-24s %10.1f\n", "copy kernel", copyBw);
   double floatSum = 0;
   for (int t = 0; t < ncclNumTypes; ++t)
@@ -77,12 +79,14 @@ int main(int argc, char** argv) {
       auto type = ncclDataType_t(t);
       if (!braid::cuda::built(type, op)) continue;
       const size_t count = bytes / braid::kernels::typeSize(type);
-      const double bw = measure(3 * bytes, iters, s, [&] {
-        ok(braid::cuda::reduce(c, a, b, count, type, op, s));
-      });
+      const double bw = measure(3 * bytes, iters, s,
+                                [&] { ok(braid::cuda::reduce(c, a, b, count, type, op, s)); });
       if (type == ncclFloat32 && op == ncclSum) floatSum = bw;
-      std::printf("%-24s %10.1f\n", (std::string("reduce ") + braid::kernels::typeName(type) + " " +
-                                     braid::kernels::opName(op)).c_str(), bw);
+      std::printf("%-24s %10.1f\n",
+                  (std::string("reduce ") + braid::kernels::typeName(type) + " " +
+                   braid::kernels::opName(op))
+                      .c_str(),
+                  bw);
     }
   const double fused = measure(4 * bytes, iters, s, [&] {
     ok(braid::cuda::reduceCopy(c, b, a, c, bytes / 4, ncclFloat32, ncclSum, s));

@@ -46,8 +46,9 @@ int main(void) {
     for (int pass = 0; pass < 2; ++pass) {
       const double t0 = nowUs();
       for (int k = 0; k < kCalls; ++k)
-        if (check(ncclAllReduce(in, out, (size_t)3 * (size_t)(1 + k % kShapes[s]), ncclFloat, ncclSum,
-                                comm, NULL), "ncclAllReduce"))
+        if (check(ncclAllReduce(in, out, (size_t)3 * (size_t)(1 + k % kShapes[s]), ncclFloat,
+                                ncclSum, comm, NULL),
+                  "ncclAllReduce"))
           return 1;
       us = (nowUs() - t0) / kCalls;
     }

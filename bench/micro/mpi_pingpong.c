@@ -36,8 +36,9 @@ int main(int argc, char** argv) {
   /* batch 0 warms up */
   qsort(perBatch + 1, kBatches - 1, sizeof(double), compare);
   if (rank == 0)
-    printf("MPI 8-byte one-way latency: best %.3f us, median %.3f us (%d batches of %d round trips)\n",
-           perBatch[1], perBatch[1 + (kBatches - 1) / 2], kBatches - 1, kIters);
+    printf(
+        "MPI 8-byte one-way latency: best %.3f us, median %.3f us (%d batches of %d round trips)\n",
+        perBatch[1], perBatch[1 + (kBatches - 1) / 2], kBatches - 1, kIters);
   MPI_Finalize();
   return 0;
 }

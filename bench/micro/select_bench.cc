@@ -18,13 +18,15 @@ namespace {
 
 // Ranks on one host, priced as shared memory; or 8 hosts in 2 racks, one rank each.
 Topology oneHost(int n) {
-  return Topology::hostsAndRacks(std::vector<int>(static_cast<size_t>(n), 0), {}, braid::transport::kShmLinkCost,
-                                 braid::transport::kTcpLinkCost, {});
+  return Topology::hostsAndRacks(std::vector<int>(static_cast<size_t>(n), 0), {},
+                                 braid::transport::kShmLinkCost, braid::transport::kTcpLinkCost,
+                                 {});
 }
 Topology twoRacks(int n) {
   std::vector<int> host(static_cast<size_t>(n)), rack(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) host[r] = r, rack[r] = r % 2;
-  return Topology::hostsAndRacks(host, rack, braid::transport::kShmLinkCost, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64});
+  return Topology::hostsAndRacks(host, rack, braid::transport::kShmLinkCost, {7, 8e-3 / 1.9},
+                                 {9, 8e-3 / 0.64});
 }
 
 void choose(benchmark::State& state, Topology (*topology)(int)) {
@@ -50,16 +52,21 @@ void choose(benchmark::State& state, Topology (*topology)(int)) {
 
 void sizes(benchmark::internal::Benchmark* b, std::initializer_list<int> ranks) {
   for (int n : ranks)
-    for (int64_t bytes : {int64_t{1} << 10, int64_t{1} << 20, int64_t{16} << 20}) b->Args({n, bytes});
+    for (int64_t bytes : {int64_t{1} << 10, int64_t{1} << 20, int64_t{16} << 20})
+      b->Args({n, bytes});
 }
 
 BENCHMARK_CAPTURE(choose, one_host, oneHost)
     ->ArgNames({"ranks", "bytes"})
-    ->Apply([](benchmark::internal::Benchmark* b) { sizes(b, {2, 4, 8}); })
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      sizes(b, {2, 4, 8});
+    })
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(choose, two_racks, twoRacks)
     ->ArgNames({"ranks", "bytes"})
-    ->Apply([](benchmark::internal::Benchmark* b) { sizes(b, {8, 16}); })
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      sizes(b, {8, 16});
+    })
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

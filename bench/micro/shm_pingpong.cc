@@ -9,11 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -45,13 +45,14 @@ Status connect(int sock, int rank, Transport& t, std::unique_ptr<Endpoint>* ep) 
   Blob mine, theirs(4096);
   BRAID_TRY(t.listen(self, peer, &mine));
   uint64_t n = mine.size();
-  if (!ioAll(sock, &n, 8, true) || !ioAll(sock, mine.data(), n, true) || !ioAll(sock, &n, 8, false) ||
-      n > theirs.size() || !ioAll(sock, theirs.data(), n, false))
+  if (!ioAll(sock, &n, 8, true) || !ioAll(sock, mine.data(), n, true) ||
+      !ioAll(sock, &n, 8, false) || n > theirs.size() || !ioAll(sock, theirs.data(), n, false))
     return {ncclSystemError, "exchange failed"};
   theirs.resize(n);
   BRAID_TRY(t.connect(self, peer, theirs, Waiter(), ep));
   char c = 0;
-  if (!ioAll(sock, &c, 1, true) || !ioAll(sock, &c, 1, false)) return {ncclSystemError, "barrier failed"};
+  if (!ioAll(sock, &c, 1, true) || !ioAll(sock, &c, 1, false))
+    return {ncclSystemError, "barrier failed"};
   return t.finishConnect();
 }
 
@@ -71,7 +72,9 @@ void barrier(int sock) {
   ioAll(sock, &c, 1, false);
 }
 
-double seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+double seconds(Clock::time_point a) {
+  return std::chrono::duration<double>(Clock::now() - a).count();
+}
 
 void run(int sock, int rank, size_t maxBytes) {
   auto t = gThreads ? makeLoopbackTransport() : makeShmTransport();
@@ -108,8 +111,9 @@ void run(int sock, int rank, size_t maxBytes) {
   }
   std::sort(perBatch.begin(), perBatch.end());
   if (rank == 0)
-    std::printf("8-byte one-way latency: best %.3f us, median %.3f us (%d batches of %d round trips)\n",
-                perBatch.front(), perBatch[perBatch.size() / 2], kBatches - 1, kIters);
+    std::printf(
+        "8-byte one-way latency: best %.3f us, median %.3f us (%d batches of %d round trips)\n",
+        perBatch.front(), perBatch[perBatch.size() / 2], kBatches - 1, kIters);
 
   std::vector<char> a(maxBytes, 1), b(maxBytes, 2), c(maxBytes, 3);
   // What a reduce step does with a sink: add the incoming floats into the local buffer, straight
@@ -124,8 +128,8 @@ void run(int sock, int rank, size_t maxBytes) {
   } sink;
   sink.dst = reinterpret_cast<float*>(b.data());
   if (rank == 0)
-    std::printf("%12s %12s %14s %14s %16s %12s\n", "bytes", "memcpy GB/s", "one-way GB/s", "bidir GB/s/dir",
-                "bidir+sum GB/s/dir", "bidir/memcpy");
+    std::printf("%12s %12s %14s %14s %16s %12s\n", "bytes", "memcpy GB/s", "one-way GB/s",
+                "bidir GB/s/dir", "bidir+sum GB/s/dir", "bidir/memcpy");
   enum class Kind { kMemcpy, kOneWay, kBidir, kBidirSum };
   for (size_t bytes = 4096; bytes <= maxBytes; bytes *= 4) {
     const int iters = static_cast<int>(std::max<size_t>(4, (size_t{2} << 30) / bytes / 8));

@@ -14,7 +14,17 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, REDUCE, ALLTOALL, GATHER, SCATTER, SENDRECV } Kind;
+typedef enum {
+  ALLREDUCE,
+  ALLGATHER,
+  REDUCESCATTER,
+  BROADCAST,
+  REDUCE,
+  ALLTOALL,
+  GATHER,
+  SCATTER,
+  SENDRECV
+} Kind;
 
 typedef struct {
   const char* name; /* -C value, as compare.py's --coll spells it */
@@ -27,13 +37,20 @@ typedef struct {
 
 static double twice(int n) { return 2.0 * (n - 1) / n; }
 static double share(int n) { return (double)(n - 1) / n; }
-static double one(int n) { (void)n; return 1.0; }
+static double one(int n) {
+  (void)n;
+  return 1.0;
+}
 
 static const Coll kColls[] = {
-    {"allreduce", ALLREDUCE, 0, 1, 0, twice},   {"allgather", ALLGATHER, 1, 0, 0, share},
-    {"reducescatter", REDUCESCATTER, 1, 1, 0, share}, {"broadcast", BROADCAST, 0, 0, 1, one},
-    {"reduce", REDUCE, 0, 1, 1, one},           {"alltoall", ALLTOALL, 1, 0, 0, share},
-    {"gather", GATHER, 1, 0, 1, share},         {"scatter", SCATTER, 1, 0, 1, share},
+    {"allreduce", ALLREDUCE, 0, 1, 0, twice},
+    {"allgather", ALLGATHER, 1, 0, 0, share},
+    {"reducescatter", REDUCESCATTER, 1, 1, 0, share},
+    {"broadcast", BROADCAST, 0, 0, 1, one},
+    {"reduce", REDUCE, 0, 1, 1, one},
+    {"alltoall", ALLTOALL, 1, 0, 0, share},
+    {"gather", GATHER, 1, 0, 1, share},
+    {"scatter", SCATTER, 1, 0, 1, share},
     {"sendrecv", SENDRECV, 0, 0, 0, one},
 };
 
@@ -56,9 +73,12 @@ static int parseSize(const char* s, size_t* out) {
   double v = strtod(s, &end);
   if (end == s || v < 0) return 0;
   double mult = 1;
-  if (*end == 'K' || *end == 'k') mult = 1024.0, ++end;
-  else if (*end == 'M' || *end == 'm') mult = 1024.0 * 1024, ++end;
-  else if (*end == 'G' || *end == 'g') mult = 1024.0 * 1024 * 1024, ++end;
+  if (*end == 'K' || *end == 'k')
+    mult = 1024.0, ++end;
+  else if (*end == 'M' || *end == 'm')
+    mult = 1024.0 * 1024, ++end;
+  else if (*end == 'G' || *end == 'g')
+    mult = 1024.0 * 1024 * 1024, ++end;
   if (*end == 'B' || *end == 'b') ++end;
   if (*end) return 0;
   *out = (size_t)(v * mult + 0.5);
@@ -90,18 +110,27 @@ static int parseArgs(int argc, char** argv, Options* o) {
       case 'b': ok = parseSize(optarg, &o->minBytes); break;
       case 'e': ok = parseSize(optarg, &o->maxBytes); break;
       case 'i': ok = parseSize(optarg, &o->stepBytes); break;
-      case 'f': o->stepFactor = atof(optarg); ok = o->stepFactor > 1; break;
+      case 'f':
+        o->stepFactor = atof(optarg);
+        ok = o->stepFactor > 1;
+        break;
       case 'n': o->iters = atoi(optarg); break;
       case 'w': o->warmup = atoi(optarg); break;
       case 'c': o->check = atoi(optarg); break;
-      case 'r': o->root = atoi(optarg); ok = o->root >= 0; break;
+      case 'r':
+        o->root = atoi(optarg);
+        ok = o->root >= 0;
+        break;
       default: ok = 0;
     }
     if (!ok) {
-      fprintf(stderr,
-              "usage: %s [-C|--coll allreduce|allgather|reducescatter|broadcast|reduce|alltoall|gather|scatter|sendrecv]\n"
-              "       [-b minbytes] [-e maxbytes] [-f factor | -i step] [-n iters] [-w warmup] [-c 0|1] [-r root]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [-C|--coll "
+          "allreduce|allgather|reducescatter|broadcast|reduce|alltoall|gather|scatter|sendrecv]\n"
+          "       [-b minbytes] [-e maxbytes] [-f factor | -i step] [-n iters] [-w warmup] [-c "
+          "0|1] [-r root]\n",
+          argv[0]);
       return 0;
     }
   }
@@ -128,14 +157,19 @@ static void fill(const Call* k, float* buf, size_t n, int rank, size_t from) {
 /* Elements in this rank's send and receive buffers. */
 static size_t sendCount(const Call* k) {
   switch (k->coll->kind) {
-    case ALLGATHER: case GATHER: return k->c;
-    case REDUCESCATTER: case ALLTOALL: case SCATTER: return k->c * k->n;
+    case ALLGATHER:
+    case GATHER: return k->c;
+    case REDUCESCATTER:
+    case ALLTOALL:
+    case SCATTER: return k->c * k->n;
     default: return k->c;
   }
 }
 static size_t recvCount(const Call* k) {
   switch (k->coll->kind) {
-    case ALLGATHER: case GATHER: case ALLTOALL: return k->c * k->n;
+    case ALLGATHER:
+    case GATHER:
+    case ALLTOALL: return k->c * k->n;
     default: return k->c;
   }
 }
@@ -144,10 +178,12 @@ static size_t recvCount(const Call* k) {
 static float expected(const Call* k, size_t i) {
   size_t c = k->c;
   switch (k->coll->kind) {
-    case ALLREDUCE: case REDUCE: return reduced(k, i);
+    case ALLREDUCE:
+    case REDUCE: return reduced(k, i);
     case REDUCESCATTER: return reduced(k, (size_t)k->rank * c + i);
     case BROADCAST: return inputValue(k, k->root, i);
-    case ALLGATHER: case GATHER: return inputValue(k, (int)(i / c), i % c);
+    case ALLGATHER:
+    case GATHER: return inputValue(k, (int)(i / c), i % c);
     case ALLTOALL: return inputValue(k, (int)(i / c), (size_t)k->rank * c + i % c);
     case SCATTER: return inputValue(k, k->root, (size_t)k->rank * c + i);
     case SENDRECV: return inputValue(k, (k->rank - 1 + k->n) % k->n, i);
@@ -172,18 +208,32 @@ static void call(const Call* k, int inPlace, float* send, float* recv) {
     case ALLGATHER: MPI_Allgather(in, c, MPI_FLOAT, recv, c, MPI_FLOAT, w); break;
     case REDUCESCATTER: MPI_Reduce_scatter_block(in, recv, c, MPI_FLOAT, MPI_SUM, w); break;
     case BROADCAST: MPI_Bcast(recv, c, MPI_FLOAT, root, w); break;
-    case REDUCE: MPI_Reduce(inPlace && me ? MPI_IN_PLACE : inPlace ? recv : send, recv, c, MPI_FLOAT, MPI_SUM, root, w); break;
+    case REDUCE:
+      MPI_Reduce(inPlace && me ? MPI_IN_PLACE
+                 : inPlace     ? recv
+                               : send,
+                 recv, c, MPI_FLOAT, MPI_SUM, root, w);
+      break;
     case ALLTOALL: MPI_Alltoall(in, c, MPI_FLOAT, recv, c, MPI_FLOAT, w); break;
-    case GATHER: MPI_Gather(inPlace && me ? MPI_IN_PLACE : inPlace ? recv + (size_t)k->rank * c : send, c, MPI_FLOAT, recv, c,
-                            MPI_FLOAT, root, w); break;
+    case GATHER:
+      MPI_Gather(inPlace && me ? MPI_IN_PLACE
+                 : inPlace     ? recv + (size_t)k->rank * c
+                               : send,
+                 c, MPI_FLOAT, recv, c, MPI_FLOAT, root, w);
+      break;
     case SCATTER:
-      if (inPlace && me) MPI_Scatter(recv, c, MPI_FLOAT, MPI_IN_PLACE, c, MPI_FLOAT, root, w);
-      else MPI_Scatter(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, root, w);
+      if (inPlace && me)
+        MPI_Scatter(recv, c, MPI_FLOAT, MPI_IN_PLACE, c, MPI_FLOAT, root, w);
+      else
+        MPI_Scatter(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, root, w);
       break;
     case SENDRECV: {
       int next = (k->rank + 1) % k->n, prev = (k->rank - 1 + k->n) % k->n;
-      if (inPlace) MPI_Sendrecv_replace(recv, c, MPI_FLOAT, next, 0, prev, 0, w, MPI_STATUS_IGNORE);
-      else MPI_Sendrecv(send, c, MPI_FLOAT, next, 0, recv, c, MPI_FLOAT, prev, 0, w, MPI_STATUS_IGNORE);
+      if (inPlace)
+        MPI_Sendrecv_replace(recv, c, MPI_FLOAT, next, 0, prev, 0, w, MPI_STATUS_IGNORE);
+      else
+        MPI_Sendrecv(send, c, MPI_FLOAT, next, 0, recv, c, MPI_FLOAT, prev, 0, w,
+                     MPI_STATUS_IGNORE);
       break;
     }
   }
@@ -200,8 +250,11 @@ static void prepare(const Call* k, int inPlace, float* send, float* recv) {
     return;
   }
   switch (k->coll->kind) {
-    case ALLGATHER: case GATHER: fill(k, recv + (size_t)k->rank * k->c, k->c, k->rank, 0); break;
-    case SCATTER: if (k->rank == k->root) fill(k, recv, k->c * k->n, k->rank, 0); break;
+    case ALLGATHER:
+    case GATHER: fill(k, recv + (size_t)k->rank * k->c, k->c, k->rank, 0); break;
+    case SCATTER:
+      if (k->rank == k->root) fill(k, recv, k->c * k->n, k->rank, 0);
+      break;
     default: fill(k, recv, sendCount(k), k->rank, 0); break;
   }
 }
@@ -226,13 +279,16 @@ static double timeCalls(const Call* k, int inPlace, float* send, float* recv, in
   return sum / k->n;
 }
 
-static void printPlace(double sec, size_t bytes, double factor, long wrong, int check, double* busbwSum) {
+static void printPlace(double sec, size_t bytes, double factor, long wrong, int check,
+                       double* busbwSum) {
   double algbw = sec > 0 ? (double)bytes / 1e9 / sec : 0;
   double busbw = algbw * factor, us = sec * 1e6;
   char t[32], w[32];
   snprintf(t, sizeof t, us < 1e4 ? "%.2f" : us < 1e6 ? "%.1f" : "%.0f", us);
-  if (check) snprintf(w, sizeof w, "%ld", wrong);
-  else snprintf(w, sizeof w, "N/A");
+  if (check)
+    snprintf(w, sizeof w, "%ld", wrong);
+  else
+    snprintf(w, sizeof w, "N/A");
   printf("  %8s  %7.2f  %7.2f  %6s", t, algbw, busbw, w);
   *busbwSum += busbw;
 }
@@ -244,9 +300,10 @@ static void printHeader(const Options* o, int nranks) {
   char* nl = strchr(version, '\n');
   if (nl) *nl = 0;
   printf("# Collective test starting: mpi_coll_perf --coll %s\n# %s\n", o->coll->name, version);
-  printf("# nProcs %d minBytes %zu maxBytes %zu warmup iters: %d iters: %d validation: %d\n#\n", nranks,
-         o->minBytes, o->maxBytes, o->warmup, o->iters, o->check);
-  printf("# %10s  %12s  %8s  %6s  %6s  %36s  %36s\n", "", "", "", "", "", "out-of-place", "in-place");
+  printf("# nProcs %d minBytes %zu maxBytes %zu warmup iters: %d iters: %d validation: %d\n#\n",
+         nranks, o->minBytes, o->maxBytes, o->warmup, o->iters, o->check);
+  printf("# %10s  %12s  %8s  %6s  %6s  %36s  %36s\n", "", "", "", "", "", "out-of-place",
+         "in-place");
   printf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
   for (int k = 0; k < 2; ++k) printf("  %8s  %7s  %7s  %6s", "time", "algbw", "busbw", "#wrong");
   printf("\n# %10s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
@@ -257,7 +314,8 @@ static void printHeader(const Options* o, int nranks) {
 
 static Call shapeFor(const Options* o, size_t bytes, int rank, int nranks) {
   size_t count = bytes / sizeof(float);
-  Call k = {o->coll, o->coll->split ? count / nranks : count, rank, nranks, o->coll->rooted ? o->root : -1};
+  Call k = {o->coll, o->coll->split ? count / nranks : count, rank, nranks,
+            o->coll->rooted ? o->root : -1};
   return k;
 }
 
@@ -268,7 +326,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   Options o = {32u << 20, 32u << 20, 1u << 20, 0, 20, 5, 1, 0, &kColls[0]};
   if (!parseArgs(argc, argv, &o) || o.root >= nranks) {
-    if (o.root >= nranks && rank == 0) fprintf(stderr, "root %d is not below the rank count %d\n", o.root, nranks);
+    if (o.root >= nranks && rank == 0)
+      fprintf(stderr, "root %d is not below the rank count %d\n", o.root, nranks);
     MPI_Finalize();
     return 2;
   }
@@ -312,8 +371,10 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       size_t s = sendCount(&k), r = recvCount(&k);
       size_t size = (s > r ? s : r) * sizeof(float);
-      printf("%12zu  %12zu  %8s  %6s  %6d", size, k.c, "float", o.coll->reduces ? "sum" : "none", k.root);
-      for (int p = 0; p < 2; ++p) printPlace(sec[p], size, o.coll->busFactor(nranks), all[p], o.check, &busbwSum);
+      printf("%12zu  %12zu  %8s  %6s  %6d", size, k.c, "float", o.coll->reduces ? "sum" : "none",
+             k.root);
+      for (int p = 0; p < 2; ++p)
+        printPlace(sec[p], size, o.coll->busFactor(nranks), all[p], o.check, &busbwSum);
       printf("\n");
       fflush(stdout);
       rows += 2;

@@ -57,20 +57,23 @@ bool validCompressLabel(const std::string& label) {
 }
 
 void printAccuracyTable(const std::string& label, const std::vector<AccuracyRow>& rows) {
-  std::printf("# Accuracy, compression %s: one out-of-place call on a fresh buffer (no residual\n"
-              "# from earlier calls) against an exact fp64 AllReduce of the same inputs;\n"
-              "# effbusbw = logical bytes of the buffer over the measured time, as busbw\n", label.c_str());
-  std::printf("# %10s  %12s  %8s  %6s  %9s  %10s  %10s  %10s  %10s\n", "size", "count", "type", "redop",
-              "effbusbw", "rel L2", "max abs", "cosine", "bias");
+  std::printf(
+      "# Accuracy, compression %s: one out-of-place call on a fresh buffer (no residual\n"
+      "# from earlier calls) against an exact fp64 AllReduce of the same inputs;\n"
+      "# effbusbw = logical bytes of the buffer over the measured time, as busbw\n",
+      label.c_str());
+  std::printf("# %10s  %12s  %8s  %6s  %9s  %10s  %10s  %10s  %10s\n", "size", "count", "type",
+              "redop", "effbusbw", "rel L2", "max abs", "cosine", "bias");
   std::printf("# %10s  %12s  %8s  %6s  %9s\n", "(B)", "(elements)", "", "", "(GB/s)");
   for (const AccuracyRow& r : rows) {
     if (!r.acc.valid) {
-      std::printf("# %10zu  %12zu  %8s  %6s  %9.3f  %10s  %10s  %10s  %10s\n", r.bytes, r.count, r.type,
-                  r.redop, r.busbw, "N/A", "N/A", "N/A", "N/A");
+      std::printf("# %10zu  %12zu  %8s  %6s  %9.3f  %10s  %10s  %10s  %10s\n", r.bytes, r.count,
+                  r.type, r.redop, r.busbw, "N/A", "N/A", "N/A", "N/A");
       continue;
     }
-    std::printf("# %10zu  %12zu  %8s  %6s  %9.3f  %10.3e  %10.3e  %10.6f  %10.2e\n", r.bytes, r.count, r.type,
-                r.redop, r.busbw, r.acc.relL2, r.acc.maxAbs, r.acc.cosine, r.acc.bias);
+    std::printf("# %10zu  %12zu  %8s  %6s  %9.3f  %10.3e  %10.3e  %10.6f  %10.2e\n", r.bytes,
+                r.count, r.type, r.redop, r.busbw, r.acc.relL2, r.acc.maxAbs, r.acc.cosine,
+                r.acc.bias);
   }
   std::fflush(stdout);
 }

@@ -19,8 +19,8 @@ bool parseChoice(const std::string& line, AlgoLog::Key* key, std::string* algo) 
   char function[64] = {}, name[64] = {};
   size_t count = 0, typeSize = 0;
   int ranks = 0;
-  if (std::sscanf(line.c_str() + at + 10, "%63s count %zu x %zu B, %d ranks: %63s", function, &count, &typeSize,
-                  &ranks, name) != 5)
+  if (std::sscanf(line.c_str() + at + 10, "%63s count %zu x %zu B, %d ranks: %63s", function,
+                  &count, &typeSize, &ranks, name) != 5)
     return false;
   *key = {function, count, typeSize};
   *algo = name;
@@ -35,7 +35,8 @@ std::atomic<AlgoLog*> live{nullptr};
 AlgoLog::AlgoLog(const Options& o) {
   if ((o.algos.empty() && o.compress.empty() && !o.predict) || std::getenv("NCCL_DEBUG")) return;
   const char* dir = std::getenv("TMPDIR");
-  path_ = std::string(dir && *dir ? dir : "/tmp") + "/braid_perf_tuning." + std::to_string(getpid()) + ".log";
+  path_ = std::string(dir && *dir ? dir : "/tmp") + "/braid_perf_tuning." +
+          std::to_string(getpid()) + ".log";
   // The path holds no '%': NCCL_DEBUG_FILE would expand it.
   if (path_.find('%') != std::string::npos) {
     path_.clear();

@@ -10,20 +10,24 @@ const Collective kAlltoAll{
     .name = "AlltoAll",
     .hasOp = false,
     .hasRoot = false,
-    .shape = [](size_t count, int nranks, int) {
-      size_t c = count / nranks;
-      return Shape{.count = c, .sendCount = c * nranks, .recvCount = c * nranks, .paramCount = c};
-    },
+    .shape =
+        [](size_t count, int nranks, int) {
+          size_t c = count / nranks;
+          return Shape{
+              .count = c, .sendCount = c * nranks, .recvCount = c * nranks, .paramCount = c};
+        },
     .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
     .input = movedInput,
     // Block j of the output is block `rank` of rank j's input.
-    .expected = [](const Args& a, size_t i) {
-      size_t c = a.shape.paramCount;
-      return movedInput(a, static_cast<int>(i / c), a.rank * c + i % c);
-    },
-    .run = [](const Args& a, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
-      return ncclAlltoAll(send, recv, a.shape.paramCount, a.type, comm, stream);
-    },
+    .expected =
+        [](const Args& a, size_t i) {
+          size_t c = a.shape.paramCount;
+          return movedInput(a, static_cast<int>(i / c), a.rank * c + i % c);
+        },
+    .run =
+        [](const Args& a, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
+          return ncclAlltoAll(send, recv, a.shape.paramCount, a.type, comm, stream);
+        },
 };
 
 }  // namespace

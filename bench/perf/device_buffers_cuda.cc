@@ -35,12 +35,14 @@ void* alloc(size_t bytes) {
 void release(void* ptr) { cudaFree(ptr); }
 
 void toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync to the device");
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+     "cudaMemcpyAsync to the device");
   ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
 void toHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync to the host");
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream),
+     "cudaMemcpyAsync to the host");
   ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 

@@ -30,7 +30,8 @@ double decode(uint32_t bits, MiniFloat f) {
   else if (!f.hasInf && e == expMax && m == manMask)
     v = NAN;
   else
-    v = std::ldexp(static_cast<double>(m | (1u << f.manBits)), static_cast<int>(e) - bias - f.manBits);
+    v = std::ldexp(static_cast<double>(m | (1u << f.manBits)),
+                   static_cast<int>(e) - bias - f.manBits);
   return neg ? -v : v;
 }
 
@@ -48,8 +49,9 @@ uint32_t encode(double v, MiniFloat f) {
   int ex = std::max(e2 - 1, 1 - bias);  // subnormals share the smallest exponent
   // q counts units in the last place; a carry out of the mantissa lands in the exponent field.
   auto q = static_cast<uint64_t>(std::nearbyint(std::ldexp(a, f.manBits - ex)));
-  uint64_t bits = q < (1ull << f.manBits) ? q  // subnormal
-                                          : (static_cast<uint64_t>(ex + bias) << f.manBits) + (q - (1ull << f.manBits));
+  uint64_t bits = q < (1ull << f.manBits)
+                      ? q  // subnormal
+                      : (static_cast<uint64_t>(ex + bias) << f.manBits) + (q - (1ull << f.manBits));
   uint64_t maxFinite = f.hasInf ? (static_cast<uint64_t>(expMax) << f.manBits) - 1
                                 : (static_cast<uint64_t>(expMax) << f.manBits | manMask) - 1;
   if (bits > maxFinite) return f.hasInf ? sign | expMax << f.manBits : nan;
@@ -76,14 +78,25 @@ struct Alias {
   ncclDataType_t type;
 };
 const Alias kAliases[] = {
-    {"char", ncclInt8},         {"int", ncclInt32},           {"float16", ncclFloat16},
-    {"fp16", ncclFloat16},      {"float32", ncclFloat32},     {"fp32", ncclFloat32},
-    {"float64", ncclFloat64},   {"fp64", ncclFloat64},        {"bf16", ncclBfloat16},
-    {"fp8_e4m3", ncclFloat8e4m3}, {"float8e4m3", ncclFloat8e4m3}, {"e4m3", ncclFloat8e4m3},
-    {"fp8_e5m2", ncclFloat8e5m2}, {"float8e5m2", ncclFloat8e5m2}, {"e5m2", ncclFloat8e5m2},
+    {"char", ncclInt8},
+    {"int", ncclInt32},
+    {"float16", ncclFloat16},
+    {"fp16", ncclFloat16},
+    {"float32", ncclFloat32},
+    {"fp32", ncclFloat32},
+    {"float64", ncclFloat64},
+    {"fp64", ncclFloat64},
+    {"bf16", ncclBfloat16},
+    {"fp8_e4m3", ncclFloat8e4m3},
+    {"float8e4m3", ncclFloat8e4m3},
+    {"e4m3", ncclFloat8e4m3},
+    {"fp8_e5m2", ncclFloat8e5m2},
+    {"float8e5m2", ncclFloat8e5m2},
+    {"e5m2", ncclFloat8e5m2},
 };
 
-const OpInfo kOps[] = {{ncclSum, "sum"}, {ncclProd, "prod"}, {ncclMax, "max"}, {ncclMin, "min"}, {ncclAvg, "avg"}};
+const OpInfo kOps[] = {
+    {ncclSum, "sum"}, {ncclProd, "prod"}, {ncclMax, "max"}, {ncclMin, "min"}, {ncclAvg, "avg"}};
 
 template <typename T>
 struct Plain {

@@ -16,8 +16,8 @@ struct TypeInfo {
   int size;
   bool isFloat;
   bool isSigned;
-  double exactMax;  // every integer in [0, exactMax] is representable
-  int mantissaBits; // for floats: the rounding a premultiplied avg may introduce
+  double exactMax;   // every integer in [0, exactMax] is representable
+  int mantissaBits;  // for floats: the rounding a premultiplied avg may introduce
 };
 
 std::span<const TypeInfo> allTypes();

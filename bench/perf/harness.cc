@@ -53,9 +53,12 @@ struct FreeDeleter {
   bool fromNccl = false;  // ncclMemAlloc'ed (-R 1)
   bool onDevice = false;  // cudaMalloc'ed (-G 1)
   void operator()(void* p) const {
-    if (fromNccl) ncclMemFree(p);
-    else if (onDevice) device::release(p);
-    else std::free(p);
+    if (fromNccl)
+      ncclMemFree(p);
+    else if (onDevice)
+      device::release(p);
+    else
+      std::free(p);
   }
 };
 
@@ -107,10 +110,17 @@ struct RoundOut {
 
 class RankRunner {
  public:
-  RankRunner(const Collective& coll, const Options& opts, const World& world, int rank, const char* program,
-             int round, RoundOut* out)
-      : coll_(coll), opts_(opts), world_(world), rank_(rank), nranks_(world.nRanks()),
-        program_(program), printer_(rank == 0), round_(round), out_(out) {}
+  RankRunner(const Collective& coll, const Options& opts, const World& world, int rank,
+             const char* program, int round, RoundOut* out)
+      : coll_(coll),
+        opts_(opts),
+        world_(world),
+        rank_(rank),
+        nranks_(world.nRanks()),
+        program_(program),
+        printer_(rank == 0),
+        round_(round),
+        out_(out) {}
 
   int run(const ncclUniqueId& id) {
     if (opts_.deviceBuffers) {
@@ -133,15 +143,18 @@ class RankRunner {
       for (int r = 0; r < nranks_; ++r)
         if (opts_.allRoots || r == opts_.root) roots.push_back(r);
       if (roots.empty()) {
-        if (printer_) std::fprintf(stderr, "%s: root %d is not below the rank count %d\n", program_, opts_.root, nranks_);
+        if (printer_)
+          std::fprintf(stderr, "%s: root %d is not below the rank count %d\n", program_, opts_.root,
+                       nranks_);
         ncclOk(ncclCommDestroy(comm_), nullptr, rank_, "ncclCommDestroy");
         return 2;
       }
     }
     if (printer_) {
       if (!opts_.compress.empty()) {
-        std::printf("#\n# Compression %s (BRAID_COMPRESS=%s)%s%s\n", opts_.compressOf(round_).c_str(),
-                    opts_.compressOf(round_).c_str(), opts_.algos.empty() ? "" : ", BRAID_ALGO=",
+        std::printf("#\n# Compression %s (BRAID_COMPRESS=%s)%s%s\n",
+                    opts_.compressOf(round_).c_str(), opts_.compressOf(round_).c_str(),
+                    opts_.algos.empty() ? "" : ", BRAID_ALGO=",
                     opts_.algos.empty() ? "" : opts_.algoOf(round_).c_str());
       } else if (!opts_.algos.empty()) {
         printRoundTitle(opts_.algos[round_]);
@@ -152,7 +165,8 @@ class RankRunner {
     for (ncclDataType_t type : opts_.types)
       for (ncclRedOp_t op : ops)
         for (int root : roots) sweep(type, op, root);
-    if (printer_ && !opts_.compress.empty()) printAccuracyTable(opts_.compressOf(round_), accuracyRows_);
+    if (printer_ && !opts_.compress.empty())
+      printAccuracyTable(opts_.compressOf(round_), accuracyRows_);
     if (out_) {
       out_->wrongTotal = wrongTotal_;
       out_->busbwSum = busbwSum_;
@@ -175,8 +189,9 @@ class RankRunner {
     infos[rank_].procRank = world_.procRank;
     gethostname(infos[rank_].host, sizeof infos[rank_].host - 1);
     // Every other slot is zero, so a byte-wise sum is an all-gather.
-    call(ncclAllReduce(infos, infos, nranks_ * sizeof(RankInfo), ncclUint8, ncclSum, comm_, nullptr),
-         "ncclAllReduce (rank list)");
+    call(
+        ncclAllReduce(infos, infos, nranks_ * sizeof(RankInfo), ncclUint8, ncclSum, comm_, nullptr),
+        "ncclAllReduce (rank list)");
     if (printer_ && round_ == 0) printPreamble(program_, opts_, world_, infos, nranks_);
   }
 
@@ -207,7 +222,8 @@ class RankRunner {
     inPlace_ = allocHost(inPlace, fromNccl);
     if (!fromNccl) return;
     // -R 1, as in nccl-tests: the buffers are registered with the communicator.
-    for (auto [p, bytes] : {std::pair{send_.get(), send}, {recv_.get(), recv}, {inPlace_.get(), inPlace}}) {
+    for (auto [p, bytes] :
+         {std::pair{send_.get(), send}, {recv_.get(), recv}, {inPlace_.get(), inPlace}}) {
       void* handle = nullptr;
       call(ncclCommRegister(comm_, p, bytes, &handle), "ncclCommRegister");
       registrations_.push_back(handle);
@@ -222,7 +238,8 @@ class RankRunner {
   void call(ncclResult_t r, const char* what) { ncclOk(r, comm_, rank_, what); }
 
   void barrier() {
-    call(ncclAllReduce(barrier_.get(), barrier_.get(), 1, ncclFloat32, ncclSum, comm_, nullptr), "ncclAllReduce (barrier)");
+    call(ncclAllReduce(barrier_.get(), barrier_.get(), 1, ncclFloat32, ncclSum, comm_, nullptr),
+         "ncclAllReduce (barrier)");
   }
 
   void runOnce(const Args& a, const void* send, void* recv) {
@@ -270,7 +287,8 @@ class RankRunner {
   char* mirrorOf(const void* p) {
     for (Mirror& m : mirrors_) {
       const char* base = m.device;
-      if (p >= base && p < base + m.bytes + kGuardBytes) return m.host.get() + (static_cast<const char*>(p) - base);
+      if (p >= base && p < base + m.bytes + kGuardBytes)
+        return m.host.get() + (static_cast<const char*>(p) - base);
     }
     std::fprintf(stderr, "rank %d: internal: %p is in no device buffer\n", rank_, p);
     std::exit(1);
@@ -278,7 +296,8 @@ class RankRunner {
 
   // -Z on a float sum or average: gradient-like inputs, accuracy instead of exactness.
   bool measuresAccuracy(const Args& a) const {
-    return !opts_.compress.empty() && typeInfo(a.type).isFloat && (a.op == ncclSum || a.op == ncclAvg);
+    return !opts_.compress.empty() && typeInfo(a.type).isFloat &&
+           (a.op == ncclSum || a.op == ncclAvg);
   }
 
   void fillInput(const Args& a, void* buf) {
@@ -294,19 +313,21 @@ class RankRunner {
   void fillInputAt(const Args& a, void* buf) {
     ValueCtx ctx{&coll_, &a};
     if (measuresAccuracy(a)) {
-      fillValues(buf, a.shape.sendCount, a.type,
-                 [](const void* p, size_t i) {
-                   return gradientInput(static_cast<const ValueCtx*>(p)->args->rank, i);
-                 },
-                 &ctx);
+      fillValues(
+          buf, a.shape.sendCount, a.type,
+          [](const void* p, size_t i) {
+            return gradientInput(static_cast<const ValueCtx*>(p)->args->rank, i);
+          },
+          &ctx);
       return;
     }
-    fillValues(buf, a.shape.sendCount, a.type,
-               [](const void* p, size_t i) {
-                 auto* c = static_cast<const ValueCtx*>(p);
-                 return c->coll->input(*c->args, c->args->rank, i);
-               },
-               &ctx);
+    fillValues(
+        buf, a.shape.sendCount, a.type,
+        [](const void* p, size_t i) {
+          auto* c = static_cast<const ValueCtx*>(p);
+          return c->coll->input(*c->args, c->args->rank, i);
+        },
+        &ctx);
   }
 
   // Wrong elements plus damaged guard bytes after one checked run (or -c runs).
@@ -325,7 +346,8 @@ class RankRunner {
       // shared buffer (AllGather's other blocks), then the input goes into its send part.
       size_t span = inPlace ? inPlaceElements(s) : s.recvCount;
       char* base = inPlace ? inPlace_.get() : recv;
-      // -G 1: prepared and checked in the host mirror, copied to and from the device around the call.
+      // -G 1: prepared and checked in the host mirror, copied to and from the device around the
+      // call.
       char* hostBase = stream_ ? mirrorOf(base) : base;
       std::memset(hostBase, 0xFF, span * ts);
       // Past everything the call may touch: ReduceScatter's in-place output is followed by
@@ -342,13 +364,15 @@ class RankRunner {
       char* guard = hostBase + span * ts;
       ValueCtx ctx{&coll_, &a};
       if (receives)
-        wrong += countWrong(recv, s.recvCount, a.type,
-                            [](const void* p, size_t i) {
-                              auto* v = static_cast<const ValueCtx*>(p);
-                              return v->coll->expected(*v->args, i);
-                            },
-                            &ctx, tol);
-      wrong += std::count_if(guard, guard + kGuardBytes, [](char b) { return static_cast<unsigned char>(b) != kGuardByte; });
+        wrong += countWrong(
+            recv, s.recvCount, a.type,
+            [](const void* p, size_t i) {
+              auto* v = static_cast<const ValueCtx*>(p);
+              return v->coll->expected(*v->args, i);
+            },
+            &ctx, tol);
+      wrong += std::count_if(guard, guard + kGuardBytes,
+                             [](char b) { return static_cast<unsigned char>(b) != kGuardByte; });
     }
     return wrong;
   }
@@ -363,15 +387,19 @@ class RankRunner {
     // training loop pays that once, so it stays out of the timed calls (for each placement).
     if (!opts_.compress.empty()) runOnce(a, send_.get(), recv_.get());
     r.seconds[0] = timeOps(a, send_.get(), recv_.get(), opts_.iters);
-    if (accuracy) r.wrong[0] = -1;
-    else if (opts_.check) r.wrong[0] = static_cast<double>(verify(a, false));
+    if (accuracy)
+      r.wrong[0] = -1;
+    else if (opts_.check)
+      r.wrong[0] = static_cast<double>(verify(a, false));
     char* ipSend = inPlace_.get() + a.shape.inPlaceSendOffset * ts;
     char* ipRecv = inPlace_.get() + a.shape.inPlaceRecvOffset * ts;
     fillInput(a, ipSend);
     if (!opts_.compress.empty()) runOnce(a, ipSend, ipRecv);
     r.seconds[1] = timeOps(a, ipSend, ipRecv, opts_.iters);
-    if (accuracy) r.wrong[1] = -1;
-    else if (opts_.check) r.wrong[1] = static_cast<double>(verify(a, true));
+    if (accuracy)
+      r.wrong[1] = -1;
+    else if (opts_.check)
+      r.wrong[1] = static_cast<double>(verify(a, true));
     if (accuracy) r.accuracy = measureAccuracy(a);
     aggregate(&r);
     return r;
@@ -387,8 +415,10 @@ class RankRunner {
     fillInput(a, input.get());
     auto* x = reinterpret_cast<double*>(exact.get());
     for (size_t i = 0; i < n; ++i) x[i] = loadValue(input.get(), i, a.type);
-    call(ncclAllReduce(x, x, n, ncclFloat64, ncclSum, comm_, nullptr), "ncclAllReduce (fp64 reference)");
-    if (a.op == ncclAvg) for (size_t i = 0; i < n; ++i) x[i] /= a.nranks;
+    call(ncclAllReduce(x, x, n, ncclFloat64, ncclSum, comm_, nullptr),
+         "ncclAllReduce (fp64 reference)");
+    if (a.op == ncclAvg)
+      for (size_t i = 0; i < n; ++i) x[i] /= a.nranks;
     call(coll_.run(a, input.get(), output.get(), comm_, nullptr), coll_.name);
     return compare(output.get(), a.type, x, n);
   }
@@ -397,19 +427,24 @@ class RankRunner {
   void aggregate(RowResult* r) {
     auto* buf = reinterpret_cast<double*>(barrier_.get());
     std::copy(r->wrong, r->wrong + 2, buf);
-    call(ncclAllReduce(buf, buf, 2, ncclFloat64, ncclSum, comm_, nullptr), "ncclAllReduce (wrong counts)");
+    call(ncclAllReduce(buf, buf, 2, ncclFloat64, ncclSum, comm_, nullptr),
+         "ncclAllReduce (wrong counts)");
     for (int k = 0; k < 2; ++k) r->wrong[k] = r->wrong[k] < 0 ? -1 : buf[k];
     if (opts_.predict) {
       // The call ends when its slowest rank does; a rank that cannot predict gives -1.
       buf[0] = r->predictedUs;
-      call(ncclAllReduce(buf, buf, 1, ncclFloat64, ncclMax, comm_, nullptr), "ncclAllReduce (predictions)");
+      call(ncclAllReduce(buf, buf, 1, ncclFloat64, ncclMax, comm_, nullptr),
+           "ncclAllReduce (predictions)");
       r->predictedUs = buf[0];
     }
     if (opts_.average == Average::Rank0 || nranks_ == 1) return;
-    ncclRedOp_t op = opts_.average == Average::Min ? ncclMin : opts_.average == Average::Max ? ncclMax : ncclSum;
+    ncclRedOp_t op = opts_.average == Average::Min   ? ncclMin
+                     : opts_.average == Average::Max ? ncclMax
+                                                     : ncclSum;
     std::copy(r->seconds, r->seconds + 2, buf);
     call(ncclAllReduce(buf, buf, 2, ncclFloat64, op, comm_, nullptr), "ncclAllReduce (times)");
-    for (int k = 0; k < 2; ++k) r->seconds[k] = opts_.average == Average::Mean ? buf[k] / nranks_ : buf[k];
+    for (int k = 0; k < 2; ++k)
+      r->seconds[k] = opts_.average == Average::Mean ? buf[k] / nranks_ : buf[k];
   }
 
   void sweep(ncclDataType_t type, ncclRedOp_t op, int root) {
@@ -428,19 +463,26 @@ class RankRunner {
       RowResult r = measure(a);
       wrongTotal_ += std::max(0.0, r.wrong[0]) + std::max(0.0, r.wrong[1]);
       if (!printer_) continue;
-      Row row{std::max(a.shape.sendCount, a.shape.recvCount) * ts, a.shape.count, typeInfo(type).name, coll_.hasOp ? opName(op) : "none", root, {}};
+      Row row{std::max(a.shape.sendCount, a.shape.recvCount) * ts,
+              a.shape.count,
+              typeInfo(type).name,
+              coll_.hasOp ? opName(op) : "none",
+              root,
+              {}};
       for (int k = 0; k < 2; ++k) {
         double sec = r.seconds[k];
         row.place[k].us = sec * 1e6;
         row.place[k].algbw = sec > 0 ? static_cast<double>(row.bytes) / 1e9 / sec : 0;
         row.place[k].busbw = row.place[k].algbw * coll_.busFactor(nranks_);
-        row.place[k].wrong = opts_.check && r.wrong[k] >= 0 ? static_cast<long long>(r.wrong[k]) : -1;
+        row.place[k].wrong =
+            opts_.check && r.wrong[k] >= 0 ? static_cast<long long>(r.wrong[k]) : -1;
         busbwSum_ += row.place[k].busbw;
         ++rows_;
       }
       printRow(row);
       if (!opts_.compress.empty())
-        accuracyRows_.push_back({row.bytes, row.count, row.type, row.redop, row.place[0].busbw, r.accuracy});
+        accuracyRows_.push_back(
+            {row.bytes, row.count, row.type, row.redop, row.place[0].busbw, r.accuracy});
       if (out_) {
         out_->rows.push_back(row);
         out_->predictedUs.push_back(r.predictedUs);
@@ -463,8 +505,8 @@ class RankRunner {
     std::unique_ptr<char, FreeDeleter> host;
     size_t bytes;
   };
-  std::vector<Mirror> mirrors_;      // -G 1
-  cudaStream_t stream_ = nullptr;    // -G 1
+  std::vector<Mirror> mirrors_;    // -G 1
+  cudaStream_t stream_ = nullptr;  // -G 1
   std::vector<void*> registrations_;
   std::vector<AccuracyRow> accuracyRows_;
   double wrongTotal_ = 0, busbwSum_ = 0;
@@ -517,7 +559,8 @@ double movedInput(const Args& a, int rank, size_t i) {
   // The span stays below 0xFF; 13 and 7 are coprime to every span (251, 128, 17, 9), so ranks
   // and elements closer together than the span never share a value.
   double span = std::min(typeInfo(a.type).exactMax + 1, 251.0);
-  return static_cast<double>((i * 7 + static_cast<size_t>(rank) * 13 + 1) % static_cast<size_t>(span));
+  return static_cast<double>((i * 7 + static_cast<size_t>(rank) * 13 + 1) %
+                             static_cast<size_t>(span));
 }
 
 int perfMain(int argc, char** argv, const Collective& coll) {
@@ -532,8 +575,8 @@ int perfMain(int argc, char** argv, const Collective& coll) {
   std::vector<std::string> labels;
   for (size_t k = 0; k < opts.rounds(); ++k)
     labels.push_back(opts.compress.empty() ? opts.algoOf(k)
-                     : opts.algos.empty() ? opts.compressOf(k)
-                                          : opts.algoOf(k) + "/" + opts.compressOf(k));
+                     : opts.algos.empty()  ? opts.compressOf(k)
+                                           : opts.algoOf(k) + "/" + opts.compressOf(k));
   // -Z measures compression at every size; a BRAID_COMPRESS_MIN_BYTES set by the user wins.
   if (!opts.compress.empty()) setenv("BRAID_COMPRESS_MIN_BYTES", "0", 0);
   std::vector<RoundOut> rounds(labels.size());
@@ -543,8 +586,10 @@ int perfMain(int argc, char** argv, const Collective& coll) {
   // communicator is created, and setenv is safe here because no rank thread is running.
   for (size_t k = 0; k < labels.size(); ++k) {
     if (!opts.algos.empty()) {
-      if (opts.algoOf(k) == "auto") unsetenv("BRAID_ALGO");
-      else setenv("BRAID_ALGO", opts.algoOf(k).c_str(), 1);
+      if (opts.algoOf(k) == "auto")
+        unsetenv("BRAID_ALGO");
+      else
+        setenv("BRAID_ALGO", opts.algoOf(k).c_str(), 1);
     }
     if (!opts.compress.empty()) setenv("BRAID_COMPRESS", opts.compressOf(k).c_str(), 1);
     const size_t logFrom = log.mark();
@@ -555,7 +600,8 @@ int perfMain(int argc, char** argv, const Collective& coll) {
     for (int t = 0; t < world.nThreads; ++t)
       threads.emplace_back([&, t] {
         const int rank = world.firstRank() + t;
-        RankRunner runner(coll, opts, world, rank, program, static_cast<int>(k), rank == 0 ? &rounds[k] : nullptr);
+        RankRunner runner(coll, opts, world, rank, program, static_cast<int>(k),
+                          rank == 0 ? &rounds[k] : nullptr);
         codes[t] = runner.run(id);
       });
     for (auto& th : threads) th.join();
@@ -568,7 +614,8 @@ int perfMain(int argc, char** argv, const Collective& coll) {
     std::vector<size_t> bytes;
     for (const Row& row : rounds[k].rows) {
       // The count column is the call's count argument in every descriptor.
-      used[k].push_back(AlgoLog::lookup(choices, coll.name, row.count, typeSize(findType(row.type)->type)));
+      used[k].push_back(
+          AlgoLog::lookup(choices, coll.name, row.count, typeSize(findType(row.type)->type)));
       bytes.push_back(row.bytes);
     }
     printUsedSummary(labels[k], used[k], bytes);

@@ -41,10 +41,15 @@ struct Options {
   // row is then checked for accuracy against an exact fp64 AllReduce instead of exactness.
   std::vector<std::string> compress;
 
-  std::vector<std::string> algoLabels() const { return algos.empty() ? std::vector<std::string>{"auto"} : algos; }
+  std::vector<std::string> algoLabels() const {
+    return algos.empty() ? std::vector<std::string>{"auto"} : algos;
+  }
   // Rounds: one per -A name or one per -Z value (only one of the two may list several).
   size_t rounds() const { return std::max(algoLabels().size(), compress.size()); }
-  std::string algoOf(size_t round) const { auto l = algoLabels(); return l[std::min(round, l.size() - 1)]; }
+  std::string algoOf(size_t round) const {
+    auto l = algoLabels();
+    return l[std::min(round, l.size() - 1)];
+  }
   std::string compressOf(size_t round) const {
     return compress.empty() ? "" : compress[std::min(round, compress.size() - 1)];
   }

@@ -10,18 +10,24 @@ const Collective kReduceScatter{
     .name = "ReduceScatter",
     .hasOp = true,
     .hasRoot = false,
-    .shape = [](size_t count, int nranks, int rank) {
-      size_t c = count / nranks;
-      // In place, the output is this rank's block of the input (NCCL's rule).
-      return Shape{.count = c, .sendCount = c * nranks, .recvCount = c, .paramCount = c,
-                   .inPlaceRecvOffset = c * rank};
-    },
+    .shape =
+        [](size_t count, int nranks, int rank) {
+          size_t c = count / nranks;
+          // In place, the output is this rank's block of the input (NCCL's rule).
+          return Shape{.count = c,
+                       .sendCount = c * nranks,
+                       .recvCount = c,
+                       .paramCount = c,
+                       .inPlaceRecvOffset = c * rank};
+        },
     .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
     .input = standardInput,
-    .expected = [](const Args& a, size_t i) { return standardReduced(a, a.rank * a.shape.paramCount + i); },
-    .run = [](const Args& a, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
-      return ncclReduceScatter(send, recv, a.shape.paramCount, a.type, a.op, comm, stream);
-    },
+    .expected = [](const Args& a,
+                   size_t i) { return standardReduced(a, a.rank * a.shape.paramCount + i); },
+    .run =
+        [](const Args& a, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
+          return ncclReduceScatter(send, recv, a.shape.paramCount, a.type, a.op, comm, stream);
+        },
 };
 
 }  // namespace

@@ -10,18 +10,24 @@ const Collective kScatter{
     .name = "Scatter",
     .hasOp = false,
     .hasRoot = true,
-    .shape = [](size_t count, int nranks, int rank) {
-      size_t c = count / nranks;
-      // In place, each rank's output is its own block of the (root's) input.
-      return Shape{.count = c, .sendCount = c * nranks, .recvCount = c, .paramCount = c,
-                   .inPlaceRecvOffset = c * rank};
-    },
+    .shape =
+        [](size_t count, int nranks, int rank) {
+          size_t c = count / nranks;
+          // In place, each rank's output is its own block of the (root's) input.
+          return Shape{.count = c,
+                       .sendCount = c * nranks,
+                       .recvCount = c,
+                       .paramCount = c,
+                       .inPlaceRecvOffset = c * rank};
+        },
     .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
     .input = movedInput,
-    .expected = [](const Args& a, size_t i) { return movedInput(a, a.root, a.rank * a.shape.paramCount + i); },
-    .run = [](const Args& a, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
-      return ncclScatter(send, recv, a.shape.paramCount, a.type, a.root, comm, stream);
-    },
+    .expected = [](const Args& a,
+                   size_t i) { return movedInput(a, a.root, a.rank * a.shape.paramCount + i); },
+    .run =
+        [](const Args& a, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
+          return ncclScatter(send, recv, a.shape.paramCount, a.type, a.root, comm, stream);
+        },
 };
 
 }  // namespace

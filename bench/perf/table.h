@@ -38,14 +38,16 @@ struct Prediction {
   double measuredUs = 0;
 };
 
-void printPreamble(const char* program, const Options&, const World&, const RankInfo* ranks, int nranks);
+void printPreamble(const char* program, const Options&, const World&, const RankInfo* ranks,
+                   int nranks);
 void printColumnHeader(const Collective&);
 void printRow(const Row&);
 // "# Algorithm ring (BRAID_ALGO=ring)" ahead of a round's table.
 void printRoundTitle(const std::string& label);
 // After a round's rows: which algorithm ran, over runs of rows ("direct 8 B..64 KiB, ring 128
 // KiB..1 MiB"). `used` and `bytes` hold one entry per row.
-void printUsedSummary(const std::string& label, const std::vector<std::string>& used, const std::vector<size_t>& bytes);
+void printUsedSummary(const std::string& label, const std::vector<std::string>& used,
+                      const std::vector<size_t>& bytes);
 // The prediction table: per row the key columns, then per algorithm used, predicted, measured
 // and measured / predicted.
 void printPredictHeader(const std::vector<std::string>& labels);

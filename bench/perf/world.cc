@@ -30,8 +30,10 @@ std::string idFilePath(int round) {
   // Every rank of one job must arrive at the same name: the MPI job id when there is one, else
   // the launcher's pid (all ranks are its children).
   std::string key;
-  if (const char* job = std::getenv("OMPI_MCA_ess_base_jobid")) key = job;
-  else key = std::to_string(getppid());
+  if (const char* job = std::getenv("OMPI_MCA_ess_base_jobid"))
+    key = job;
+  else
+    key = std::to_string(getppid());
   return "/tmp/braid_perf_id." + key + suffix;
 }
 
@@ -41,8 +43,9 @@ World discoverWorld(const Options& o) {
   World w;
   w.nThreads = o.nThreads;
   if (o.mode == Mode::Thread) return w;
-  static const char* const kVars[][2] = {
-      {"RANK", "WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}};
+  static const char* const kVars[][2] = {{"RANK", "WORLD_SIZE"},
+                                         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                         {"PMI_RANK", "PMI_SIZE"}};
   for (const auto& v : kVars) {
     int r, n;
     if (envInt(v[0], &r) && envInt(v[1], &n) && n > 0 && r >= 0 && r < n) {
@@ -66,8 +69,8 @@ bool obtainUniqueId(const World& w, int round, ncclUniqueId* id) {
   if (w.nProcs == 1 || std::getenv("NCCL_COMM_ID")) {
     ncclResult_t r = ncclGetUniqueId(id);
     if (r != ncclSuccess)
-      std::fprintf(stderr, "rank %d: ncclGetUniqueId failed: %s (%s)\n", w.firstRank(), ncclGetErrorString(r),
-                   ncclGetLastError(nullptr));
+      std::fprintf(stderr, "rank %d: ncclGetUniqueId failed: %s (%s)\n", w.firstRank(),
+                   ncclGetErrorString(r), ncclGetLastError(nullptr));
     return r == ncclSuccess;
   }
   std::string path = idFilePath(round);
@@ -84,7 +87,8 @@ bool obtainUniqueId(const World& w, int round, ncclUniqueId* id) {
     bool ok = f && std::fwrite(id, sizeof *id, 1, f) == 1;
     if (f) ok = std::fclose(f) == 0 && ok;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::fprintf(stderr, "rank 0: cannot write the unique id to %s: %s\n", path.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "rank 0: cannot write the unique id to %s: %s\n", path.c_str(),
+                   std::strerror(errno));
       return false;
     }
     return true;
@@ -98,15 +102,17 @@ bool obtainUniqueId(const World& w, int round, ncclUniqueId* id) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::fprintf(stderr,
-               "rank %d: no unique id appeared in %s within 60 s (set NCCL_COMM_ID, or BRAID_PERF_ID_FILE "
-               "to a path all ranks share)\n",
-               w.firstRank(), path.c_str());
+  std::fprintf(
+      stderr,
+      "rank %d: no unique id appeared in %s within 60 s (set NCCL_COMM_ID, or BRAID_PERF_ID_FILE "
+      "to a path all ranks share)\n",
+      w.firstRank(), path.c_str());
   return false;
 }
 
 void releaseUniqueId(const World& w, int round) {
-  if (w.procRank == 0 && w.nProcs > 1 && !std::getenv("NCCL_COMM_ID")) std::remove(idFilePath(round).c_str());
+  if (w.procRank == 0 && w.nProcs > 1 && !std::getenv("NCCL_COMM_ID"))
+    std::remove(idFilePath(round).c_str());
 }
 
 }  // namespace braid::perf

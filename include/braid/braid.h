@@ -59,14 +59,14 @@ ncclResult_t braidRedOpCreateCompressed(ncclComm_t comm, ncclRedOp_t base,
 ncclResult_t braidCompressReset(ncclComm_t comm, const void* buffer);
 
 typedef struct {
-  size_t residualBytes;      /* residual memory held for this communicator */
-  size_t residualEntries;    /* tensors (buffer, count, type) with a residual */
-  size_t residualCapacity;   /* BRAID_COMPRESS_STATE_BYTES, shared by all communicators */
+  size_t residualBytes;        /* residual memory held for this communicator */
+  size_t residualEntries;      /* tensors (buffer, count, type) with a residual */
+  size_t residualCapacity;     /* BRAID_COMPRESS_STATE_BYTES, shared by all communicators */
   size_t processResidualBytes; /* held for all communicators of the process */
-  uint64_t evictions;        /* residuals dropped to stay within the bound (process) */
-  uint64_t refused;          /* residuals too large for the bound (process) */
-  uint64_t compressedCalls;  /* calls of this communicator that ran compressed */
-  uint64_t exactCalls;       /* calls that asked for compression and ran exact */
+  uint64_t evictions;          /* residuals dropped to stay within the bound (process) */
+  uint64_t refused;            /* residuals too large for the bound (process) */
+  uint64_t compressedCalls;    /* calls of this communicator that ran compressed */
+  uint64_t exactCalls;         /* calls that asked for compression and ran exact */
 } braidCompressStats_t;
 
 ncclResult_t braidCompressStats(ncclComm_t comm, braidCompressStats_t* stats);

@@ -18,7 +18,16 @@ class Codec;
 namespace braid::algos {
 
 enum class Collective : uint8_t {
-  AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv,
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  AlltoAll,
+  Gather,
+  Scatter,
+  Send,
+  Recv,
 };
 const char* collectiveName(Collective coll);  // NCCL's function name, e.g. "ncclAllReduce"
 // AllReduce, AllGather, ReduceScatter and AlltoAll: every rank's output needs every rank's
@@ -46,13 +55,13 @@ bool needsEveryInput(Collective coll);
 struct CollArgs {
   Collective coll = Collective::AllReduce;
   size_t count = 0;
-  bool average = false;   // the op is Avg: a FinishAvg step follows the reduction
-  int root = 0;           // root rank, or the peer of Send/Recv
+  bool average = false;  // the op is Avg: a FinishAvg step follows the reduction
+  int root = 0;          // root rank, or the peer of Send/Recv
   bool inPlace = false;
   int rank = 0;
   int nranks = 1;
-  size_t chunkCount = 0;  // pipeline chunk, in elements (>= 1)
-  size_t typeSize = 1;    // bytes per element (selection only: schedules are in elements)
+  size_t chunkCount = 0;      // pipeline chunk, in elements (>= 1)
+  size_t typeSize = 1;        // bytes per element (selection only: schedules are in elements)
   size_t directMaxBytes = 0;  // the direct algorithm serves calls up to this size
   // The communicator's topology (never null once the API plans a call; builders that need
   // no topology ignore it). It is fixed for a communicator's life, so schedules cached per

@@ -1,7 +1,6 @@
 #include <array>
 
 #include "algos/algorithm.h"
-#include "algos/selector.h"
 #include "algos/chain.h"
 #include "algos/compressed_allreduce.h"
 #include "algos/direct_allreduce.h"
@@ -17,6 +16,7 @@
 #include "algos/ring_allgather.h"
 #include "algos/ring_allreduce.h"
 #include "algos/ring_reduce_scatter.h"
+#include "algos/selector.h"
 #include "algos/tree_allreduce.h"
 
 namespace braid::algos {
@@ -38,8 +38,8 @@ const char* collectiveName(Collective coll) {
 }
 
 bool needsEveryInput(Collective coll) {
-  return coll == Collective::AllReduce || coll == Collective::AllGather || coll == Collective::ReduceScatter ||
-         coll == Collective::AlltoAll;
+  return coll == Collective::AllReduce || coll == Collective::AllGather ||
+         coll == Collective::ReduceScatter || coll == Collective::AlltoAll;
 }
 
 std::span<const Algorithm* const> algorithms() {
@@ -70,12 +70,30 @@ std::span<const Algorithm* const> algorithms() {
   // The order plays no part in any choice: communicators choose by cost (selector.h), and
   // selectAlgorithm by the tie preference of selector.cc. The compressed ones serve only calls
   // that carry a codec, and those only them.
-  static const std::array all = std::to_array<const Algorithm*>(
-      {&directAllReduce, &ringAllReduce, &chainBroadcast, &chainReduce, &ringAllGather,
-       &ringReduceScatter, &pairwiseAlltoAll, &directGather, &directScatter, &send, &recv,
-       &hierPipeAllReduce, &hierAllReduce, &rhdAllReduce, &treeAllReduce, &rackRingAllReduce,
-       &hierDirectAllReduce, &hierAllGather, &hierReduceScatter, &hierBroadcast, &twoShotCompressed,
-       &hierCompressed, &sparseCompressed, &hierSparseCompressed});
+  static const std::array all = std::to_array<const Algorithm*>({&directAllReduce,
+                                                                 &ringAllReduce,
+                                                                 &chainBroadcast,
+                                                                 &chainReduce,
+                                                                 &ringAllGather,
+                                                                 &ringReduceScatter,
+                                                                 &pairwiseAlltoAll,
+                                                                 &directGather,
+                                                                 &directScatter,
+                                                                 &send,
+                                                                 &recv,
+                                                                 &hierPipeAllReduce,
+                                                                 &hierAllReduce,
+                                                                 &rhdAllReduce,
+                                                                 &treeAllReduce,
+                                                                 &rackRingAllReduce,
+                                                                 &hierDirectAllReduce,
+                                                                 &hierAllGather,
+                                                                 &hierReduceScatter,
+                                                                 &hierBroadcast,
+                                                                 &twoShotCompressed,
+                                                                 &hierCompressed,
+                                                                 &sparseCompressed,
+                                                                 &hierSparseCompressed});
   return all;
 }
 
@@ -85,11 +103,11 @@ const Algorithm* selectAlgorithm(const CollArgs& args, std::string_view forced) 
     if (algo->compressed() != (args.codec != nullptr) || !algo->supports(args)) continue;
     if (!forced.empty() && algo->name() == forced) return algo;
     if (!first || tiePreference(algo->name()) < tiePreference(first->name()) ||
-        (tiePreference(algo->name()) == tiePreference(first->name()) && algo->name() < first->name()))
+        (tiePreference(algo->name()) == tiePreference(first->name()) &&
+         algo->name() < first->name()))
       first = algo;
   }
   return first;
 }
 
 }  // namespace braid::algos
-

@@ -33,7 +33,8 @@ Schedule ChainReduce::build(const CollArgs& a) const {
   const Region input{inputBuffer(a), 0, a.count};
   // recvbuff means nothing off the root (it may be null, or the input itself when in place),
   // so partial sums travel through scratch there.
-  const Region partial = root ? Region{Buffer::Recv, 0, a.count} : Region{Buffer::Scratch, 0, a.count};
+  const Region partial =
+      root ? Region{Buffer::Recv, 0, a.count} : Region{Buffer::Scratch, 0, a.count};
   const bool tail = links.awayFromRoot < 0;
   if (!root && !tail) b.needScratch(a.count);
 
@@ -43,8 +44,10 @@ Schedule ChainReduce::build(const CollArgs& a) const {
       return;
     }
     b.recvReduce(links.awayFromRoot, slice(input, off, n), slice(partial, off, n));
-    if (!root) b.send(links.towardRoot, slice(partial, off, n));
-    else if (a.average) b.finishAvg(slice(partial, off, n));
+    if (!root)
+      b.send(links.towardRoot, slice(partial, off, n));
+    else if (a.average)
+      b.finishAvg(slice(partial, off, n));
   });
   // A lone rank is both root and tail: its result is its input.
   if (root && tail && !a.inPlace && a.count > 0) b.copy(input, partial);

@@ -37,14 +37,17 @@ Schedule single(std::string name, const CollArgs& a) {
 // and added in fp32. An fp32 call sums straight into the result (the first message decoded,
 // the others added), saving the accumulator's zeroing and the copy out of it: for top-k those
 // dense passes cost more than the sparse decodes.
-void sumSparse(ScheduleBuilder& b, const CollArgs& a, const std::vector<Region>& from, Range chunk) {
+void sumSparse(ScheduleBuilder& b, const CollArgs& a, const std::vector<Region>& from,
+               Range chunk) {
   const bool direct = a.type == ncclFloat32;
   const Region acc = direct ? Region{Buffer::Recv, chunk.offset, chunk.count}
                             : Region{Buffer::Accum, chunk.offset, chunk.count};
   if (!direct) b.needAccum(a.count);
   for (size_t i = 0; i < from.size(); ++i) {
-    if (direct && i == 0) b.decode(from[i], acc);
-    else b.decodeAccumulate(from[i], acc);
+    if (direct && i == 0)
+      b.decode(from[i], acc);
+    else
+      b.decodeAccumulate(from[i], acc);
   }
   if (a.average) b.finishAvg(acc);
   if (!direct) b.copy(acc, {Buffer::Recv, chunk.offset, chunk.count});  // fp32 to the data type
@@ -76,7 +79,9 @@ Schedule TwoShotCompressedAllReduce::build(const CollArgs& a) const {
   ScheduleBuilder b("c2shot");
   const Buffer in = inputBuffer(a);
   PackedArena arena;
-  auto msgBytes = [&](size_t elements, ncclDataType_t type) { return codec.maxEncodedBytes(elements, type); };
+  auto msgBytes = [&](size_t elements, ncclDataType_t type) {
+    return codec.maxEncodedBytes(elements, type);
+  };
   const Range mine = evenPart(a.count, n, r);
 
   // Reduce-scatter: shard j of the input, chunk by chunk, encoded once and sent to rank j
@@ -89,8 +94,10 @@ Schedule TwoShotCompressedAllReduce::build(const CollArgs& a) const {
     forEachChunk(evenPart(a.count, n, j), a.chunkCount, [&](size_t off, size_t len) {
       Region packed = arena.take(msgBytes(len, a.type));
       b.encode({in, off, len}, packed, a.feedback, off);
-      if (j == r) ownMessages.push_back({packed});
-      else b.send(j, packed);
+      if (j == r)
+        ownMessages.push_back({packed});
+      else
+        b.send(j, packed);
     });
   }
 
@@ -150,13 +157,17 @@ Schedule HierCompressedAllReduce::build(const CollArgs& a) const {
   auto size = [&](int q) { return static_cast<int>(groups[static_cast<size_t>(q)].size()); };
   // Unit u (one of `units` even parts of the buffer) is summed in group q by its handler there,
   // member u mod size(q); unit u's handlers, one per group, run the two-shot on it.
-  auto handler = [&](int u, int q) { return groups[static_cast<size_t>(q)][static_cast<size_t>(u % size(q))]; };
+  auto handler = [&](int u, int q) {
+    return groups[static_cast<size_t>(q)][static_cast<size_t>(u % size(q))];
+  };
   auto unit = [&](int u) { return evenPart(a.count, units, u); };
   auto sub = [&](int u, int q) {  // sub-shard q of unit u
     Range p = unit(u), r = evenPart(p.count, G, q);
     return Range{p.offset + r.offset, r.count};
   };
-  auto msg = [&](size_t len, ncclDataType_t type) { return arena.take(codec.maxEncodedBytes(len, type)); };
+  auto msg = [&](size_t len, ncclDataType_t type) {
+    return arena.take(codec.maxEncodedBytes(len, type));
+  };
   auto handledBy = [&](int member) {
     std::vector<int> out;
     for (int u = member; u < units; u += s) out.push_back(u);
@@ -186,8 +197,10 @@ Schedule HierCompressedAllReduce::build(const CollArgs& a) const {
     forEachChunk(unit(u), a.chunkCount, [&](size_t off, size_t len) {
       Region m = msg(len, a.type);
       b.encode({in, off, len}, m, a.feedback, off);
-      if (handler(u, g) == a.rank) ownUnit[static_cast<size_t>(u)].push_back(m);
-      else b.send(handler(u, g), m);
+      if (handler(u, g) == a.rank)
+        ownUnit[static_cast<size_t>(u)].push_back(m);
+      else
+        b.send(handler(u, g), m);
     });
   // The units we handle, summed over the group in member order.
   for (int u : mine) {
@@ -208,8 +221,10 @@ Schedule HierCompressedAllReduce::build(const CollArgs& a) const {
       forEachChunk(sub(u, q), a.chunkCount, [&](size_t off, size_t len) {
         Region m = msg(len, ncclFloat32);
         b.encode(groupSum(u, off, len), m, false, 0);
-        if (q == g) ownSub[static_cast<size_t>(u)].push_back(m);
-        else b.send(handler(u, q), m);
+        if (q == g)
+          ownSub[static_cast<size_t>(u)].push_back(m);
+        else
+          b.send(handler(u, q), m);
       });
   // Our sub-shard of each unit: the G group sums in group order, divided for Avg, encoded once
   // and sent to the unit's other handlers. results[u][q]: the messages of sub-shard q of unit u.
@@ -219,7 +234,8 @@ Schedule HierCompressedAllReduce::build(const CollArgs& a) const {
     const Range mineSub = sub(u, g);
     size_t c = 0;
     forEachChunk(mineSub, a.chunkCount, [&](size_t off, size_t len) {
-      const Region acc{Buffer::Accum, totalAt[static_cast<size_t>(u)] + (off - mineSub.offset), len};
+      const Region acc{Buffer::Accum, totalAt[static_cast<size_t>(u)] + (off - mineSub.offset),
+                       len};
       for (int q = 0; q < G; ++q) {
         Region from = q == g ? ownSub[static_cast<size_t>(u)][c] : msg(len, ncclFloat32);
         if (q != g) b.recv(handler(u, q), from);
@@ -333,10 +349,12 @@ Schedule HierSparseCompressedAllReduce::build(const CollArgs& a) const {
   // p mod size(h), who forwards it to the rest of group h.
   auto gateway = [&](int h, int p) { return at(h, p % size(h)); };
   std::vector<Range> chunks;
-  forEachChunk(a.count, a.chunkCount * kSparseChunkFactor,
-               [&](size_t off, size_t len) { chunks.push_back({off, len}); });
+  forEachChunk(a.count, a.chunkCount * kSparseChunkFactor, [&](size_t off, size_t len) {
+    chunks.push_back({off, len});
+  });
   // message[c][origin]: where origin's encoded chunk c is (or will be) on this rank.
-  std::vector<std::vector<Region>> message(chunks.size(), std::vector<Region>(static_cast<size_t>(n)));
+  std::vector<std::vector<Region>> message(chunks.size(),
+                                           std::vector<Region>(static_cast<size_t>(n)));
   auto take = [&](size_t c) { return arena.take(codec.maxEncodedBytes(chunks[c].count, a.type)); };
   // The origins whose messages `member` of our group receives from group q (it is their
   // gateway), in position order.

@@ -19,16 +19,19 @@ namespace {
 
 // The pricing walk shared by both entry points; `linkOf(peer)` names the link level and cost.
 template <typename LinkOf>
-double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int levels, LinkOf linkOf) {
+double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int levels,
+            LinkOf linkOf) {
   std::vector<double> finish(s.steps.size(), 0.0);
   std::vector<double> sendPort(static_cast<size_t>(levels) + 1, 0.0), recvPort(sendPort);
   double end = 0.0;
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
     double start = 0.0;
-    for (uint32_t k = 0; k < st.depCount; ++k) start = std::max(start, finish[s.deps[st.depBegin + k]]);
-    const double bytes = static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize),
-                                                      st.dst.count * unitBytes(st.dst.buffer, typeSize)));
+    for (uint32_t k = 0; k < st.depCount; ++k)
+      start = std::max(start, finish[s.deps[st.depBegin + k]]);
+    const double bytes =
+        static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize),
+                                     st.dst.count * unitBytes(st.dst.buffer, typeSize)));
 
     double done = start;
     switch (st.kind) {
@@ -36,7 +39,8 @@ double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int l
       case StepKind::Recv:
       case StepKind::RecvReduce: {
         auto [level, link] = linkOf(st.peer);
-        double& port = (st.kind == StepKind::Send ? sendPort : recvPort)[static_cast<size_t>(level)];
+        double& port =
+            (st.kind == StepKind::Send ? sendPort : recvPort)[static_cast<size_t>(level)];
         start = std::max(start, port);
         done = start + link.alphaUs + bytes * link.betaUsPerByte;
         port = start + bytes * link.betaUsPerByte;  // the next message may overlap our latency

@@ -53,8 +53,8 @@ namespace {
 
 // One stage of HierDirectAllReduce: the groups (at the level below) that make up this rank's
 // group at a level; each child group holds one partial sum on every one of its ranks.
-std::vector<std::vector<int>> stageChildren(const Topology& topo, const std::vector<int>& order, int level,
-                                            int rank) {
+std::vector<std::vector<int>> stageChildren(const Topology& topo, const std::vector<int>& order,
+                                            int level, int rank) {
   const std::vector<std::vector<int>> parents = groupsAt(topo, level, order);
   const std::vector<int>& parent = parents[groupHolding(parents, rank)];
   if (level > 0) return groupsAt(topo, level - 1, parent);
@@ -77,11 +77,13 @@ std::vector<int> exchangeLevels(const Topology& topo, const std::vector<int>& or
 // Every rank must answer alike (each chooses for itself), so this counts the levels where some
 // group joins several of the level below (fewer groups than below), not this rank's stages.
 bool HierDirectAllReduce::supports(const CollArgs& args) const {
-  if (args.coll != Collective::AllReduce || args.count * args.typeSize > args.directMaxBytes) return false;
+  if (args.coll != Collective::AllReduce || args.count * args.typeSize > args.directMaxBytes)
+    return false;
   Topology flat;
   const Topology& topo = topologyOf(args, flat);
   int stages = 0;
-  for (int level = 0; level <= topo.levels(); ++level) stages += topo.groups(level) < topo.groups(level - 1);
+  for (int level = 0; level <= topo.levels(); ++level)
+    stages += topo.groups(level) < topo.groups(level - 1);
   return stages > 1;
 }
 

@@ -23,7 +23,9 @@ Schedule DirectGather::build(const CollArgs& a) const {
   return std::move(b).finish();
 }
 
-bool DirectScatter::supports(const CollArgs& args) const { return args.coll == Collective::Scatter; }
+bool DirectScatter::supports(const CollArgs& args) const {
+  return args.coll == Collective::Scatter;
+}
 
 Schedule DirectScatter::build(const CollArgs& a) const {
   ScheduleBuilder b("direct");

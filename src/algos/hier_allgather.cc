@@ -6,7 +6,9 @@
 
 namespace braid::algos {
 
-bool HierAllGather::supports(const CollArgs& args) const { return args.coll == Collective::AllGather; }
+bool HierAllGather::supports(const CollArgs& args) const {
+  return args.coll == Collective::AllGather;
+}
 
 Schedule HierAllGather::build(const CollArgs& a) const {
   ScheduleBuilder b("hier");

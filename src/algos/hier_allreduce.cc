@@ -45,8 +45,10 @@ struct HierBuilder {
 
     if (k >= g) {  // beyond the even split: fold into rank k mod g, get the result back
       const int base = mine[k % g];
-      if (emitting(Phase::Down)) sendChunks(b, base, {source, data.offset, data.count}, a.chunkCount);
-      if (emitting(Phase::Up)) recvChunks(b, base, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
+      if (emitting(Phase::Down))
+        sendChunks(b, base, {source, data.offset, data.count}, a.chunkCount);
+      if (emitting(Phase::Up))
+        recvChunks(b, base, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
       return;
     }
     std::vector<int> folded;  // the ranks beyond g that fold into this one, in order
@@ -66,10 +68,12 @@ struct HierBuilder {
     // The k-th rank of every group holds the same piece of its group's sum: they go on up.
     std::vector<int> peers;
     for (const auto& group : groups) peers.push_back(group[k]);
-    allReduce(peers, level + 1, ringPart(data, static_cast<int>(g), ringOwnedPart(order.pos, order.size())));
+    allReduce(peers, level + 1,
+              ringPart(data, static_cast<int>(g), ringOwnedPart(order.pos, order.size())));
     if (!emitting(Phase::Up)) return;
     ringAllGather(b, order, data, a.chunkCount);
-    for (int extra : folded) sendChunks(b, extra, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
+    for (int extra : folded)
+      sendChunks(b, extra, {Buffer::Recv, data.offset, data.count}, a.chunkCount);
   }
 
   // This rank holds the complete sum of `data` on its own.
@@ -92,9 +96,9 @@ struct HierBuilder {
 // (bench/results/netcluster_allreduce.md, runs S1-S3, whose command it gives).
 constexpr size_t kMinPieceBytes = 64 << 10;
 
-// Pipelining needs pieces worth the messages, and two stages on different links: some level whose groups are more than one
-// and fewer than the ranks (on one host, or with every rank alone up to the top, hier is one
-// ring, and four pieces of it only cost four times the messages).
+// Pipelining needs pieces worth the messages, and two stages on different links: some level whose
+// groups are more than one and fewer than the ranks (on one host, or with every rank alone up to
+// the top, hier is one ring, and four pieces of it only cost four times the messages).
 bool HierAllReduce::supports(const CollArgs& args) const {
   if (args.coll != Collective::AllReduce) return false;
   if (pieces_ == 1) return true;
@@ -125,7 +129,8 @@ Schedule HierAllReduce::build(const CollArgs& a) const {
   Topology flat;
   const Topology& topo = topologyOf(a, flat);
   const std::vector<int> order = nestedOrder(topo);
-  const int pieces = static_cast<int>(std::min(piecesFor(a.count * a.typeSize), std::max<size_t>(a.count, 1)));
+  const int pieces =
+      static_cast<int>(std::min(piecesFor(a.count * a.typeSize), std::max<size_t>(a.count, 1)));
   auto emit = [&](int piece, Phase phase) {
     const Range r = evenPart(a.count, pieces, piece);
     HierBuilder walk{b, topo, a, inputBuffer(a), phase};

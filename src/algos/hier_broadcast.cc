@@ -50,7 +50,9 @@ BroadcastLinks broadcastLinks(const Topology& topo, int rank, int root) {
 
 }  // namespace
 
-bool HierBroadcast::supports(const CollArgs& args) const { return args.coll == Collective::Broadcast; }
+bool HierBroadcast::supports(const CollArgs& args) const {
+  return args.coll == Collective::Broadcast;
+}
 
 Schedule HierBroadcast::build(const CollArgs& a) const {
   ScheduleBuilder b("hier");

@@ -23,7 +23,8 @@ namespace {
 // nearly time order (the simulation is event-driven).
 class Port {
  public:
-  Port(double depthUs, double creditUs) : depthUs_(depthUs), creditUs_(std::min(creditUs, depthUs)) {}
+  Port(double depthUs, double creditUs)
+      : depthUs_(depthUs), creditUs_(std::min(creditUs, depthUs)) {}
 
   // How long a message that needs `length` of link time at full rate keeps the port busy when
   // it starts at t.
@@ -79,9 +80,12 @@ class OperationSim {
  public:
   // Token buckets per port: `credits` as a previous run left them (endCredits), or full.
   using Credits = std::vector<std::vector<double>>;
-  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo, const Credits* credits,
-               bool signaturesOnDataEdges)
-      : s_(s), typeSize_(typeSize), topo_(topo), n_(static_cast<int>(s.size())),
+  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo,
+               const Credits* credits, bool signaturesOnDataEdges)
+      : s_(s),
+        typeSize_(typeSize),
+        topo_(topo),
+        n_(static_cast<int>(s.size())),
         signaturesOnDataEdges_(signaturesOnDataEdges) {
     pairs_.resize(static_cast<size_t>(n_) * n_);
     ranks_.resize(static_cast<size_t>(n_));
@@ -114,7 +118,8 @@ class OperationSim {
     ports_.resize(static_cast<size_t>(topo.levels()));
     for (int l = 0; l < topo.levels(); ++l) {
       const int groups = topo.groups(l);
-      const LinkCost& up = topo.link[static_cast<size_t>(l) + 1];  // the link above level l's groups
+      const LinkCost& up =
+          topo.link[static_cast<size_t>(l) + 1];  // the link above level l's groups
       const double depthUs = up.burstBytes * up.betaUsPerByte;
       for (int p = 0; p < 2 * groups; ++p)  // [2g]: out, [2g + 1]: in
         ports_[l].emplace_back(depthUs, credits ? (*credits)[l][static_cast<size_t>(p)] : depthUs);
@@ -282,14 +287,16 @@ class OperationSim {
       // depends on when the message starts.
       auto length = [&](int l) { return b * topo_.link[static_cast<size_t>(l) + 1].betaUsPerByte; };
       auto busyFor = [&](int l, double t) {
-        return std::max(outPort(l, from).busyFor(t, length(l)), inPort(l, to).busyFor(t, length(l)));
+        return std::max(outPort(l, from).busyFor(t, length(l)),
+                        inPort(l, to).busyFor(t, length(l)));
       };
       double start = std::max(rs.readyAt[i], p.linkFree);
       for (bool moved = true; moved;) {
         moved = false;
         for (int l = 0; l < level; ++l) {
           const double busy = busyFor(l, start);
-          const double t = std::max(outPort(l, from).earliest(start, busy), inPort(l, to).earliest(start, busy));
+          const double t =
+              std::max(outPort(l, from).earliest(start, busy), inPort(l, to).earliest(start, busy));
           if (t > start) start = t, moved = true;
         }
       }
@@ -342,7 +349,7 @@ class OperationSim {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   size_t total_ = 0, finished_ = 0;
   double end_ = 0.0;
-  double cpuWork_ = 0.0;  // microseconds of CPU all messages cost their two ends
+  double cpuWork_ = 0.0;        // microseconds of CPU all messages cost their two ends
   double memoryBoundUs_ = 0.0;  // the busiest host memory's time (countMemoryTraffic)
   double linksUs_ = 0.0;
   bool signaturesOnDataEdges_;
@@ -352,12 +359,13 @@ constexpr int kSteadyRounds = 16;
 
 }  // namespace
 
-double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo,
-                            bool signaturesOnDataEdges, double* linksUs) {
+double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize,
+                            const Topology& topo, bool signaturesOnDataEdges, double* linksUs) {
   double ignored;
   if (!linksUs) linksUs = &ignored;
   *linksUs = std::numeric_limits<double>::infinity();
-  if (schedules.size() != static_cast<size_t>(topo.nranks())) return std::numeric_limits<double>::infinity();
+  if (schedules.size() != static_cast<size_t>(topo.nranks()))
+    return std::numeric_limits<double>::infinity();
   OperationSim first(schedules, typeSize, topo, nullptr, signaturesOnDataEdges);
   double us = first.run();
   *linksUs = first.linksUs();
@@ -374,7 +382,8 @@ double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize
     OperationSim::Credits after = next.endCredits();
     double moved = 0;
     for (size_t l = 0; l < after.size(); ++l)
-      for (size_t p = 0; p < after[l].size(); ++p) moved = std::max(moved, std::abs(after[l][p] - credits[l][p]));
+      for (size_t p = 0; p < after[l].size(); ++p)
+        moved = std::max(moved, std::abs(after[l][p] - credits[l][p]));
     credits = std::move(after);
     if (moved <= 0.01 * depth) break;
   }

@@ -31,7 +31,8 @@ namespace braid::algos {
 // that needs every input, algos::needsEveryInput), not to every rank.
 // `linksUs`, when given: the price without the memory bound (links, reductions and cores),
 // which tells apart algorithms that host memory alone would price alike.
-double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize, const Topology& topo,
-                            bool signaturesOnDataEdges = false, double* linksUs = nullptr);
+double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize,
+                            const Topology& topo, bool signaturesOnDataEdges = false,
+                            double* linksUs = nullptr);
 
 }  // namespace braid::algos

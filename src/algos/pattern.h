@@ -38,10 +38,12 @@ void forEachChunk(size_t count, size_t chunk, Fn&& fn) {
 
 // Moves `region` to or from `peer` in chunks, as one pipelined message stream.
 inline void sendChunks(ScheduleBuilder& b, int peer, Region region, size_t chunk) {
-  forEachChunk(region.count, chunk, [&](size_t off, size_t n) { b.send(peer, slice(region, off, n)); });
+  forEachChunk(region.count, chunk,
+               [&](size_t off, size_t n) { b.send(peer, slice(region, off, n)); });
 }
 inline void recvChunks(ScheduleBuilder& b, int peer, Region region, size_t chunk) {
-  forEachChunk(region.count, chunk, [&](size_t off, size_t n) { b.recv(peer, slice(region, off, n)); });
+  forEachChunk(region.count, chunk,
+               [&](size_t off, size_t n) { b.recv(peer, slice(region, off, n)); });
 }
 
 // Calls first(offset, n) then second(offset, n) chunk by chunk over [0, firstCount) and
@@ -60,7 +62,7 @@ void interleaveChunks(size_t firstCount, size_t secondCount, size_t chunk, First
 // A rank's neighbours on the chain root -> root+1 -> ... -> root-1 (data flows that way in a
 // broadcast, the other way in a reduce). -1 where the chain ends.
 struct ChainLinks {
-  int towardRoot;  // the rank before this one; -1 at the root
+  int towardRoot;    // the rank before this one; -1 at the root
   int awayFromRoot;  // the rank after this one; -1 at the tail
 };
 inline ChainLinks chainLinks(int rank, int nranks, int root) {

@@ -4,7 +4,9 @@
 
 namespace braid::algos {
 
-bool PointToPointSend::supports(const CollArgs& args) const { return args.coll == Collective::Send; }
+bool PointToPointSend::supports(const CollArgs& args) const {
+  return args.coll == Collective::Send;
+}
 
 Schedule PointToPointSend::build(const CollArgs& a) const {
   ScheduleBuilder b("p2p");
@@ -12,7 +14,9 @@ Schedule PointToPointSend::build(const CollArgs& a) const {
   return std::move(b).finish();
 }
 
-bool PointToPointRecv::supports(const CollArgs& args) const { return args.coll == Collective::Recv; }
+bool PointToPointRecv::supports(const CollArgs& args) const {
+  return args.coll == Collective::Recv;
+}
 
 Schedule PointToPointRecv::build(const CollArgs& a) const {
   ScheduleBuilder b("p2p");

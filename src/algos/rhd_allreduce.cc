@@ -43,7 +43,9 @@ void exchange(ScheduleBuilder& b, int peer, Region out, Range in, size_t chunk, 
 
 }  // namespace
 
-bool RhdAllReduce::supports(const CollArgs& args) const { return args.coll == Collective::AllReduce; }
+bool RhdAllReduce::supports(const CollArgs& args) const {
+  return args.coll == Collective::AllReduce;
+}
 
 Schedule RhdAllReduce::build(const CollArgs& a) const {
   ScheduleBuilder b("rhd");
@@ -78,13 +80,15 @@ Schedule RhdAllReduce::build(const CollArgs& a) const {
   for (int mask = p2 / 2; mask >= 1; mask /= 2) {
     const int peer = fold.realRank(vr ^ mask);
     parts /= 2;
-    const int keep = (vr & mask) ? first + parts : first, give = (vr & mask) ? first : first + parts;
+    const int keep = (vr & mask) ? first + parts : first,
+              give = (vr & mask) ? first : first + parts;
     const Range kept = partsRange(a.count, p2, keep, parts);
     const Range given = partsRange(a.count, p2, give, parts);
     const Buffer from = source;
-    exchange(b, peer, {from, given.offset, given.count}, kept, a.chunkCount, [&](size_t off, size_t n) {
-      b.recvReduce(peer, {from, off, n}, {Buffer::Recv, off, n});
-    });
+    exchange(b, peer, {from, given.offset, given.count}, kept, a.chunkCount,
+             [&](size_t off, size_t n) {
+               b.recvReduce(peer, {from, off, n}, {Buffer::Recv, off, n});
+             });
     source = Buffer::Recv;
     first = keep;
   }

@@ -6,7 +6,8 @@ namespace braid::algos {
 // adding its own contribution, so after size - 1 steps it holds the whole sum of part (i + 1).
 // The two directions of a step interleave chunk by chunk, so a chunk moves on as soon as it
 // has arrived, not when its whole part has.
-void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk) {
+void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input,
+                       size_t chunk) {
   const int n = ring.size(), i = ring.pos;
   if (n == 1) return;
   for (int s = 0; s < n - 1; ++s) {
@@ -16,9 +17,12 @@ void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Bu
     interleaveChunks(
         in.count, out.count, chunk,
         [&](size_t off, size_t cnt) {
-          b.recvReduce(ring.prev(), {input, in.offset + off, cnt}, {Buffer::Recv, in.offset + off, cnt});
+          b.recvReduce(ring.prev(), {input, in.offset + off, cnt},
+                       {Buffer::Recv, in.offset + off, cnt});
         },
-        [&](size_t off, size_t cnt) { b.send(ring.next(), {sendFrom, out.offset + off, cnt}); });
+        [&](size_t off, size_t cnt) {
+          b.send(ring.next(), {sendFrom, out.offset + off, cnt});
+        });
   }
 }
 
@@ -29,13 +33,17 @@ void ringAllGather(ScheduleBuilder& b, const RingOrder& ring, Range data, size_t
     const Range in = ringPart(data, n, mod(i - s, n));
     interleaveChunks(
         out.count, in.count, chunk,
-        [&](size_t off, size_t cnt) { b.send(ring.next(), {Buffer::Recv, out.offset + off, cnt}); },
-        [&](size_t off, size_t cnt) { b.recv(ring.prev(), {Buffer::Recv, in.offset + off, cnt}); });
+        [&](size_t off, size_t cnt) {
+          b.send(ring.next(), {Buffer::Recv, out.offset + off, cnt});
+        },
+        [&](size_t off, size_t cnt) {
+          b.recv(ring.prev(), {Buffer::Recv, in.offset + off, cnt});
+        });
   }
 }
 
-void ringAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk,
-                   bool average) {
+void ringAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input,
+                   size_t chunk, bool average) {
   if (ring.size() == 1) return;
   ringReduceScatter(b, ring, data, input, chunk);
   const Range owned = ringPart(data, ring.size(), ringOwnedPart(ring.pos, ring.size()));

@@ -31,14 +31,15 @@ inline Range ringPart(Range data, int size, int part) {
 // Reduce-scatter of `data` around the ring: contributions are read from `input` (Send, or Recv
 // when they already sit there), partial and final sums are written to Recv at the same offsets.
 // Afterwards position i holds part ringOwnedPart(i) of the sum over the ring in Recv.
-void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk);
+void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input,
+                       size_t chunk);
 
 // All-gather after ringReduceScatter: each position's owned part (in Recv) travels round.
 void ringAllGather(ScheduleBuilder& b, const RingOrder& ring, Range data, size_t chunk);
 
 // Both, with Avg's division on each owned part in between (when `average`). A ring of one
 // does nothing: its caller owns the copy out of the input.
-void ringAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input, size_t chunk,
-                   bool average);
+void ringAllReduce(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input,
+                   size_t chunk, bool average);
 
 }  // namespace braid::algos

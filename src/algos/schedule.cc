@@ -19,7 +19,9 @@ const char* stepKindName(StepKind kind) {
   return "?";
 }
 
-ScheduleBuilder::ScheduleBuilder(std::string algorithm) { schedule_.algorithm = std::move(algorithm); }
+ScheduleBuilder::ScheduleBuilder(std::string algorithm) {
+  schedule_.algorithm = std::move(algorithm);
+}
 
 void ScheduleBuilder::send(int peer, Region src) { add(StepKind::Send, peer, src, {}); }
 void ScheduleBuilder::recv(int peer, Region dst) { add(StepKind::Recv, peer, {}, dst); }
@@ -74,7 +76,11 @@ Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   std::sort(depScratch_.begin(), depScratch_.end());
   depScratch_.erase(std::unique(depScratch_.begin(), depScratch_.end()), depScratch_.end());
 
-  Step step{kind, peer, src, dst, static_cast<uint32_t>(schedule_.deps.size()),
+  Step step{kind,
+            peer,
+            src,
+            dst,
+            static_cast<uint32_t>(schedule_.deps.size()),
             static_cast<uint32_t>(depScratch_.size())};
   schedule_.deps.insert(schedule_.deps.end(), depScratch_.begin(), depScratch_.end());
   schedule_.steps.push_back(step);
@@ -109,7 +115,8 @@ void complete(Schedule& s) {
   std::vector<uint32_t> fill(s.dependentsBegin.begin(), s.dependentsBegin.end() - 1);
   for (uint32_t i = 0; i < n; ++i) {
     const Step& step = s.steps[i];
-    for (uint32_t k = 0; k < step.depCount; ++k) s.dependents[fill[s.deps[step.depBegin + k]]++] = i;
+    for (uint32_t k = 0; k < step.depCount; ++k)
+      s.dependents[fill[s.deps[step.depBegin + k]]++] = i;
   }
 }
 

@@ -70,11 +70,12 @@ struct Schedule {
   std::vector<Step> steps;
   std::vector<uint32_t> deps;        // dependency lists, indexed by Step::depBegin
   std::vector<uint32_t> dependents;  // reverse edges: who waits for step i ...
-  std::vector<uint32_t> dependentsBegin;  // ... dependents[dependentsBegin[i], dependentsBegin[i+1])
-  size_t scratchCount = 0;           // elements of scratch the executor must provide
-  size_t packedBytes = 0;            // bytes of Packed the executor must provide
-  size_t accumCount = 0;             // fp32 elements of Accum (zeroed before the schedule runs)
-  std::vector<int> peers;            // every peer the schedule talks to, sorted, unique
+  std::vector<uint32_t>
+      dependentsBegin;      // ... dependents[dependentsBegin[i], dependentsBegin[i+1])
+  size_t scratchCount = 0;  // elements of scratch the executor must provide
+  size_t packedBytes = 0;   // bytes of Packed the executor must provide
+  size_t accumCount = 0;    // fp32 elements of Accum (zeroed before the schedule runs)
+  std::vector<int> peers;   // every peer the schedule talks to, sorted, unique
 };
 
 // Builds a schedule step by step and derives the dependencies from the regions each step reads

@@ -32,23 +32,35 @@ constexpr std::string_view kTiePreference[] = {
     // for the calls it serves, then the ring; chain; pairwise; p2p): the flat schedules, which
     // need no topology to be right, and the order ties went in when the choices in bench/results
     // were measured.
-    "direct", "ring", "chain", "pairwise", "p2p",
+    "direct",
+    "ring",
+    "chain",
+    "pairwise",
+    "p2p",
     // The pipelined hierarchical AllReduce before the one-shot schedules, which send a level's
     // share in one burst that queues at the slowest link (above: hierpipe 3.35 ms, hier 3.7-4.5,
     // rhd 6.3-6.9 at one price); hier before rhd for the same measurement.
-    "hierpipe", "hier", "rhd",
+    "hierpipe",
+    "hier",
+    "rhd",
     // No tie between these was measured: the order they were registered in.
-    "tree", "rackring", "hierdirect",
+    "tree",
+    "rackring",
+    "hierdirect",
     // Compressed AllReduce: each codec's flat scheme before its rack-aware form, as above.
-    "c2shot", "c2hier", "csparse", "csparsehier",
+    "c2shot",
+    "c2hier",
+    "csparse",
+    "csparsehier",
 };
 
 int collectiveFromName(std::string_view name) {
-  static constexpr const char* kNames[] = {"allreduce", "broadcast", "reduce", "allgather",
-                                           "reducescatter", "alltoall", "gather", "scatter",
-                                           "send", "recv"};
+  static constexpr const char* kNames[] = {"allreduce",     "broadcast", "reduce", "allgather",
+                                           "reducescatter", "alltoall",  "gather", "scatter",
+                                           "send",          "recv"};
   for (int i = 0; i < static_cast<int>(std::size(kNames)); ++i)
-    if (name.size() == std::strlen(kNames[i]) && strncasecmp(name.data(), kNames[i], name.size()) == 0)
+    if (name.size() == std::strlen(kNames[i]) &&
+        strncasecmp(name.data(), kNames[i], name.size()) == 0)
       return i;
   return -2;
 }
@@ -77,7 +89,8 @@ Status AlgoFilter::parse(std::string_view spec, AlgoFilter* out) {
     if (size_t colon = segment.find(':'); colon != std::string_view::npos) {
       rule.coll = collectiveFromName(segment.substr(0, colon));
       if (rule.coll < -1)
-        return invalidArgument("NCCL_ALGO: unknown collective \"%.*s\"", static_cast<int>(colon), segment.data());
+        return invalidArgument("NCCL_ALGO: unknown collective \"%.*s\"", static_cast<int>(colon),
+                               segment.data());
       segment.remove_prefix(colon + 1);
     }
     if (!segment.empty() && segment.front() == '^') {
@@ -89,8 +102,9 @@ Status AlgoFilter::parse(std::string_view spec, AlgoFilter* out) {
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       rule.names.push_back(std::move(lower));
     }
-    if (rule.names.empty()) return invalidArgument("NCCL_ALGO: empty list in \"%.*s\"",
-                                                   static_cast<int>(spec.size()), spec.data());
+    if (rule.names.empty())
+      return invalidArgument("NCCL_ALGO: empty list in \"%.*s\"", static_cast<int>(spec.size()),
+                             spec.data());
     out->rules_.push_back(std::move(rule));
   }
   return Status::Ok();
@@ -99,8 +113,10 @@ Status AlgoFilter::parse(std::string_view spec, AlgoFilter* out) {
 bool AlgoFilter::allows(Collective coll, std::string_view algorithm) const {
   const Rule* rule = nullptr;
   for (const Rule& r : rules_) {
-    if (r.coll == static_cast<int>(coll)) rule = &r;  // a collective's own rule wins
-    else if (r.coll == -1 && (!rule || rule->coll == -1)) rule = &r;
+    if (r.coll == static_cast<int>(coll))
+      rule = &r;  // a collective's own rule wins
+    else if (r.coll == -1 && (!rule || rule->coll == -1))
+      rule = &r;
   }
   if (!rule) return true;
   bool listed = std::find(rule->names.begin(), rule->names.end(), algorithm) != rule->names.end();
@@ -128,7 +144,8 @@ double priceOperation(const Algorithm& algo, const CollArgs& args, double* links
   double worst = 0.0;
   for (int r : {0, n / 2, n - 1, args.root}) {
     if (r < 0 || r >= n) continue;
-    worst = std::max(worst, estimateMicroseconds(algo.build(view(r)), args.typeSize, *args.topology, r));
+    worst = std::max(worst,
+                     estimateMicroseconds(algo.build(view(r)), args.typeSize, *args.topology, r));
   }
   if (linksUs) *linksUs = worst;
   return worst;
@@ -196,8 +213,9 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     allowed = candidates;
   }
   if (!args.topology) {
-    out->algorithm = *std::min_element(allowed.begin(), allowed.end(),
-                                       [](const Algorithm* a, const Algorithm* b) { return preferred(*a, *b); });
+    out->algorithm =
+        *std::min_element(allowed.begin(), allowed.end(),
+                          [](const Algorithm* a, const Algorithm* b) { return preferred(*a, *b); });
     out->reason += "no topology to price with";
     return Status::Ok();
   }

@@ -21,8 +21,9 @@ Topology Topology::flat(int nranks, LinkCost link) {
   return t;
 }
 
-Topology Topology::hostsAndRacks(const std::vector<int>& hostOfRank, const std::vector<int>& rackOfHost,
-                                 LinkCost intraHost, LinkCost intraRack, LinkCost interRack) {
+Topology Topology::hostsAndRacks(const std::vector<int>& hostOfRank,
+                                 const std::vector<int>& rackOfHost, LinkCost intraHost,
+                                 LinkCost intraRack, LinkCost interRack) {
   Topology t;
   t.groupOf.push_back(hostOfRank);
   if (rackOfHost.empty()) {
@@ -30,7 +31,8 @@ Topology Topology::hostsAndRacks(const std::vector<int>& hostOfRank, const std::
     return t;
   }
   std::vector<int> rack(hostOfRank.size());
-  for (size_t r = 0; r < hostOfRank.size(); ++r) rack[r] = rackOfHost[static_cast<size_t>(hostOfRank[r])];
+  for (size_t r = 0; r < hostOfRank.size(); ++r)
+    rack[r] = rackOfHost[static_cast<size_t>(hostOfRank[r])];
   t.groupOf.push_back(std::move(rack));
   t.link = {intraHost, intraRack, interRack};
   return t;
@@ -48,10 +50,13 @@ std::string Topology::describe() const {
   std::string out;
   for (int l = 0; l < levels(); ++l) {
     out += strfmt("level %d (%s): %d groups, link alpha %.2f us beta %.3g us/B\n", l,
-                  l == 0 ? "host" : l == 1 ? "rack" : "switch", groups(l), link[l].alphaUs,
-                  link[l].betaUsPerByte);
+                  l == 0   ? "host"
+                  : l == 1 ? "rack"
+                           : "switch",
+                  groups(l), link[l].alphaUs, link[l].betaUsPerByte);
   }
-  out += strfmt("top: link alpha %.2f us beta %.3g us/B\n", link.back().alphaUs, link.back().betaUsPerByte);
+  out += strfmt("top: link alpha %.2f us beta %.3g us/B\n", link.back().alphaUs,
+                link.back().betaUsPerByte);
   if (alphaScale != 1.0)
     out += strfmt("ranks outnumber cores: every alpha priced x%.2f (ranks per core)\n", alphaScale);
   return out;

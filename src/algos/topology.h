@@ -45,8 +45,9 @@ struct Topology {
   // Every rank on its own host, one flat network: what algorithms assume without a map.
   static Topology flat(int nranks, LinkCost link = {});
   // Ranks grouped by host (host[r]); hosts grouped by rack (rack[h]) when given.
-  static Topology hostsAndRacks(const std::vector<int>& hostOfRank, const std::vector<int>& rackOfHost,
-                                LinkCost intraHost, LinkCost intraRack, LinkCost interRack);
+  static Topology hostsAndRacks(const std::vector<int>& hostOfRank,
+                                const std::vector<int>& rackOfHost, LinkCost intraHost,
+                                LinkCost intraRack, LinkCost interRack);
   std::string describe() const;  // one line per level, for logs and braid-topo
 };
 

@@ -16,7 +16,8 @@ std::vector<int> nestedOrder(const Topology& topo) {
   return order;
 }
 
-std::vector<std::vector<int>> groupsAt(const Topology& topo, int level, const std::vector<int>& ranks) {
+std::vector<std::vector<int>> groupsAt(const Topology& topo, int level,
+                                       const std::vector<int>& ranks) {
   if (level >= topo.levels()) return {ranks};
   std::vector<std::vector<int>> groups;
   std::vector<int> ids;  // group id of groups[i]

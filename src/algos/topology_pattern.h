@@ -23,7 +23,8 @@ std::vector<int> nestedOrder(const Topology& topo);
 
 // `ranks` split by their group at `level`, each group keeping the order of `ranks`, groups in
 // the order their first member appears. Level topo.levels() (the top) is one group.
-std::vector<std::vector<int>> groupsAt(const Topology& topo, int level, const std::vector<int>& ranks);
+std::vector<std::vector<int>> groupsAt(const Topology& topo, int level,
+                                       const std::vector<int>& ranks);
 
 // The position of `rank` in `ranks` (which holds it).
 int positionOf(const std::vector<int>& ranks, int rank);

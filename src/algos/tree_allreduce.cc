@@ -32,7 +32,8 @@ TreeLinks treeLinks(const std::vector<std::vector<int>>& hosts, int host, int tr
   TreeLinks links;
   const std::vector<int> chain = chainOf(host);
   const int c = positionOf(chain, rank);
-  if (c + 1 < static_cast<int>(chain.size())) links.children.push_back(chain[static_cast<size_t>(c) + 1]);
+  if (c + 1 < static_cast<int>(chain.size()))
+    links.children.push_back(chain[static_cast<size_t>(c) + 1]);
   if (c > 0) {
     links.parent = chain[static_cast<size_t>(c) - 1];
     return links;
@@ -46,7 +47,9 @@ TreeLinks treeLinks(const std::vector<std::vector<int>>& hosts, int host, int tr
 
 }  // namespace
 
-bool TreeAllReduce::supports(const CollArgs& args) const { return args.coll == Collective::AllReduce; }
+bool TreeAllReduce::supports(const CollArgs& args) const {
+  return args.coll == Collective::AllReduce;
+}
 
 Schedule TreeAllReduce::build(const CollArgs& a) const {
   ScheduleBuilder b("tree");
@@ -86,7 +89,8 @@ Schedule TreeAllReduce::build(const CollArgs& a) const {
       halves[0].count, halves[1].count, a.chunkCount, [&](size_t off, size_t n) { up(0, off, n); },
       [&](size_t off, size_t n) { up(1, off, n); });
   interleaveChunks(
-      halves[0].count, halves[1].count, a.chunkCount, [&](size_t off, size_t n) { down(0, off, n); },
+      halves[0].count, halves[1].count, a.chunkCount,
+      [&](size_t off, size_t n) { down(0, off, n); },
       [&](size_t off, size_t n) { down(1, off, n); });
   return std::move(b).finish();
 }

@@ -20,7 +20,8 @@ using braid::algos::Collective;
 // By reference: the check reads the caller's int (braid::api::enumValue).
 Status checkType(const ncclDataType_t& type) {
   const int v = braid::api::enumValue(type);
-  if (v < 0 || v >= ncclNumTypes) return braid::invalidArgument("datatype %d is not an NCCL data type", v);
+  if (v < 0 || v >= ncclNumTypes)
+    return braid::invalidArgument("datatype %d is not an NCCL data type", v);
   return Status::Ok();
 }
 
@@ -93,7 +94,8 @@ ncclResult_t collective(ncclComm* comm, const char* name, Body&& body) {
 
 // NCCL's in-place rule for the block collectives: `inner` is block `index` of `outer`, blocks of
 // `count` elements of `type`.
-bool isBlock(const void* inner, const void* outer, size_t index, size_t count, ncclDataType_t type) {
+bool isBlock(const void* inner, const void* outer, size_t index, size_t count,
+             ncclDataType_t type) {
   return static_cast<const char*>(inner) ==
          static_cast<const char*>(outer) + index * count * braid::kernels::typeSize(type);
 }
@@ -201,7 +203,8 @@ BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t
     if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::Gather, count, datatype};
     c.root = root;
-    c.inPlace = comm->rank == root && isBlock(sendbuff, recvbuff, static_cast<size_t>(root), count, datatype);
+    c.inPlace = comm->rank == root &&
+                isBlock(sendbuff, recvbuff, static_cast<size_t>(root), count, datatype);
     return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }
@@ -215,7 +218,8 @@ BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_
     BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
     Call c{Collective::Scatter, count, datatype};
     c.root = root;
-    c.inPlace = comm->rank == root && isBlock(recvbuff, sendbuff, static_cast<size_t>(root), count, datatype);
+    c.inPlace = comm->rank == root &&
+                isBlock(recvbuff, sendbuff, static_cast<size_t>(root), count, datatype);
     return enqueue(comm, c, sendbuff, recvbuff, stream);
   });
 }

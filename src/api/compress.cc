@@ -15,7 +15,8 @@ BRAID_EXT_API(ncclResult_t, braidCompressPolicyInit, braidCompressPolicy_t* poli
   });
 }
 
-BRAID_EXT_API(ncclResult_t, braidCompressPolicyParse, const char* text, braidCompressPolicy_t* policy) {
+BRAID_EXT_API(ncclResult_t, braidCompressPolicyParse, const char* text,
+              braidCompressPolicy_t* policy) {
   return guard(nullptr, "braidCompressPolicyParse", [&]() -> Status {
     if (!text) return braid::invalidArgument("text is NULL");
     if (!policy) return braid::invalidArgument("policy is NULL");
@@ -26,7 +27,8 @@ BRAID_EXT_API(ncclResult_t, braidCompressPolicyParse, const char* text, braidCom
   });
 }
 
-BRAID_EXT_API(ncclResult_t, braidCommSetCompression, ncclComm_t comm, const braidCompressPolicy_t* policy) {
+BRAID_EXT_API(ncclResult_t, braidCommSetCompression, ncclComm_t comm,
+              const braidCompressPolicy_t* policy) {
   return guard(comm, "braidCommSetCompression", [&]() -> Status {
     BRAID_TRY(braid::api::checkComm(comm));
     if (!policy) return braid::invalidArgument("policy is NULL");
@@ -50,8 +52,10 @@ BRAID_EXT_API(ncclResult_t, braidCompressReset, ncclComm_t comm, const void* buf
   return guard(comm, "braidCompressReset", [&]() -> Status {
     BRAID_TRY(braid::api::checkComm(comm));
     auto& store = braid::residualStore();
-    if (buffer) store.resetBuffer(comm->compression.id(), reinterpret_cast<uintptr_t>(buffer));
-    else store.resetComm(comm->compression.id());
+    if (buffer)
+      store.resetBuffer(comm->compression.id(), reinterpret_cast<uintptr_t>(buffer));
+    else
+      store.resetComm(comm->compression.id());
     return Status::Ok();
   });
 }

@@ -5,8 +5,8 @@
 
 #include <cstring>
 #include <exception>
-#include <string>
 #include <new>
+#include <string>
 #include <utility>
 
 #include "base/log.h"
@@ -38,15 +38,15 @@ ncclResult_t guard(ncclComm* comm, const char* function, Body&& body) noexcept {
 }  // namespace braid::api
 
 // Defines ncclX with default visibility and pncclX as its alias (NCCL's profiling names).
-#define BRAID_API(ret, name, ...)                                                      \
-  extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__);             \
+#define BRAID_API(ret, name, ...)                                                           \
+  extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__);                  \
   extern "C" __attribute__((visibility("default"), alias(#name))) ret p##name(__VA_ARGS__); \
   extern "C" ret name(__VA_ARGS__)
 
 // Defines one of Braid's own extensions (include/braid/braid.h): default visibility, no alias.
 // libbraid.so exports them; libnccl.so.2's version script hides them.
-#define BRAID_EXT_API(ret, name, ...)                                          \
-  extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__);     \
+#define BRAID_EXT_API(ret, name, ...)                                      \
+  extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__); \
   extern "C" ret name(__VA_ARGS__)
 
 namespace braid::api {

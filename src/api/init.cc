@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "api/guard.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "core/bootstrap/bootstrap.h"
 #include "core/comm/comm.h"
 #include "core/comm/comm_init.h"
 #include "core/comm/config.h"
 #include "core/device/device.h"
-#include "base/env.h"
-#include "base/log.h"
 #include "core/variables.h"
 
 using braid::Status;
@@ -34,11 +34,14 @@ Status checkCommHandle(ncclComm* comm, const char* name) {
 Status checkComm(ncclComm* comm, const char* name) {
   BRAID_TRY(checkCommHandle(comm, name));
   if (comm->revoked.load())
-    return invalidUsage("%s was revoked (ncclCommRevoke); only shrink, split, destroy and abort "
-                        "may use it", name);
+    return invalidUsage(
+        "%s was revoked (ncclCommRevoke); only shrink, split, destroy and abort "
+        "may use it",
+        name);
   ncclResult_t err = comm->asyncError.load();
   if (err != ncclSuccess)
-    return {err, strfmt("%s failed earlier and cannot be used: %s", name, comm->lastError().c_str())};
+    return {err,
+            strfmt("%s failed earlier and cannot be used: %s", name, comm->lastError().c_str())};
   return Status::Ok();
 }
 
@@ -100,7 +103,8 @@ BRAID_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   });
 }
 
-BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+BRAID_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+          int rank) {
   return guard(nullptr, "ncclCommInitRank",
                [&] { return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank"); });
 }
@@ -203,7 +207,8 @@ BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* as
   return guard(comm, "ncclCommGetAsyncError", [&]() -> Status {
     if (!comm) return braid::invalidArgument("comm is NULL");
     if (!asyncError) return braid::invalidArgument("asyncError is NULL");
-    if (comm->magic != ncclComm::kMagic) return braid::invalidArgument("comm is not a communicator");
+    if (comm->magic != ncclComm::kMagic)
+      return braid::invalidArgument("comm is not a communicator");
     *asyncError = comm->asyncError.load();
     return Status::Ok();
   });
@@ -239,7 +244,8 @@ BRAID_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
 BRAID_API(const char*, ncclGetErrorString, ncclResult_t result) {
   switch (result) {
     case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
     case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
     case ncclInternalError: return "internal error (run with NCCL_DEBUG=WARN for details)";
     case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";

@@ -3,8 +3,8 @@
 // (core/comm/memory_registry.h).
 #include "api/guard.h"
 #include "core/comm/comm.h"
-#include "core/device/device.h"
 #include "core/comm/memory_registry.h"
+#include "core/device/device.h"
 
 using braid::Status;
 using braid::api::guard;

@@ -19,20 +19,32 @@ ncclResult_t notImplemented(const char* function) {
 #define BRAID_NOT_IMPLEMENTED(name, ...) \
   BRAID_API(ncclResult_t, name, __VA_ARGS__) { return notImplemented(#name); }
 
-
 // The device API (NCCL 2.28's GPU-initiated communication) needs device memory; the host
 // functions that set it up are exported and refuse clearly.
-BRAID_NOT_IMPLEMENTED(ncclDevCommCreate, ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*)
+BRAID_NOT_IMPLEMENTED(ncclDevCommCreate, ncclComm_t, ncclDevCommRequirements_t const*,
+                      ncclDevComm_t*)
 BRAID_NOT_IMPLEMENTED(ncclDevCommDestroy, ncclComm_t, ncclDevComm_t const*)
-BRAID_NOT_IMPLEMENTED(ncclLsaBarrierCreateRequirement, ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*)
-BRAID_NOT_IMPLEMENTED(ncclGinBarrierCreateRequirement, ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*, ncclDevResourceRequirements_t*)
-BRAID_NOT_IMPLEMENTED(ncclLLA2ACreateRequirement, int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*)
+BRAID_NOT_IMPLEMENTED(ncclLsaBarrierCreateRequirement, ncclTeam_t, int, ncclLsaBarrierHandle_t*,
+                      ncclDevResourceRequirements_t*)
+BRAID_NOT_IMPLEMENTED(ncclGinBarrierCreateRequirement, ncclComm_t, ncclTeam_t, int,
+                      ncclGinBarrierHandle_t*, ncclDevResourceRequirements_t*)
+BRAID_NOT_IMPLEMENTED(ncclLLA2ACreateRequirement, int, int, ncclLLA2AHandle_t*,
+                      ncclDevResourceRequirements_t*)
 
 // These return values, not status codes: an empty team and -1 say "none", and the reason is
 // left for ncclGetLastError.
-BRAID_API(ncclTeam_t, ncclTeamWorld, ncclComm_t) { notImplemented("ncclTeamWorld"); return {0, 0, 0}; }
-BRAID_API(ncclTeam_t, ncclTeamLsa, ncclComm_t) { notImplemented("ncclTeamLsa"); return {0, 0, 0}; }
-BRAID_API(ncclTeam_t, ncclTeamRail, ncclComm_t) { notImplemented("ncclTeamRail"); return {0, 0, 0}; }
+BRAID_API(ncclTeam_t, ncclTeamWorld, ncclComm_t) {
+  notImplemented("ncclTeamWorld");
+  return {0, 0, 0};
+}
+BRAID_API(ncclTeam_t, ncclTeamLsa, ncclComm_t) {
+  notImplemented("ncclTeamLsa");
+  return {0, 0, 0};
+}
+BRAID_API(ncclTeam_t, ncclTeamRail, ncclComm_t) {
+  notImplemented("ncclTeamRail");
+  return {0, 0, 0};
+}
 BRAID_API(int, ncclTeamRankToWorld, ncclComm_t, ncclTeam_t, int) {
   notImplemented("ncclTeamRankToWorld");
   return -1;

@@ -13,8 +13,8 @@ BRAID_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
     if (type < 0 || type >= ncclNumTypes)
       return braid::invalidArgument("datatype %d is not an NCCL data type", type);
     if (where != ncclScalarDevice && where != ncclScalarHostImmediate)
-      return braid::invalidArgument("residence %d is neither ncclScalarDevice nor ncclScalarHostImmediate",
-                                    where);
+      return braid::invalidArgument(
+          "residence %d is neither ncclScalarDevice nor ncclScalarHostImmediate", where);
     return comm->redOps.create(scalar, datatype, residence, op);
   });
 }

@@ -23,11 +23,23 @@ struct Names {
   uint64_t bits;
 };
 constexpr Names kSubsysNames[] = {
-    {"INIT", kInit},   {"COLL", kColl},   {"P2P", kP2P},         {"SHM", kShm},
-    {"NET", kNet},     {"GRAPH", kGraph}, {"TUNING", kTuning},   {"ENV", kEnv},
-    {"ALLOC", kAlloc}, {"CALL", kCall},   {"PROXY", kProxy},     {"NVLS", kNvls},
-    {"BOOTSTRAP", kBootstrap},            {"REG", kReg},         {"PROFILE", kProfile},
-    {"RAS", kRas},     {"ALL", kAll},
+    {"INIT", kInit},
+    {"COLL", kColl},
+    {"P2P", kP2P},
+    {"SHM", kShm},
+    {"NET", kNet},
+    {"GRAPH", kGraph},
+    {"TUNING", kTuning},
+    {"ENV", kEnv},
+    {"ALLOC", kAlloc},
+    {"CALL", kCall},
+    {"PROXY", kProxy},
+    {"NVLS", kNvls},
+    {"BOOTSTRAP", kBootstrap},
+    {"REG", kReg},
+    {"PROFILE", kProfile},
+    {"RAS", kRas},
+    {"ALL", kAll},
 };
 
 struct State {
@@ -62,7 +74,8 @@ uint64_t parseMask(const char* v) {
   size_t pos = 0;
   while (pos <= list.size()) {
     size_t comma = list.find(',', pos);
-    std::string tok = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string tok =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     for (const auto& n : kSubsysNames)
       if (!strcasecmp(tok.c_str(), n.name)) mask |= n.bits;
     if (comma == std::string::npos) break;
@@ -78,9 +91,12 @@ FILE* openFile(const char* pattern, const char* host) {
   for (const char* p = pattern; *p; ++p) {
     if (p[0] == '%' && p[1]) {
       ++p;
-      if (*p == 'h') path += host;
-      else if (*p == 'p') path += std::to_string(getpid());
-      else path += *p;
+      if (*p == 'h')
+        path += host;
+      else if (*p == 'p')
+        path += std::to_string(getpid());
+      else
+        path += *p;
     } else {
       path += *p;
     }
@@ -129,7 +145,8 @@ void write(Level level, uint64_t subsys, const char* file, int line, const char*
   base = base ? base + 1 : file;
   std::string out;
   if (level == Level::Warn)
-    out = strfmt("%s:%d:%ld [0] %s:%d NCCL WARN %s\n", s.host, getpid(), tid, base, line, text.c_str());
+    out = strfmt("%s:%d:%ld [0] %s:%d NCCL WARN %s\n", s.host, getpid(), tid, base, line,
+                 text.c_str());
   else
     out = strfmt("%s:%d:%ld [0] NCCL %s %s\n", s.host, getpid(), tid,
                  level == Level::Trace ? "TRACE" : "INFO", text.c_str());
@@ -138,8 +155,6 @@ void write(Level level, uint64_t subsys, const char* file, int line, const char*
   std::fflush(s.file);
 }
 
-void reset() {
-  state().level.store(-1, std::memory_order_release);
-}
+void reset() { state().level.store(-1, std::memory_order_release); }
 
 }  // namespace braid::log

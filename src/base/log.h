@@ -9,10 +9,23 @@ namespace braid::log {
 enum class Level : int { None = 0, Version = 1, Warn = 2, Info = 3, Abort = 4, Trace = 5 };
 
 enum Subsys : uint64_t {
-  kInit = 1ull << 0, kColl = 1ull << 1, kP2P = 1ull << 2, kShm = 1ull << 3, kNet = 1ull << 4,
-  kGraph = 1ull << 5, kTuning = 1ull << 6, kEnv = 1ull << 7, kAlloc = 1ull << 8,
-  kCall = 1ull << 9, kProxy = 1ull << 10, kNvls = 1ull << 11, kBootstrap = 1ull << 12,
-  kReg = 1ull << 13, kProfile = 1ull << 14, kRas = 1ull << 15, kAll = ~0ull,
+  kInit = 1ull << 0,
+  kColl = 1ull << 1,
+  kP2P = 1ull << 2,
+  kShm = 1ull << 3,
+  kNet = 1ull << 4,
+  kGraph = 1ull << 5,
+  kTuning = 1ull << 6,
+  kEnv = 1ull << 7,
+  kAlloc = 1ull << 8,
+  kCall = 1ull << 9,
+  kProxy = 1ull << 10,
+  kNvls = 1ull << 11,
+  kBootstrap = 1ull << 12,
+  kReg = 1ull << 13,
+  kProfile = 1ull << 14,
+  kRas = 1ull << 15,
+  kAll = ~0ull,
 };
 
 // Cheap check used by the macros so that disabled logging costs one load and a compare.
@@ -24,21 +37,21 @@ void reset();
 
 }  // namespace braid::log
 
-#define BRAID_WARN(fmt, ...)                                                                   \
-  do {                                                                                         \
-    if (::braid::log::enabled(::braid::log::Level::Warn, ::braid::log::kAll))                  \
-      ::braid::log::write(::braid::log::Level::Warn, ::braid::log::kAll, __FILE__, __LINE__,   \
-                          fmt __VA_OPT__(, ) __VA_ARGS__);                                      \
+#define BRAID_WARN(fmt, ...)                                                                 \
+  do {                                                                                       \
+    if (::braid::log::enabled(::braid::log::Level::Warn, ::braid::log::kAll))                \
+      ::braid::log::write(::braid::log::Level::Warn, ::braid::log::kAll, __FILE__, __LINE__, \
+                          fmt __VA_OPT__(, ) __VA_ARGS__);                                   \
   } while (0)
 #define BRAID_INFO(subsys, fmt, ...)                                                           \
   do {                                                                                         \
-    if (::braid::log::enabled(::braid::log::Level::Info, ::braid::log::subsys))               \
+    if (::braid::log::enabled(::braid::log::Level::Info, ::braid::log::subsys))                \
       ::braid::log::write(::braid::log::Level::Info, ::braid::log::subsys, __FILE__, __LINE__, \
-                          fmt __VA_OPT__(, ) __VA_ARGS__);                                      \
+                          fmt __VA_OPT__(, ) __VA_ARGS__);                                     \
   } while (0)
 #define BRAID_TRACE(subsys, fmt, ...)                                                           \
   do {                                                                                          \
-    if (::braid::log::enabled(::braid::log::Level::Trace, ::braid::log::subsys))               \
+    if (::braid::log::enabled(::braid::log::Level::Trace, ::braid::log::subsys))                \
       ::braid::log::write(::braid::log::Level::Trace, ::braid::log::subsys, __FILE__, __LINE__, \
-                          fmt __VA_OPT__(, ) __VA_ARGS__);                                       \
+                          fmt __VA_OPT__(, ) __VA_ARGS__);                                      \
   } while (0)

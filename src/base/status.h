@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "nccl.h"
 #include "base/strfmt.h"
+#include "nccl.h"
 
 namespace braid {
 
@@ -18,8 +18,11 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(ncclResult_t code, std::string message)
-      : code_(code), message_(message.empty() ? nullptr : std::make_unique<std::string>(std::move(message))) {}
-  Status(const Status& o) : code_(o.code_), message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
+      : code_(code),
+        message_(message.empty() ? nullptr : std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status& o)
+      : code_(o.code_),
+        message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
   Status& operator=(const Status& o) {
     if (this != &o) *this = Status(o);
     return *this;
@@ -73,9 +76,8 @@ Status remoteError(const char* fmt, Args&&... args) {
 
 #define BRAID_CONCAT_INNER(a, b) a##b
 #define BRAID_CONCAT(a, b) BRAID_CONCAT_INNER(a, b)
-#define BRAID_TRY(expr)                                                 \
-  do {                                                                  \
-    ::braid::Status BRAID_CONCAT(braid_status_, __LINE__) = (expr);     \
-    if (!BRAID_CONCAT(braid_status_, __LINE__).ok())                    \
-      return BRAID_CONCAT(braid_status_, __LINE__);                     \
+#define BRAID_TRY(expr)                                                                            \
+  do {                                                                                             \
+    ::braid::Status BRAID_CONCAT(braid_status_, __LINE__) = (expr);                                \
+    if (!BRAID_CONCAT(braid_status_, __LINE__).ok()) return BRAID_CONCAT(braid_status_, __LINE__); \
   } while (0)

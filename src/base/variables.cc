@@ -2,22 +2,25 @@
 
 namespace braid::env {
 
-const Var kNcclConfFile = {"NCCL_CONF_FILE", nullptr,
+const Var kNcclConfFile = {
+    "NCCL_CONF_FILE", nullptr,
     "file of NAME=VALUE lines read for variables not set in the environment"};
-const Var kNcclDebug = {"NCCL_DEBUG", nullptr,
-    "log level: VERSION, WARN, INFO, TRACE"};
+const Var kNcclDebug = {"NCCL_DEBUG", nullptr, "log level: VERSION, WARN, INFO, TRACE"};
 const Var kNcclDebugFile = {"NCCL_DEBUG_FILE", nullptr,
-    "log file pattern (%h host, %p pid); default stderr"};
-const Var kNcclDebugSubsys = {"NCCL_DEBUG_SUBSYS", "INIT,BOOTSTRAP,ENV",
+                            "log file pattern (%h host, %p pid); default stderr"};
+const Var kNcclDebugSubsys = {
+    "NCCL_DEBUG_SUBSYS", "INIT,BOOTSTRAP,ENV",
     "subsystems logged at INFO (INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, "
-     "BOOTSTRAP, REG, ALL); a leading ^ excludes"};
+    "BOOTSTRAP, REG, ALL); a leading ^ excludes"};
 const Var kNcclSocketFamily = {"NCCL_SOCKET_FAMILY", nullptr,
-    "AF_INET or AF_INET6: restrict interface selection to one family"};
-const Var kNcclSocketIfname = {"NCCL_SOCKET_IFNAME", nullptr,
+                               "AF_INET or AF_INET6: restrict interface selection to one family"};
+const Var kNcclSocketIfname = {
+    "NCCL_SOCKET_IFNAME", nullptr,
     "interfaces to use: prefix list, ^ excludes, = exact match (e.g. eth,ib or ^docker or =eth0)"};
 
 List baseVariables() {
-  static const Var* const kList[] = {&kNcclConfFile, &kNcclDebug, &kNcclDebugFile, &kNcclDebugSubsys, &kNcclSocketFamily, &kNcclSocketIfname};
+  static const Var* const kList[] = {&kNcclConfFile,    &kNcclDebug,        &kNcclDebugFile,
+                                     &kNcclDebugSubsys, &kNcclSocketFamily, &kNcclSocketIfname};
   return kList;
 }
 

@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
-#include "compress/quant_math.h"
 #include "base/log.h"
+#include "compress/quant_math.h"
 
 namespace braid::compress {
 
@@ -16,13 +16,10 @@ const CodecKernelTable& codecKernels(kernels::Isa isa) {
   }
   switch (isa) {
 #if defined(BRAID_COMPRESS_X86)
-    case kernels::Isa::Avx512:
-      return isa_avx512::codecTable();
-    case kernels::Isa::Avx2:
-      return isa_avx2::codecTable();
+    case kernels::Isa::Avx512: return isa_avx512::codecTable();
+    case kernels::Isa::Avx2: return isa_avx2::codecTable();
 #endif
-    default:
-      return isa_generic::codecTable();
+    default: return isa_generic::codecTable();
   }
 }
 
@@ -71,17 +68,10 @@ void encodeSpecialBlock(const float* v, size_t n, size_t firstIndex, float* resi
 void decodeSpecialBlock(const int8_t* codes, size_t n, float scale, float* out) {
   for (size_t i = 0; i < n; ++i) {
     switch (codes[i]) {
-      case kCodeNaN:
-        out[i] = bitsFloat(0x7fc00000u);
-        break;
-      case kCodePosInf:
-        out[i] = bitsFloat(kInfBits);
-        break;
-      case kCodeNegInf:
-        out[i] = bitsFloat(kInfBits | 0x80000000u);
-        break;
-      default:
-        out[i] = float(codes[i]) * scale;
+      case kCodeNaN: out[i] = bitsFloat(0x7fc00000u); break;
+      case kCodePosInf: out[i] = bitsFloat(kInfBits); break;
+      case kCodeNegInf: out[i] = bitsFloat(kInfBits | 0x80000000u); break;
+      default: out[i] = float(codes[i]) * scale;
     }
   }
 }

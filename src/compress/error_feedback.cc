@@ -57,7 +57,9 @@ bool ResidualStore::reset(const ResidualKey& key) {
 
 size_t ResidualStore::resetComm(uint64_t comm) { return resetWhere(comm, 0, false); }
 
-size_t ResidualStore::resetBuffer(uint64_t comm, uintptr_t buffer) { return resetWhere(comm, buffer, true); }
+size_t ResidualStore::resetBuffer(uint64_t comm, uintptr_t buffer) {
+  return resetWhere(comm, buffer, true);
+}
 
 size_t ResidualStore::resetWhere(uint64_t comm, uintptr_t buffer, bool oneBuffer) {
   std::lock_guard lock(mu_);

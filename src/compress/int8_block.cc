@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "compress/codec_kernels.h"
 #include "base/env.h"
+#include "compress/codec_kernels.h"
 #include "compress/variables.h"
 
 namespace braid::compress {

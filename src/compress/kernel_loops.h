@@ -122,16 +122,11 @@ void quantizeLoop(const void* input, float* residual, size_t count, const QuantP
                   QuantBuffers out) {
   const T* in = static_cast<const T*>(input);
   switch (p.blockSize) {
-    case 32:
-      return quantizeChunks<T, kResidual, kStochastic, 32>(in, residual, count, p, out);
-    case 64:
-      return quantizeChunks<T, kResidual, kStochastic, 64>(in, residual, count, p, out);
-    case 128:
-      return quantizeChunks<T, kResidual, kStochastic, 128>(in, residual, count, p, out);
-    case 256:
-      return quantizeChunks<T, kResidual, kStochastic, 256>(in, residual, count, p, out);
-    default:
-      return quantizeChunks<T, kResidual, kStochastic, 0>(in, residual, count, p, out);
+    case 32: return quantizeChunks<T, kResidual, kStochastic, 32>(in, residual, count, p, out);
+    case 64: return quantizeChunks<T, kResidual, kStochastic, 64>(in, residual, count, p, out);
+    case 128: return quantizeChunks<T, kResidual, kStochastic, 128>(in, residual, count, p, out);
+    case 256: return quantizeChunks<T, kResidual, kStochastic, 256>(in, residual, count, p, out);
+    default: return quantizeChunks<T, kResidual, kStochastic, 0>(in, residual, count, p, out);
   }
 }
 

@@ -3,46 +3,70 @@
 namespace braid::env {
 
 const Var kNcclAlgo = {"NCCL_ALGO", nullptr,
-    "algorithms allowed: \"ring,tree\", \"^ring\" (all but), per collective "
-     "\"allreduce:tree;allgather:ring\"; names are Braid's (ring, direct, hierdirect, rhd, tree, hier, "
-     "hierpipe, rackring, chain, pairwise, p2p, and the compressed c2shot, c2hier, csparse, csparsehier); the cost model picks among those allowed"};
-const Var kNcclCommId = {"NCCL_COMM_ID", nullptr,
+                       "algorithms allowed: \"ring,tree\", \"^ring\" (all but), per collective "
+                       "\"allreduce:tree;allgather:ring\"; names are Braid's (ring, direct, "
+                       "hierdirect, rhd, tree, hier, hierpipe, rackring, chain, pairwise, p2p, "
+                       "and the compressed c2shot, c2hier, csparse, csparsehier); the cost model "
+                       "picks among those allowed"};
+const Var kNcclCommId = {
+    "NCCL_COMM_ID", nullptr,
     "host:port of the bootstrap root; makes the unique id deterministic and rank 0 hosts the root"};
-const Var kBraidAlgo = {"BRAID_ALGO", nullptr,
-    "force an algorithm by name (direct, hierdirect, ring, rhd, tree, hier, hierpipe, rackring, chain, pairwise, p2p, c2shot, c2hier, csparse, csparsehier) "
-     "for every collective it implements; the cost model chooses for the others"};
-const Var kBraidBootstrapRootTimeoutMs = {"BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
+const Var kBraidAlgo = {
+    "BRAID_ALGO", nullptr,
+    "force an algorithm by name (direct, hierdirect, ring, rhd, tree, hier, hierpipe, rackring, "
+    "chain, pairwise, p2p, c2shot, c2hier, csparse, csparsehier) for every collective it "
+    "implements; the cost model chooses for the others"};
+const Var kBraidBootstrapRootTimeoutMs = {
+    "BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
     "the bootstrap root gives up (and its thread exits) after this long without a new rank"};
-const Var kBraidCheckMismatch = {"BRAID_CHECK_MISMATCH", "1",
+const Var kBraidCheckMismatch = {
+    "BRAID_CHECK_MISMATCH", "1",
     "1: ranks exchange a signature of each call and fail mismatched calls (different collective, "
-     "type, op, root or count) with ncclInvalidUsage naming both; 0: off"};
+    "type, op, root or count) with ncclInvalidUsage naming both; 0: off"};
 const Var kBraidChunkBytes = {"BRAID_CHUNK_BYTES", "524288",
-    "pipeline chunk size in bytes for schedules"};
-const Var kBraidCompress = {"BRAID_COMPRESS", "none",
+                              "pipeline chunk size in bytes for schedules"};
+const Var kBraidCompress = {
+    "BRAID_COMPRESS", "none",
     "AllReduce compression of each communicator: none, int8 (INT8 blocks, two-shot, "
-     "hierarchical over racks), topk or topk:<ratio> (top-k, default ratio 0.01, sparse "
-     "all-gather), auto (int8 where the cost model predicts a gain; never between ranks sharing "
-     "memory). Lossy; Sum and Avg on float, half and bfloat16 only, others stay exact; "
-     "include/braid/braid.h sets it per communicator and per call (docs/compression.md)"};
-const Var kBraidCompressFeedback = {"BRAID_COMPRESS_FEEDBACK", "1",
+    "hierarchical over racks), topk or topk:<ratio> (top-k, default ratio 0.01, sparse "
+    "all-gather), auto (int8 where the cost model predicts a gain; never between ranks sharing "
+    "memory). Lossy; Sum and Avg on float, half and bfloat16 only, others stay exact; "
+    "include/braid/braid.h sets it per communicator and per call (docs/compression.md)"};
+const Var kBraidCompressFeedback = {
+    "BRAID_COMPRESS_FEEDBACK", "1",
     "1: error feedback (what a compressed call did not send is added to the same buffer's next "
-     "call); 0: dropped"};
-const Var kBraidCompressMinBytes = {"BRAID_COMPRESS_MIN_BYTES", "1048576",
+    "call); 0: dropped"};
+const Var kBraidCompressMinBytes = {
+    "BRAID_COMPRESS_MIN_BYTES", "1048576",
     "AllReduce calls smaller than this stay exact under compression"};
-const Var kBraidCuda = {"BRAID_CUDA", "1",
+const Var kBraidCuda = {
+    "BRAID_CUDA", "1",
     "0: device-memory support off even where a CUDA driver and device are present (host memory "
-     "only, no CUDA call on any collective's path); 1: on wherever the build, a driver and a "
-     "device allow it"};
-const Var kBraidDirectMaxBytes = {"BRAID_DIRECT_MAX_BYTES", "65536",
+    "only, no CUDA call on any collective's path); 1: on wherever the build, a driver and a "
+    "device allow it"};
+const Var kBraidDirectMaxBytes = {
+    "BRAID_DIRECT_MAX_BYTES", "65536",
     "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
-     "decides below it"};
-const Var kBraidTimeoutMs = {"BRAID_TIMEOUT_MS", "0",
+    "decides below it"};
+const Var kBraidTimeoutMs = {
+    "BRAID_TIMEOUT_MS", "0",
     "0: no timeout; otherwise a collective that makes no progress for this long fails with "
-     "ncclRemoteError (peer gone) or ncclSystemError; init waits this long for the other ranks "
-     "(twice as long in ncclCommSplit and ncclCommShrink)"};
+    "ncclRemoteError (peer gone) or ncclSystemError; init waits this long for the other ranks "
+    "(twice as long in ncclCommSplit and ncclCommShrink)"};
 
 List coreVariables() {
-  static const Var* const kList[] = {&kNcclAlgo, &kNcclCommId, &kBraidAlgo, &kBraidBootstrapRootTimeoutMs, &kBraidCheckMismatch, &kBraidChunkBytes, &kBraidCompress, &kBraidCompressFeedback, &kBraidCompressMinBytes, &kBraidCuda, &kBraidDirectMaxBytes, &kBraidTimeoutMs};
+  static const Var* const kList[] = {&kNcclAlgo,
+                                     &kNcclCommId,
+                                     &kBraidAlgo,
+                                     &kBraidBootstrapRootTimeoutMs,
+                                     &kBraidCheckMismatch,
+                                     &kBraidChunkBytes,
+                                     &kBraidCompress,
+                                     &kBraidCompressFeedback,
+                                     &kBraidCompressMinBytes,
+                                     &kBraidCuda,
+                                     &kBraidDirectMaxBytes,
+                                     &kBraidTimeoutMs};
   return kList;
 }
 

@@ -121,12 +121,16 @@ struct FuncFinishAvg {
   C inv;  // floating types only
 
   static BRAID_HOST_DEVICE BRAID_INLINE FuncFinishAvg make(int nranks) {
-    if constexpr (std::is_floating_point_v<C>) return {nranks, C(1) / C(nranks)};
-    else return {nranks, C(0)};
+    if constexpr (std::is_floating_point_v<C>)
+      return {nranks, C(1) / C(nranks)};
+    else
+      return {nranks, C(0)};
   }
   BRAID_HOST_DEVICE BRAID_INLINE T operator()(T v) const {
-    if constexpr (std::is_floating_point_v<C>) return ElemTraits<T>::store(ElemTraits<T>::load(v) * inv);
-    else return C(Wide(v) / Wide(nranks));
+    if constexpr (std::is_floating_point_v<C>)
+      return ElemTraits<T>::store(ElemTraits<T>::load(v) * inv);
+    else
+      return C(Wide(v) / Wide(nranks));
   }
 };
 

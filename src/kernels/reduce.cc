@@ -22,8 +22,7 @@ bool cpuHas(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   // __builtin_cpu_supports also checks that the OS saves the wider registers.
   switch (isa) {
-    case Isa::Generic:
-      return true;
+    case Isa::Generic: return true;
     case Isa::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              __builtin_cpu_supports("f16c");
@@ -97,13 +96,10 @@ const KernelTable& kernelTable(Isa isa) {
   }
   switch (isa) {
 #if defined(BRAID_KERNELS_X86)
-    case Isa::Avx512:
-      return isa_avx512::table();
-    case Isa::Avx2:
-      return isa_avx2::table();
+    case Isa::Avx512: return isa_avx512::table();
+    case Isa::Avx2: return isa_avx2::table();
 #endif
-    default:
-      return isa_generic::table();
+    default: return isa_generic::table();
   }
 }
 

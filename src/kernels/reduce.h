@@ -9,9 +9,9 @@
 
 namespace braid::kernels {
 
-size_t typeSize(ncclDataType_t type);     // 0 for an invalid type
+size_t typeSize(ncclDataType_t type);       // 0 for an invalid type
 const char* typeName(ncclDataType_t type);  // nccl-tests' names: "float", "half", "bfloat16", ...
-const char* opName(ncclRedOp_t op);        // "sum", "prod", "max", "min", "avg"
+const char* opName(ncclRedOp_t op);         // "sum", "prod", "max", "min", "avg"
 
 // dst[i] = a[i] OP b[i] for OP in {Sum, Prod, Max, Min}. dst may alias a or b.
 // Avg reduces as Sum; finishAvg() applies the division once at the end.

@@ -84,7 +84,8 @@ void streamCopyLoop(void* dstv, const void* srcv, size_t n) {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 32), x1);
 #else
     __m128i x[4];
-    for (int k = 0; k < 4; ++k) x[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * k));
+    for (int k = 0; k < 4; ++k)
+      x[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * k));
     for (int k = 0; k < 4; ++k) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16 * k), x[k]);
 #endif
   }

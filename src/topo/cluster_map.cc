@@ -21,10 +21,12 @@ class Parser {
       return src_.error(root, strfmt("root element <%s>; expected <cluster>", root.name()));
     BRAID_TRY(onlyAttributes(root, {"version"}));
     if (pugi::xml_attribute v = root.attribute("version"); v && std::string_view(v.value()) != "1")
-      return src_.error(root, strfmt("<cluster version=\"%s\">; expected version=\"1\"", v.value()));
+      return src_.error(root,
+                        strfmt("<cluster version=\"%s\">; expected version=\"1\"", v.value()));
     for (pugi::xml_node n : root.children("level")) BRAID_TRY(level(n));
     if (map_->levels.empty())
-      return src_.error(root, "<cluster> declares no <level>; expected at least <level name=\"host\" ...>");
+      return src_.error(
+          root, "<cluster> declares no <level>; expected at least <level name=\"host\" ...>");
     map_->groups.assign(map_->levels.size(), {});
     const int top = static_cast<int>(map_->levels.size()) - 1;
     for (pugi::xml_node n : root.children()) {
@@ -45,14 +47,16 @@ class Parser {
       if (ok) continue;
       std::string list;
       for (std::string_view name : allowed) list.append(list.empty() ? "" : ", ").append(name);
-      return src_.error(n, strfmt("<%s> has an attribute %s; expected only %s", n.name(), a.name(), list.c_str()),
-                        a.name());
+      return src_.error(
+          n, strfmt("<%s> has an attribute %s; expected only %s", n.name(), a.name(), list.c_str()),
+          a.name());
     }
     return Status::Ok();
   }
 
   Status noText(const pugi::xml_node& n, const pugi::xml_node& parent) {
-    if (n.type() == pugi::node_pcdata && std::string_view(n.value()).find_first_not_of(" \t\r\n") != std::string_view::npos)
+    if (n.type() == pugi::node_pcdata &&
+        std::string_view(n.value()).find_first_not_of(" \t\r\n") != std::string_view::npos)
       return src_.error(n, strfmt("text inside <%s>; expected only elements", parent.name()));
     return Status::Ok();
   }
@@ -60,7 +64,8 @@ class Parser {
   Status number(const pugi::xml_node& n, const char* attr, bool positive, double* out) {
     pugi::xml_attribute a = n.attribute(attr);
     if (!a)
-      return src_.error(n, strfmt("<%s> has no %s attribute; expected %s=\"<number>\"", n.name(), attr, attr));
+      return src_.error(
+          n, strfmt("<%s> has no %s attribute; expected %s=\"<number>\"", n.name(), attr, attr));
     if (!parseFloat(a.value(), out) || (positive ? *out <= 0 : *out < 0))
       return src_.error(n,
                         strfmt("<%s %s=\"%s\">: expected a %s number", n.name(), attr, a.value(),
@@ -73,15 +78,22 @@ class Parser {
     BRAID_TRY(onlyAttributes(n, {"name", "bw_gbps", "latency_us", "burst_kib"}));
     ClusterLevel l;
     l.name = n.attribute("name").value();
-    if (l.name.empty()) return src_.error(n, "<level> has no name; expected name=\"host\", \"rack\", ...");
+    if (l.name.empty())
+      return src_.error(n, "<level> has no name; expected name=\"host\", \"rack\", ...");
     if (map_->levels.empty() && l.name != "host")
-      return src_.error(n, strfmt("first <level> is \"%s\"; expected name=\"host\" (levels go from the host outwards)",
-                                  l.name.c_str()));
+      return src_.error(
+          n,
+          strfmt(
+              "first <level> is \"%s\"; expected name=\"host\" (levels go from the host outwards)",
+              l.name.c_str()));
     if (l.name == "cluster" || l.name == "level")
-      return src_.error(n, strfmt("<level name=\"%s\">: expected a name other than cluster or level", l.name.c_str()));
+      return src_.error(n,
+                        strfmt("<level name=\"%s\">: expected a name other than cluster or level",
+                               l.name.c_str()));
     for (const ClusterLevel& seen : map_->levels)
       if (seen.name == l.name)
-        return src_.error(n, strfmt("level \"%s\" declared twice; expected each level once", l.name.c_str()));
+        return src_.error(
+            n, strfmt("level \"%s\" declared twice; expected each level once", l.name.c_str()));
     BRAID_TRY(number(n, "bw_gbps", true, &l.bwGbps));
     BRAID_TRY(number(n, "latency_us", false, &l.latencyUs));
     if (n.attribute("burst_kib")) BRAID_TRY(number(n, "burst_kib", false, &l.burstKib));
@@ -93,23 +105,25 @@ class Parser {
   Status group(const pugi::xml_node& n, int level, int parent) {
     const std::string& expected = map_->levels[static_cast<size_t>(level)].name;
     if (expected != n.name()) {
-      std::string inside = parent < 0 ? "<cluster>" : "<" + map_->levels[static_cast<size_t>(level) + 1].name + ">";
+      std::string inside =
+          parent < 0 ? "<cluster>" : "<" + map_->levels[static_cast<size_t>(level) + 1].name + ">";
       std::string where = "directly inside " + inside;
       for (size_t l = 0; l < map_->levels.size(); ++l)
         if (map_->levels[l].name == n.name())
-          return src_.error(n, strfmt("<%s> %s; expected <%s> there (each level nests in the next)", n.name(),
-                                      where.c_str(), expected.c_str()));
-      return src_.error(n, strfmt("<%s> is not a declared level; expected <%s> %s", n.name(), expected.c_str(),
-                                  where.c_str()));
+          return src_.error(n, strfmt("<%s> %s; expected <%s> there (each level nests in the next)",
+                                      n.name(), where.c_str(), expected.c_str()));
+      return src_.error(n, strfmt("<%s> is not a declared level; expected <%s> %s", n.name(),
+                                  expected.c_str(), where.c_str()));
     }
     BRAID_TRY(onlyAttributes(n, {"name"}));
     std::string name = n.attribute("name").value();
-    if (name.empty()) return src_.error(n, strfmt("<%s> has no name; expected name=\"...\"", n.name()));
+    if (name.empty())
+      return src_.error(n, strfmt("<%s> has no name; expected name=\"...\"", n.name()));
     auto& seen = names_[static_cast<size_t>(level)];
     int line = src_.lineOf(n);
     if (auto it = seen.find(name); it != seen.end())
-      return src_.error(n, strfmt("duplicate %s \"%s\" (first at line %d); expected each %s once", n.name(),
-                                  name.c_str(), it->second, n.name()));
+      return src_.error(n, strfmt("duplicate %s \"%s\" (first at line %d); expected each %s once",
+                                  n.name(), name.c_str(), it->second, n.name()));
     seen[name] = line;
     auto& list = map_->groups[static_cast<size_t>(level)];
     list.push_back({name, parent, line});
@@ -170,17 +184,19 @@ int ClusterMap::groupOf(int host, int level) const {
 }
 
 std::string ClusterMap::describe() const {
-  std::string out = strfmt("cluster map %s: %zu hosts, %zu levels\n", path.c_str(), groups.empty() ? 0 : groups[0].size(),
-                           levels.size());
+  std::string out = strfmt("cluster map %s: %zu hosts, %zu levels\n", path.c_str(),
+                           groups.empty() ? 0 : groups[0].size(), levels.size());
   for (size_t l = 0; l < levels.size(); ++l) {
     const std::string outer = l + 1 < levels.size() ? levels[l + 1].name : "cluster";
-    out += strfmt("  level %zu %s: %zu groups; two %ss of one %s: %.3g Gbit/s, %.3g us\n", l, levels[l].name.c_str(),
-                  groups[l].size(), levels[l].name.c_str(), outer.c_str(), levels[l].bwGbps, levels[l].latencyUs);
+    out += strfmt("  level %zu %s: %zu groups; two %ss of one %s: %.3g Gbit/s, %.3g us\n", l,
+                  levels[l].name.c_str(), groups[l].size(), levels[l].name.c_str(), outer.c_str(),
+                  levels[l].bwGbps, levels[l].latencyUs);
   }
   // Outermost groups first, each followed by what it holds, indented by depth.
   std::function<void(size_t, int, int)> show = [&](size_t level, int index, int depth) {
     const ClusterGroup& g = groups[level][static_cast<size_t>(index)];
-    out += std::string(static_cast<size_t>(2 * depth), ' ') + levels[level].name + " " + g.name + "\n";
+    out +=
+        std::string(static_cast<size_t>(2 * depth), ' ') + levels[level].name + " " + g.name + "\n";
     if (level == 0) return;
     for (size_t c = 0; c < groups[level - 1].size(); ++c)
       if (groups[level - 1][c].parent == index) show(level - 1, static_cast<int>(c), depth + 1);

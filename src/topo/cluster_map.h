@@ -25,7 +25,7 @@ struct ClusterLevel {
   std::string name;  // the element name of this level's groups; levels[0] is "host"
   double bwGbps = 0;
   double latencyUs = 0;
-  double burstKib = 0;  // a shaped link's token bucket (optional; 0: a plain link)
+  double burstKib = 0;           // a shaped link's token bucket (optional; 0: a plain link)
   algos::LinkCost link() const;  // alpha = latency, beta = 1 / bandwidth, burst
 };
 

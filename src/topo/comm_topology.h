@@ -35,7 +35,8 @@ struct CommTopology {
 std::string localHostName();
 
 // Host names in order of first appearance, and each rank's index into them.
-std::vector<std::string> distinctHosts(const std::vector<std::string>& rankHosts, std::vector<int>* hostOfRank);
+std::vector<std::string> distinctHosts(const std::vector<std::string>& rankHosts,
+                                       std::vector<int>* hostOfRank);
 
 // Levels and link costs from the map; a rank whose host the map does not name is an error.
 Status topologyFromClusterMap(const ClusterMap& map, const std::vector<std::string>& rankHosts,
@@ -51,7 +52,7 @@ struct CommTopologyInputs {
   std::vector<std::string> rankHosts;  // localHostName() of every rank
   algos::LinkCost intraHost;           // shared memory
   algos::LinkCost interHost;           // the network, when neither map nor probe says more
-  MeasureFn measure;                   // host indices into distinctHosts(rankHosts); empty: no probe
+  MeasureFn measure;  // host indices into distinctHosts(rankHosts); empty: no probe
   // Racks some other party already probed (every rank of a communicator gets rank 0's): used
   // instead of running the probe here.
   const RackClustering* probedRacks = nullptr;

@@ -66,7 +66,8 @@ class Discovery {
       // The package the node belongs to (sockets of one machine may in principle differ).
       hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(t_, HWLOC_OBJ_PACKAGE, node);
       if (!pkg) pkg = firstPackage;
-      for (auto [attr, key] : {std::pair{"vendor", "CPUVendor"}, {"familyid", "CPUFamilyNumber"},
+      for (auto [attr, key] : {std::pair{"vendor", "CPUVendor"},
+                               {"familyid", "CPUFamilyNumber"},
                                {"modelid", "CPUModelNumber"}}) {
         std::string v = info(pkg, key);
         if (v.empty()) v = fallback.get(attr);

@@ -47,7 +47,9 @@ std::string pciOf(const fs::path& classDevice) {
 
 int numaOf(const std::string& busId) {
   long long n;
-  return parseInt(sysfs::firstLine("/sys/bus/pci/devices/" + busId + "/numa_node"), &n) ? static_cast<int>(n) : -1;
+  return parseInt(sysfs::firstLine("/sys/bus/pci/devices/" + busId + "/numa_node"), &n)
+             ? static_cast<int>(n)
+             : -1;
 }
 
 std::vector<fs::path> sortedEntries(const fs::path& dir) {
@@ -84,7 +86,8 @@ Status discoverHostSysfs(HostTopology* out) {
   }
   if (nodes.empty()) {
     std::vector<int> cpus;
-    if (!sysfs::parseCpuList(sysfs::firstLine("/sys/devices/system/cpu/online"), &cpus) || cpus.empty())
+    if (!sysfs::parseCpuList(sysfs::firstLine("/sys/devices/system/cpu/online"), &cpus) ||
+        cpus.empty())
       cpus = {0};
     nodes.emplace_back(0, std::move(cpus));
   }

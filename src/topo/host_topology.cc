@@ -59,7 +59,8 @@ void walk(const TopoNode& node, int numa, const std::string& busId, HostSummary*
       out->gpus.push_back({static_cast<int>(c.getInt("dev", -1)), numa, busId});
     } else if (c.tag == "nic") {
       for (const TopoNode& net : c.children)
-        if (net.tag == "net") out->nics.push_back({net.get("name"), numa, busId, net.getInt("speed", 0)});
+        if (net.tag == "net")
+          out->nics.push_back({net.get("name"), numa, busId, net.getInt("speed", 0)});
     }
   }
 }
@@ -83,7 +84,8 @@ namespace {
 
 void describeNode(const TopoNode& node, int depth, std::string* out) {
   out->append(static_cast<size_t>(2 * depth), ' ').append(node.tag);
-  for (const XmlAttr& a : node.attrs) out->append(1, ' ').append(a.name).append(1, '=').append(a.value);
+  for (const XmlAttr& a : node.attrs)
+    out->append(1, ' ').append(a.name).append(1, '=').append(a.value);
   out->append(1, '\n');
   for (const TopoNode& c : node.children) describeNode(c, depth + 1, out);
 }
@@ -92,9 +94,10 @@ void describeNode(const TopoNode& node, int depth, std::string* out) {
 
 std::string describeHost(const HostTopology& topo) {
   HostSummary sum = summarize(topo);
-  std::string out = strfmt("host topology from %s: %zu NUMA nodes, %d CPUs, %d PCI devices, %zu NICs, %zu GPUs\n",
-                           topo.source.c_str(), sum.numa.size(), sum.cpuCount(), sum.pciDevices, sum.nics.size(),
-                           sum.gpus.size());
+  std::string out =
+      strfmt("host topology from %s: %zu NUMA nodes, %d CPUs, %d PCI devices, %zu NICs, %zu GPUs\n",
+             topo.source.c_str(), sum.numa.size(), sum.cpuCount(), sum.pciDevices, sum.nics.size(),
+             sum.gpus.size());
   for (const TopoNode& c : topo.system.children) describeNode(c, 1, &out);
   return out;
 }

@@ -43,9 +43,9 @@ struct NumaInfo {
   std::vector<int> cpus;  // from the <cpu affinity> mask
 };
 struct NicInfo {
-  std::string name;    // <net name>: interface ("eth0") or HCA ("mlx5_0")
-  int numa = -1;       // enclosing <cpu numaid>
-  std::string busId;   // enclosing <pci busid>, empty for a NIC outside PCI
+  std::string name;   // <net name>: interface ("eth0") or HCA ("mlx5_0")
+  int numa = -1;      // enclosing <cpu numaid>
+  std::string busId;  // enclosing <pci busid>, empty for a NIC outside PCI
   long long speedMbps = 0;
 };
 struct GpuInfo {

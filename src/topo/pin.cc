@@ -64,13 +64,16 @@ Status bindThread(const std::vector<int>& cpus) {
 
 Status pinTo(const NumaInfo& numa, const std::string& why) {
   std::vector<int> allowed = allowedCpus(), cpus;
-  std::set_intersection(numa.cpus.begin(), numa.cpus.end(), allowed.begin(), allowed.end(), std::back_inserter(cpus));
+  std::set_intersection(numa.cpus.begin(), numa.cpus.end(), allowed.begin(), allowed.end(),
+                        std::back_inserter(cpus));
   if (cpus.empty()) {
-    BRAID_INFO(kGraph, "%s: NUMA node %d has no CPU this process may use; thread left unpinned", why.c_str(), numa.id);
+    BRAID_INFO(kGraph, "%s: NUMA node %d has no CPU this process may use; thread left unpinned",
+               why.c_str(), numa.id);
     return Status::Ok();
   }
   BRAID_TRY(bindThread(cpus));
-  BRAID_INFO(kGraph, "%s: thread pinned to %zu CPUs of NUMA node %d", why.c_str(), cpus.size(), numa.id);
+  BRAID_INFO(kGraph, "%s: thread pinned to %zu CPUs of NUMA node %d", why.c_str(), cpus.size(),
+             numa.id);
   return Status::Ok();
 }
 
@@ -79,7 +82,8 @@ Status pinTo(const NumaInfo& numa, const std::string& why) {
 Status pinThreadToNuma(const HostTopology& topo, int numa) {
   for (const NumaInfo& n : summarize(topo).numa)
     if (n.id == numa) return pinTo(n, strfmt("pin to NUMA node %d", numa));
-  return invalidArgument("pin: no NUMA node %d in the host topology (from %s)", numa, topo.source.c_str());
+  return invalidArgument("pin: no NUMA node %d in the host topology (from %s)", numa,
+                         topo.source.c_str());
 }
 
 Status pinThreadNearNic(const HostTopology& topo, std::string_view nic) {

@@ -8,8 +8,8 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "topo/comm_topology.h"
-#include "transport/wait.h"
 #include "topo/variables.h"
+#include "transport/wait.h"
 
 namespace braid::topo {
 namespace {
@@ -46,7 +46,8 @@ struct Result {
 using Clock = std::chrono::steady_clock;
 
 // One message on the connection to `peer`, waited for.
-Status transfer(ProbeNetwork& net, int peer, bool send, void* data, size_t bytes, bool sleep = false) {
+Status transfer(ProbeNetwork& net, int peer, bool send, void* data, size_t bytes,
+                bool sleep = false) {
   uint64_t seq;
   BRAID_TRY(net.post(peer, send, data, bytes, &seq));
   transport::Endpoint* ep = &net.endpoint(peer);
@@ -92,20 +93,23 @@ Status measureAsSender(ProbeNetwork& net, int peer, Result* out) {
   BRAID_TRY(transfer(net, peer, false, &word, sizeof word));
   auto t0 = Clock::now();
   const double cpu0 = threadCpuUs();
-  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(net, peer, true, buf.data(), buf.size(), true));
+  for (int i = 0; i < kTransfers; ++i)
+    BRAID_TRY(transfer(net, peer, true, buf.data(), buf.size(), true));
   const double cpuUs = threadCpuUs() - cpu0;
   BRAID_TRY(transfer(net, peer, false, &word, sizeof word));  // the receiver's CPU, in ns
   const double us = since(t0) - rttUs / 2;
   out->latencyUs = rttUs / 2;
   out->bandwidthGbps = us > 0 ? kTransfers * kTransferBytes * 8.0 / (us * 1e3) : 0;
-  out->cpuUsPerByte = (cpuUs + static_cast<double>(word) * 1e-3) / (kTransfers * double{kTransferBytes});
+  out->cpuUsPerByte =
+      (cpuUs + static_cast<double>(word) * 1e-3) / (kTransfers * double{kTransferBytes});
   std::this_thread::sleep_for(kIdle);
   t0 = Clock::now();
   BRAID_TRY(transfer(net, peer, true, buf.data(), buf.size()));
   BRAID_TRY(transfer(net, peer, false, &word, sizeof word));
   // Bytes per microsecond at the steady rate: Gbit/s x 1e3 / 8.
   const double atRate = (since(t0) - rttUs) * out->bandwidthGbps * 1e3 / 8;
-  const double burst = std::clamp(static_cast<double>(kTransferBytes) - atRate, 0.0, double{kTransferBytes});
+  const double burst =
+      std::clamp(static_cast<double>(kTransferBytes) - atRate, 0.0, double{kTransferBytes});
   out->burstBytes = burst >= kMinBurstShare * kTransferBytes ? burst : 0;
   return Status::Ok();
 }
@@ -120,7 +124,8 @@ Status measureAsReceiver(ProbeNetwork& net, int peer) {
   BRAID_TRY(transfer(net, peer, false, buf.data(), buf.size()));  // warm-up
   BRAID_TRY(transfer(net, peer, true, &word, sizeof word));
   const double cpu0 = threadCpuUs();
-  for (int i = 0; i < kTransfers; ++i) BRAID_TRY(transfer(net, peer, false, buf.data(), buf.size(), true));
+  for (int i = 0; i < kTransfers; ++i)
+    BRAID_TRY(transfer(net, peer, false, buf.data(), buf.size(), true));
   word = static_cast<uint64_t>(std::max(0.0, (threadCpuUs() - cpu0) * 1e3));
   BRAID_TRY(transfer(net, peer, true, &word, sizeof word));
   BRAID_TRY(transfer(net, peer, false, buf.data(), buf.size()));  // the burst
@@ -133,10 +138,13 @@ Status drive(ProbeNetwork& net, const std::vector<int>& leaders, RackClustering*
     const int sender = leaders[a], receiver = leaders[b];
     Result result{};
     Command toReceiver{kReceive, sender}, toSender{kSend, receiver};
-    if (receiver != 0) BRAID_TRY(net.sendControl(receiver, kTagCommand, &toReceiver, sizeof toReceiver));
+    if (receiver != 0)
+      BRAID_TRY(net.sendControl(receiver, kTagCommand, &toReceiver, sizeof toReceiver));
     if (sender != 0) BRAID_TRY(net.sendControl(sender, kTagCommand, &toSender, sizeof toSender));
-    if (sender == 0) BRAID_TRY(measureAsSender(net, receiver, &result));
-    else if (receiver == 0) BRAID_TRY(measureAsReceiver(net, sender));
+    if (sender == 0)
+      BRAID_TRY(measureAsSender(net, receiver, &result));
+    else if (receiver == 0)
+      BRAID_TRY(measureAsReceiver(net, sender));
     if (sender != 0) BRAID_TRY(net.recvControl(sender, kTagResult, &result, sizeof result));
     sample->latencyUs = result.latencyUs;
     sample->bandwidthGbps = result.bandwidthGbps;
@@ -171,13 +179,14 @@ Status serve(ProbeNetwork& net) {
 
 }  // namespace
 
-Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHosts, RackClustering* racks,
-                     bool* ran) {
+Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHosts,
+                     RackClustering* racks, bool* ran) {
   *ran = false;
   std::vector<int> hostOfRank;
   const auto hosts = distinctHosts(rankHosts, &hostOfRank);
   const char* map = env::get(env::kBraidClusterFile);
-  if ((map && *map) || env::getInt(env::kBraidTopoProbe) <= 0 || hosts.size() < 3) return Status::Ok();
+  if ((map && *map) || env::getInt(env::kBraidTopoProbe) <= 0 || hosts.size() < 3)
+    return Status::Ok();
   std::vector<int> leaders(hosts.size(), -1);
   for (int r = net.nranks() - 1; r >= 0; --r) leaders[static_cast<size_t>(hostOfRank[r])] = r;
 
@@ -191,17 +200,21 @@ Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHost
   std::vector<int32_t> rackOfHost(hosts.size(), 0);
   if (net.rank() == 0) {
     Status st = drive(net, leaders, racks);
-    if (!st.ok()) BRAID_WARN("topology probe failed, treating hosts as one flat network: %s", st.message().c_str());
+    if (!st.ok())
+      BRAID_WARN("topology probe failed, treating hosts as one flat network: %s",
+                 st.message().c_str());
     wire = {st.ok(), racks->racks, racks->thresholdGbps, racks->intraRack, racks->interRack};
     if (st.ok()) std::copy(racks->rackOfHost.begin(), racks->rackOfHost.end(), rackOfHost.begin());
     for (int r = 1; r < net.nranks(); ++r) {
       BRAID_TRY(net.sendControl(r, kTagRacks, &wire, sizeof wire));
-      BRAID_TRY(net.sendControl(r, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
+      BRAID_TRY(
+          net.sendControl(r, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
     }
   } else {
     if (leaders[static_cast<size_t>(hostOfRank[net.rank()])] == net.rank()) BRAID_TRY(serve(net));
     BRAID_TRY(net.recvControl(0, kTagRacks, &wire, sizeof wire));
-    BRAID_TRY(net.recvControl(0, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
+    BRAID_TRY(
+        net.recvControl(0, kTagRacks, rackOfHost.data(), rackOfHost.size() * sizeof(int32_t)));
   }
   if (!wire.ok) return Status::Ok();
   racks->rackOfHost.assign(rackOfHost.begin(), rackOfHost.end());

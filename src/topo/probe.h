@@ -34,7 +34,7 @@ class ProbeNetwork {
 
 // Ok with *ran = false when there is nothing to probe (a map is set, BRAID_TOPO_PROBE is 0, or
 // fewer than 3 hosts): the caller then builds the topology without racks.
-Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHosts, RackClustering* racks,
-                     bool* ran);
+Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHosts,
+                     RackClustering* racks, bool* ran);
 
 }  // namespace braid::topo

@@ -11,9 +11,13 @@ namespace braid::topo {
 namespace {
 
 struct UnionFind {
-  explicit UnionFind(int n) : parent(static_cast<size_t>(n)) { std::iota(parent.begin(), parent.end(), 0); }
+  explicit UnionFind(int n) : parent(static_cast<size_t>(n)) {
+    std::iota(parent.begin(), parent.end(), 0);
+  }
   int find(int x) {
-    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    while (parent[static_cast<size_t>(x)] != x)
+      x = parent[static_cast<size_t>(x)] =
+          parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
     return x;
   }
   void join(int a, int b) {
@@ -39,17 +43,19 @@ algos::LinkCost medianLink(std::span<const PairSample> samples) {
     cpu.push_back(s.link.cpuUsPerByte);
   }
   double b = median(bw);
-  return {median(lat), b > 0 ? 8e-3 / b : algos::LinkCost{}.betaUsPerByte, median(burst), median(cpu)};
+  return {median(lat), b > 0 ? 8e-3 / b : algos::LinkCost{}.betaUsPerByte, median(burst),
+          median(cpu)};
 }
 
 bool usable(const PairSample& s, int nhosts) {
-  return s.a >= 0 && s.b >= 0 && s.a < nhosts && s.b < nhosts && s.a != s.b && s.link.bandwidthGbps > 0 &&
-         std::isfinite(s.link.bandwidthGbps);
+  return s.a >= 0 && s.b >= 0 && s.a < nhosts && s.b < nhosts && s.a != s.b &&
+         s.link.bandwidthGbps > 0 && std::isfinite(s.link.bandwidthGbps);
 }
 
 }  // namespace
 
-RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples, const RackOptions& options) {
+RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples,
+                            const RackOptions& options) {
   RackClustering out;
   out.rackOfHost.assign(static_cast<size_t>(std::max(nhosts, 0)), 0);
   out.racks = nhosts > 0 ? 1 : 0;
@@ -86,14 +92,16 @@ RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples, con
   out.thresholdGbps = threshold;
   std::vector<PairSample> inside, across;
   for (const PairSample& s : valid)
-    (out.rackOfHost[static_cast<size_t>(s.a)] == out.rackOfHost[static_cast<size_t>(s.b)] ? inside : across).push_back(s);
+    (out.rackOfHost[static_cast<size_t>(s.a)] == out.rackOfHost[static_cast<size_t>(s.b)] ? inside
+                                                                                          : across)
+        .push_back(s);
   out.intraRack = inside.empty() ? medianLink(across) : medianLink(inside);
   out.interRack = across.empty() ? out.intraRack : medianLink(across);
   return out;
 }
 
-Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options, RackClustering* out,
-                  std::vector<PairSample>* samplesOut) {
+Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options,
+                  RackClustering* out, std::vector<PairSample>* samplesOut) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + options.budget;
   const size_t maxPairs = static_cast<size_t>(options.maxPairs > 0 ? options.maxPairs : 4 * nhosts);
@@ -104,7 +112,8 @@ Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& opti
   // Measures a pair once; once the budget or the pair limit is spent it sets `stopped` and the
   // probe clusters what it has.
   auto take = [&](int a, int b) -> Status {
-    if (a == b || stopped || !measured.insert({std::min(a, b), std::max(a, b)}).second) return Status::Ok();
+    if (a == b || stopped || !measured.insert({std::min(a, b), std::max(a, b)}).second)
+      return Status::Ok();
     if (samples.size() >= maxPairs || Clock::now() >= deadline) {
       stopped = true;
       return Status::Ok();
@@ -135,8 +144,9 @@ Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& opti
     for (size_t i = 1; i < unplaced.size(); ++i) BRAID_TRY(take(unplaced.front(), unplaced[i]));
     racks = clusterRacks(nhosts, samples, options.racks);
   }
-  BRAID_INFO(kGraph, "probe: %zu measurements between %d hosts%s: %d racks (split at %.3g Gbit/s)", samples.size(),
-             nhosts, stopped ? " (stopped by budget or pair limit)" : "", racks.racks, racks.thresholdGbps);
+  BRAID_INFO(kGraph, "probe: %zu measurements between %d hosts%s: %d racks (split at %.3g Gbit/s)",
+             samples.size(), nhosts, stopped ? " (stopped by budget or pair limit)" : "",
+             racks.racks, racks.thresholdGbps);
   *out = std::move(racks);
   if (samplesOut) *samplesOut = std::move(samples);
   return Status::Ok();

@@ -19,7 +19,7 @@ namespace braid::topo {
 struct LinkSample {
   double latencyUs = 0;
   double bandwidthGbps = 0;
-  double burstBytes = 0;  // what a shaped link passed faster than its rate after idling
+  double burstBytes = 0;    // what a shaped link passed faster than its rate after idling
   double cpuUsPerByte = 0;  // CPU both ends spent per byte of the timed transfer (0: unknown)
 };
 
@@ -37,12 +37,13 @@ struct RackOptions {
 struct RackClustering {
   std::vector<int> rackOfHost;  // racks numbered in order of their lowest host
   int racks = 0;
-  double thresholdGbps = 0;     // pairs at or above it are in one rack (0: no split found)
-  algos::LinkCost intraRack;    // median of measured pairs inside a rack
-  algos::LinkCost interRack;    // median of measured pairs across racks (= intraRack if none)
+  double thresholdGbps = 0;   // pairs at or above it are in one rack (0: no split found)
+  algos::LinkCost intraRack;  // median of measured pairs inside a rack
+  algos::LinkCost interRack;  // median of measured pairs across racks (= intraRack if none)
 };
 
-RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples, const RackOptions& options = {});
+RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples,
+                            const RackOptions& options = {});
 
 // Measures the link between two hosts (a short ping-pong and one timed transfer, say). The
 // probe calls it from one thread, one pair at a time.
@@ -58,7 +59,7 @@ struct ProbeOptions {
 // every known rack measure the hosts still unplaced, until every host is placed or the budget or
 // maxPairs runs out (the racks are then those the measurements made so far support).
 // `samples` (optional) receives every measurement.
-Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options, RackClustering* out,
-                  std::vector<PairSample>* samples = nullptr);
+Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options,
+                  RackClustering* out, std::vector<PairSample>* samples = nullptr);
 
 }  // namespace braid::topo

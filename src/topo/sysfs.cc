@@ -36,7 +36,8 @@ size_t lastLevelCacheBytes() {
   int bestLevel = 0;
   size_t bytes = 0;
   for (int index = 0; index < 16; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
     const std::string level = firstLine(dir + "level");
     if (level.empty()) break;
     const int l = std::atoi(level.c_str());
@@ -52,7 +53,8 @@ bool parseCpuList(const std::string& list, std::vector<int>* cpus) {
   size_t pos = 0;
   while (pos < list.size()) {
     size_t comma = list.find(',', pos);
-    std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     size_t dash = item.find('-');
     long long lo, hi;
     if (!parseInt(item.substr(0, dash), &lo)) return false;
@@ -76,9 +78,12 @@ void addCpuIdentity(TopoNode* cpu) {
     if (colon == std::string::npos) continue;
     std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
     std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    if (key == "vendor_id") vendor = value;
-    else if (key == "cpu family") family = value;
-    else if (key == "model") model = value;
+    if (key == "vendor_id")
+      vendor = value;
+    else if (key == "cpu family")
+      family = value;
+    else if (key == "model")
+      model = value;
   }
   long long n;
   if (!vendor.empty()) cpu->set("vendor", vendor);

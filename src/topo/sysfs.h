@@ -11,7 +11,7 @@
 
 namespace braid::topo::sysfs {
 
-std::string firstLine(const std::string& path);  // empty when unreadable
+std::string firstLine(const std::string& path);                      // empty when unreadable
 bool parseCpuList(const std::string& list, std::vector<int>* cpus);  // "0-3,8"
 
 // <cpu> attributes after numaid and affinity: arch, vendor, familyid, modelid.

@@ -32,20 +32,42 @@ struct ElementSpec {
 // attributes hold. Attributes not listed are kept as text.
 const ElementSpec kSchema[] = {
     {"system", {}, {{"version", Kind::Int}}},
-    {"cpu", {"system"},
-     {{"numaid", Kind::Int}, {"affinity", Kind::Mask}, {"arch", Kind::Text}, {"vendor", Kind::Text},
-      {"familyid", Kind::Int}, {"modelid", Kind::Int}}},
-    {"pci", {"cpu", "pci"},
-     {{"busid", Kind::Text, true}, {"class", Kind::Hex}, {"vendor", Kind::Hex}, {"device", Kind::Hex},
-      {"subsystem_vendor", Kind::Hex}, {"subsystem_device", Kind::Hex}, {"link_speed", Kind::Text},
+    {"cpu",
+     {"system"},
+     {{"numaid", Kind::Int},
+      {"affinity", Kind::Mask},
+      {"arch", Kind::Text},
+      {"vendor", Kind::Text},
+      {"familyid", Kind::Int},
+      {"modelid", Kind::Int}}},
+    {"pci",
+     {"cpu", "pci"},
+     {{"busid", Kind::Text, true},
+      {"class", Kind::Hex},
+      {"vendor", Kind::Hex},
+      {"device", Kind::Hex},
+      {"subsystem_vendor", Kind::Hex},
+      {"subsystem_device", Kind::Hex},
+      {"link_speed", Kind::Text},
       {"link_width", Kind::Int}}},
-    {"gpu", {"pci"}, {{"dev", Kind::Int}, {"sm", Kind::Int}, {"rank", Kind::Int}, {"gdr", Kind::Int}}},
-    {"nvlink", {"gpu"}, {{"target", Kind::Text, true}, {"count", Kind::Int}, {"tclass", Kind::Hex}}},
+    {"gpu",
+     {"pci"},
+     {{"dev", Kind::Int}, {"sm", Kind::Int}, {"rank", Kind::Int}, {"gdr", Kind::Int}}},
+    {"nvlink",
+     {"gpu"},
+     {{"target", Kind::Text, true}, {"count", Kind::Int}, {"tclass", Kind::Hex}}},
     {"c2c", {"gpu"}, {{"count", Kind::Int}, {"bw", Kind::Float}}},
     {"nic", {"cpu", "pci"}, {}},
-    {"net", {"nic"},
-     {{"name", Kind::Text, true}, {"dev", Kind::Int}, {"speed", Kind::Int}, {"port", Kind::Int},
-      {"latency", Kind::Float}, {"guid", Kind::Hex}, {"maxconn", Kind::Int}, {"gdr", Kind::Int},
+    {"net",
+     {"nic"},
+     {{"name", Kind::Text, true},
+      {"dev", Kind::Int},
+      {"speed", Kind::Int},
+      {"port", Kind::Int},
+      {"latency", Kind::Float},
+      {"guid", Kind::Hex},
+      {"maxconn", Kind::Int},
+      {"gdr", Kind::Int},
       {"coll", Kind::Int}}},
     {"pcilink", {"pci"}, {{"target", Kind::Text, true}}},
 };
@@ -95,22 +117,26 @@ Status convert(const XmlSource& src, const pugi::xml_node& xml, TopoNode* out) {
   const ElementSpec* spec = specOf(out->tag);
   if (spec) {
     std::string_view parent = xml.parent().type() == pugi::node_element ? xml.parent().name() : "";
-    bool placed = spec->parents.size() == 0
-                      ? parent.empty()
-                      : std::find(spec->parents.begin(), spec->parents.end(), parent) != spec->parents.end();
+    bool placed = spec->parents.size() == 0 ? parent.empty()
+                                            : std::find(spec->parents.begin(), spec->parents.end(),
+                                                        parent) != spec->parents.end();
     if (!placed) {
-      std::string found = parent.empty() ? "at the top of the document" : "inside <" + std::string(parent) + ">";
-      std::string expected = spec->parents.size() == 0 ? "only as the document's root" : "inside " + joinParents(*spec);
-      return src.error(xml, strfmt("<%s> %s; expected it %s", out->tag.c_str(), found.c_str(), expected.c_str()));
+      std::string found =
+          parent.empty() ? "at the top of the document" : "inside <" + std::string(parent) + ">";
+      std::string expected = spec->parents.size() == 0 ? "only as the document's root"
+                                                       : "inside " + joinParents(*spec);
+      return src.error(xml, strfmt("<%s> %s; expected it %s", out->tag.c_str(), found.c_str(),
+                                   expected.c_str()));
     }
     for (const AttrSpec& a : spec->attrs) {
       pugi::xml_attribute attr = xml.attribute(std::string(a.name).c_str());
       if (!attr && a.required)
-        return src.error(xml, strfmt("<%s> has no %s attribute; expected one", out->tag.c_str(), a.name.data()));
+        return src.error(
+            xml, strfmt("<%s> has no %s attribute; expected one", out->tag.c_str(), a.name.data()));
       if (attr && !valueFits(a.kind, attr.value()))
         return src.error(xml,
-                         strfmt("<%s %s=\"%s\">: expected %s", out->tag.c_str(), attr.name(), attr.value(),
-                                describeKind(a.kind)),
+                         strfmt("<%s %s=\"%s\">: expected %s", out->tag.c_str(), attr.name(),
+                                attr.value(), describeKind(a.kind)),
                          attr.name());
     }
   } else if (!xml.parent().parent()) {
@@ -121,7 +147,8 @@ Status convert(const XmlSource& src, const pugi::xml_node& xml, TopoNode* out) {
   }
   for (pugi::xml_attribute a : xml.attributes()) out->attrs.push_back({a.name(), a.value()});
   for (pugi::xml_node child : xml.children()) {
-    if (child.type() == pugi::node_pcdata && std::string_view(child.value()).find_first_not_of(" \t\r\n") != std::string_view::npos)
+    if (child.type() == pugi::node_pcdata &&
+        std::string_view(child.value()).find_first_not_of(" \t\r\n") != std::string_view::npos)
       return src.error(child, strfmt("text inside <%s>; expected only elements", out->tag.c_str()));
     if (child.type() != pugi::node_element) continue;
     BRAID_TRY(convert(src, child, &out->children.emplace_back()));
@@ -191,9 +218,13 @@ std::string topoXml(const HostTopology& topo) {
 
 Status dumpTopoFile(const HostTopology& topo, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return systemError("NCCL_TOPO_DUMP_FILE %s: cannot write (%s)", path.c_str(), std::strerror(errno));
+  if (!out)
+    return systemError("NCCL_TOPO_DUMP_FILE %s: cannot write (%s)", path.c_str(),
+                       std::strerror(errno));
   out << topoXml(topo);
-  if (!out.flush()) return systemError("NCCL_TOPO_DUMP_FILE %s: write failed (%s)", path.c_str(), std::strerror(errno));
+  if (!out.flush())
+    return systemError("NCCL_TOPO_DUMP_FILE %s: write failed (%s)", path.c_str(),
+                       std::strerror(errno));
   return Status::Ok();
 }
 

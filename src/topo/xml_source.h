@@ -37,7 +37,8 @@ class XmlSource {
 
   // "path:line: message", as an invalidUsage Status; with `attribute`, the line is that
   // attribute's.
-  Status error(const pugi::xml_node& node, const std::string& message, const char* attribute = nullptr) const;
+  Status error(const pugi::xml_node& node, const std::string& message,
+               const char* attribute = nullptr) const;
   std::string where(const pugi::xml_node& node) const;
 
  private:

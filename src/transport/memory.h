@@ -15,7 +15,7 @@ struct MemoryHandle {
   uint64_t id = 0;    // unique per registration in the process that made it; 0: none
   uint64_t base = 0;  // the registered memory, in the owner's address space
   uint64_t size = 0;
-  int64_t key = -1;   // what a peer opens it with (shared memory: the memfd in the owner)
+  int64_t key = -1;  // what a peer opens it with (shared memory: the memfd in the owner)
 
   bool valid() const { return id != 0; }
   bool contains(uint64_t addr, size_t bytes) const {

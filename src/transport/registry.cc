@@ -10,15 +10,17 @@
 #include "transport/tcp/tcp_transport.h"
 
 namespace braid::env {
-const Var kBraidTransports = {"BRAID_TRANSPORTS", nullptr,
-                              "comma list of the transports that may be used (loopback, shm, tcp); unset: all"};
+const Var kBraidTransports = {
+    "BRAID_TRANSPORTS", nullptr,
+    "comma list of the transports that may be used (loopback, shm, tcp); unset: all"};
 }  // namespace braid::env
 
 namespace braid::transport {
 namespace {
 
 // One line per transport, in preference order.
-constexpr const TransportEntry* kRegistered[] = {&kLoopbackTransport, &kShmTransport, &kTcpTransport};
+constexpr const TransportEntry* kRegistered[] = {&kLoopbackTransport, &kShmTransport,
+                                                 &kTcpTransport};
 
 bool sameName(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;

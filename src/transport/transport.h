@@ -52,7 +52,9 @@ class Endpoint {
   // `streamed`: the caller will not read `data` again soon (say the final output of a call too
   // large for the caches), so a transport that copies may write it around the cache.
   virtual Status postRecv(void* data, size_t bytes, RecvSink* sink, bool streamed) = 0;
-  Status postRecv(void* data, size_t bytes, RecvSink* sink) { return postRecv(data, bytes, sink, false); }
+  Status postRecv(void* data, size_t bytes, RecvSink* sink) {
+    return postRecv(data, bytes, sink, false);
+  }
   // Moves as much data as it can without blocking. Errors: peer gone, channel broken, size
   // mismatch. After an error the endpoint is unusable.
   virtual Status progress() = 0;

@@ -57,8 +57,10 @@ class WaitSet {
  private:
   void disarm();
   void join(Method m) {
-    if (method_ == Method::kNone) method_ = m;
-    else if (method_ != m) method_ = Method::kSpin;
+    if (method_ == Method::kNone)
+      method_ = m;
+    else if (method_ != m)
+      method_ = Method::kSpin;
   }
 
   Method method_ = Method::kNone;

@@ -7,12 +7,12 @@
 #include "braid/braid.h"
 
 static int failures = 0;
-#define CHECK(cond)                                               \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "FAIL: %s (line %d)\n", #cond, __LINE__);   \
-      failures++;                                                 \
-    }                                                             \
+#define CHECK(cond)                                             \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      fprintf(stderr, "FAIL: %s (line %d)\n", #cond, __LINE__); \
+      failures++;                                               \
+    }                                                           \
   } while (0)
 
 int main(void) {

@@ -53,8 +53,10 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
     return ncclInvalidArgument;
   memmove(recvbuff, sendbuff, count * 4);
   if (FAKE_BUG == 1 && count > 0) {
-    if (datatype == ncclFloat32) ((float*)recvbuff)[count - 1] += 1.0f;
-    else ((int32_t*)recvbuff)[count - 1] += 1;
+    if (datatype == ncclFloat32)
+      ((float*)recvbuff)[count - 1] += 1.0f;
+    else
+      ((int32_t*)recvbuff)[count - 1] += 1;
   }
   if (FAKE_BUG == 2 && count > 0) memset((char*)recvbuff + count * 4, 0, 4);
   return ncclSuccess;
@@ -68,4 +70,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 const char* ncclGetErrorString(ncclResult_t result) {
   return result == ncclSuccess ? "ok" : "error";
 }
-const char* ncclGetLastError(ncclComm_t comm) { (void)comm; return ""; }
+const char* ncclGetLastError(ncclComm_t comm) {
+  (void)comm;
+  return "";
+}

@@ -27,9 +27,8 @@
 #endif
 
 #define TYPE(T) printf("type %s size %zu align %zu\n", #T, sizeof(T), (size_t)PROBE_ALIGNOF(T))
-#define FIELD(T, f)                                                                     \
-  printf("field %s.%s offset %zu size %zu\n", #T, #f, (size_t)offsetof(T, f), \
-         sizeof(((T*)0)->f))
+#define FIELD(T, f) \
+  printf("field %s.%s offset %zu size %zu\n", #T, #f, (size_t)offsetof(T, f), sizeof(((T*)0)->f))
 #define ENUMV(e) printf("enum %s %lld size %zu\n", #e, (long long)(e), sizeof(e))
 #define MACRO_INT(m) printf("macro %s %lld size %zu\n", #m, (long long)(m), sizeof(m))
 
@@ -45,25 +44,55 @@ static void probeScalars(void) {
   TYPE(ncclDataType_t);
   TYPE(ncclScalarResidence_t);
 
-  ENUMV(ncclSuccess); ENUMV(ncclUnhandledCudaError); ENUMV(ncclSystemError);
-  ENUMV(ncclInternalError); ENUMV(ncclInvalidArgument); ENUMV(ncclInvalidUsage);
-  ENUMV(ncclRemoteError); ENUMV(ncclInProgress); ENUMV(ncclNumResults);
+  ENUMV(ncclSuccess);
+  ENUMV(ncclUnhandledCudaError);
+  ENUMV(ncclSystemError);
+  ENUMV(ncclInternalError);
+  ENUMV(ncclInvalidArgument);
+  ENUMV(ncclInvalidUsage);
+  ENUMV(ncclRemoteError);
+  ENUMV(ncclInProgress);
+  ENUMV(ncclNumResults);
   ENUMV(ncclNumOps_dummy);
-  ENUMV(ncclSum); ENUMV(ncclProd); ENUMV(ncclMax); ENUMV(ncclMin); ENUMV(ncclAvg);
-  ENUMV(ncclNumOps); ENUMV(ncclMaxRedOp);
-  ENUMV(ncclInt8); ENUMV(ncclChar); ENUMV(ncclUint8); ENUMV(ncclInt32); ENUMV(ncclInt);
-  ENUMV(ncclUint32); ENUMV(ncclInt64); ENUMV(ncclUint64); ENUMV(ncclFloat16); ENUMV(ncclHalf);
-  ENUMV(ncclFloat32); ENUMV(ncclFloat); ENUMV(ncclFloat64); ENUMV(ncclDouble);
-  ENUMV(ncclBfloat16); ENUMV(ncclFloat8e4m3); ENUMV(ncclFloat8e5m2); ENUMV(ncclNumTypes);
-  ENUMV(ncclScalarDevice); ENUMV(ncclScalarHostImmediate);
+  ENUMV(ncclSum);
+  ENUMV(ncclProd);
+  ENUMV(ncclMax);
+  ENUMV(ncclMin);
+  ENUMV(ncclAvg);
+  ENUMV(ncclNumOps);
+  ENUMV(ncclMaxRedOp);
+  ENUMV(ncclInt8);
+  ENUMV(ncclChar);
+  ENUMV(ncclUint8);
+  ENUMV(ncclInt32);
+  ENUMV(ncclInt);
+  ENUMV(ncclUint32);
+  ENUMV(ncclInt64);
+  ENUMV(ncclUint64);
+  ENUMV(ncclFloat16);
+  ENUMV(ncclHalf);
+  ENUMV(ncclFloat32);
+  ENUMV(ncclFloat);
+  ENUMV(ncclFloat64);
+  ENUMV(ncclDouble);
+  ENUMV(ncclBfloat16);
+  ENUMV(ncclFloat8e4m3);
+  ENUMV(ncclFloat8e5m2);
+  ENUMV(ncclNumTypes);
+  ENUMV(ncclScalarDevice);
+  ENUMV(ncclScalarHostImmediate);
 }
 
 static void probeMacros(void) {
-  MACRO_INT(NCCL_MAJOR); MACRO_INT(NCCL_MINOR); MACRO_INT(NCCL_PATCH);
+  MACRO_INT(NCCL_MAJOR);
+  MACRO_INT(NCCL_MINOR);
+  MACRO_INT(NCCL_PATCH);
   printf("macro NCCL_SUFFIX \"%s\" size %zu\n", NCCL_SUFFIX, sizeof(NCCL_SUFFIX));
   MACRO_INT(NCCL_VERSION_CODE);
-  MACRO_INT(NCCL_VERSION(2, 8, 4)); MACRO_INT(NCCL_VERSION(2, 9, 6));
-  MACRO_INT(NCCL_VERSION(2, 28, 9)); MACRO_INT(NCCL_VERSION(3, 0, 0));
+  MACRO_INT(NCCL_VERSION(2, 8, 4));
+  MACRO_INT(NCCL_VERSION(2, 9, 6));
+  MACRO_INT(NCCL_VERSION(2, 28, 9));
+  MACRO_INT(NCCL_VERSION(3, 0, 0));
   MACRO_INT(NCCL_VERSION(1, 8, 0));
   printf("macro NCCL_COMM_NULL null %d\n", (ncclComm_t)NCCL_COMM_NULL == (ncclComm_t)0);
   MACRO_INT(NCCL_UNIQUE_ID_BYTES);
@@ -73,24 +102,37 @@ static void probeMacros(void) {
   MACRO_INT(NCCL_SPLIT_NOCOLOR);
   printf("macro NCCL_UNDEF_FLOAT %a size %zu\n", (double)NCCL_UNDEF_FLOAT,
          sizeof(NCCL_UNDEF_FLOAT));
-  MACRO_INT(NCCL_WIN_DEFAULT); MACRO_INT(NCCL_WIN_COLL_SYMMETRIC);
+  MACRO_INT(NCCL_WIN_DEFAULT);
+  MACRO_INT(NCCL_WIN_COLL_SYMMETRIC);
   MACRO_INT(NCCL_WIN_REQUIRED_ALIGNMENT);
-  MACRO_INT(NCCL_CTA_POLICY_DEFAULT); MACRO_INT(NCCL_CTA_POLICY_EFFICIENCY);
+  MACRO_INT(NCCL_CTA_POLICY_DEFAULT);
+  MACRO_INT(NCCL_CTA_POLICY_EFFICIENCY);
   MACRO_INT(NCCL_CTA_POLICY_ZERO);
-  MACRO_INT(NCCL_SHRINK_DEFAULT); MACRO_INT(NCCL_SHRINK_ABORT);
+  MACRO_INT(NCCL_SHRINK_DEFAULT);
+  MACRO_INT(NCCL_SHRINK_ABORT);
   MACRO_INT(NCCL_REVOKE_DEFAULT);
   MACRO_INT(NCCL_GIN_MAX_CONTEXTS);
 }
 
 static void probeConfig(void) {
   TYPE(ncclConfig_t);
-  FIELD(ncclConfig_t, size); FIELD(ncclConfig_t, magic); FIELD(ncclConfig_t, version);
-  FIELD(ncclConfig_t, blocking); FIELD(ncclConfig_t, cgaClusterSize);
-  FIELD(ncclConfig_t, minCTAs); FIELD(ncclConfig_t, maxCTAs); FIELD(ncclConfig_t, netName);
-  FIELD(ncclConfig_t, splitShare); FIELD(ncclConfig_t, trafficClass);
-  FIELD(ncclConfig_t, commName); FIELD(ncclConfig_t, collnetEnable);
-  FIELD(ncclConfig_t, CTAPolicy); FIELD(ncclConfig_t, shrinkShare); FIELD(ncclConfig_t, nvlsCTAs);
-  FIELD(ncclConfig_t, nChannelsPerNetPeer); FIELD(ncclConfig_t, nvlinkCentricSched);
+  FIELD(ncclConfig_t, size);
+  FIELD(ncclConfig_t, magic);
+  FIELD(ncclConfig_t, version);
+  FIELD(ncclConfig_t, blocking);
+  FIELD(ncclConfig_t, cgaClusterSize);
+  FIELD(ncclConfig_t, minCTAs);
+  FIELD(ncclConfig_t, maxCTAs);
+  FIELD(ncclConfig_t, netName);
+  FIELD(ncclConfig_t, splitShare);
+  FIELD(ncclConfig_t, trafficClass);
+  FIELD(ncclConfig_t, commName);
+  FIELD(ncclConfig_t, collnetEnable);
+  FIELD(ncclConfig_t, CTAPolicy);
+  FIELD(ncclConfig_t, shrinkShare);
+  FIELD(ncclConfig_t, nvlsCTAs);
+  FIELD(ncclConfig_t, nChannelsPerNetPeer);
+  FIELD(ncclConfig_t, nvlinkCentricSched);
   TYPE(struct ncclConfig_v22800);
 
   /* Byte image of the initializer: catches a field initialised out of order. */
@@ -102,7 +144,9 @@ static void probeConfig(void) {
 
   TYPE(ncclSimInfo_t);
   TYPE(struct ncclSimInfo_v22200);
-  FIELD(ncclSimInfo_t, size); FIELD(ncclSimInfo_t, magic); FIELD(ncclSimInfo_t, version);
+  FIELD(ncclSimInfo_t, size);
+  FIELD(ncclSimInfo_t, magic);
+  FIELD(ncclSimInfo_t, version);
   FIELD(ncclSimInfo_t, estimatedTime);
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   printf("init NCCL_SIM_INFO_INITIALIZER size %zu magic %#x version %u time %a\n", sim.size,
@@ -110,25 +154,39 @@ static void probeConfig(void) {
 }
 
 static void probeDeviceTypes(void) {
-  TYPE(ncclDevResourceHandle_t); TYPE(ncclGinSignal_t); TYPE(ncclGinCounter_t);
+  TYPE(ncclDevResourceHandle_t);
+  TYPE(ncclGinSignal_t);
+  TYPE(ncclGinCounter_t);
   TYPE(ncclGinWindow_t);
   TYPE(ncclTeam_t);
-  FIELD(ncclTeam_t, nRanks); FIELD(ncclTeam_t, rank); FIELD(ncclTeam_t, stride);
-  TYPE(ncclMultimemHandle_t); FIELD(ncclMultimemHandle_t, mcBasePtr);
+  FIELD(ncclTeam_t, nRanks);
+  FIELD(ncclTeam_t, rank);
+  FIELD(ncclTeam_t, stride);
+  TYPE(ncclMultimemHandle_t);
+  FIELD(ncclMultimemHandle_t, mcBasePtr);
   TYPE(ncclLsaBarrierHandle_t);
-  FIELD(ncclLsaBarrierHandle_t, bufHandle); FIELD(ncclLsaBarrierHandle_t, nBarriers);
+  FIELD(ncclLsaBarrierHandle_t, bufHandle);
+  FIELD(ncclLsaBarrierHandle_t, nBarriers);
   TYPE(ncclGinBarrierHandle_t);
-  FIELD(ncclGinBarrierHandle_t, signal0); FIELD(ncclGinBarrierHandle_t, bufHandle);
-  TYPE(ncclLLA2AHandle_t); FIELD(ncclLLA2AHandle_t, bufHandle); FIELD(ncclLLA2AHandle_t, nSlots);
+  FIELD(ncclGinBarrierHandle_t, signal0);
+  FIELD(ncclGinBarrierHandle_t, bufHandle);
+  TYPE(ncclLLA2AHandle_t);
+  FIELD(ncclLLA2AHandle_t, bufHandle);
+  FIELD(ncclLLA2AHandle_t, nSlots);
 
   TYPE(struct ncclWindow_vidmem);
-  FIELD(struct ncclWindow_vidmem, winHost); FIELD(struct ncclWindow_vidmem, lsaFlatBase);
-  FIELD(struct ncclWindow_vidmem, lsaRank); FIELD(struct ncclWindow_vidmem, worldRank);
-  FIELD(struct ncclWindow_vidmem, stride4G); FIELD(struct ncclWindow_vidmem, mcOffset4K);
-  FIELD(struct ncclWindow_vidmem, ginOffset4K); FIELD(struct ncclWindow_vidmem, ginWins);
+  FIELD(struct ncclWindow_vidmem, winHost);
+  FIELD(struct ncclWindow_vidmem, lsaFlatBase);
+  FIELD(struct ncclWindow_vidmem, lsaRank);
+  FIELD(struct ncclWindow_vidmem, worldRank);
+  FIELD(struct ncclWindow_vidmem, stride4G);
+  FIELD(struct ncclWindow_vidmem, mcOffset4K);
+  FIELD(struct ncclWindow_vidmem, ginOffset4K);
+  FIELD(struct ncclWindow_vidmem, ginWins);
 
   TYPE(ncclDevResourceRequirements_t);
-  FIELD(ncclDevResourceRequirements_t, next); FIELD(ncclDevResourceRequirements_t, bufferSize);
+  FIELD(ncclDevResourceRequirements_t, next);
+  FIELD(ncclDevResourceRequirements_t, bufferSize);
   FIELD(ncclDevResourceRequirements_t, bufferAlign);
   FIELD(ncclDevResourceRequirements_t, outBufferHandle);
   FIELD(ncclDevResourceRequirements_t, ginSignalCount);
@@ -137,13 +195,16 @@ static void probeDeviceTypes(void) {
   FIELD(ncclDevResourceRequirements_t, outGinCounterStart);
 
   TYPE(ncclTeamRequirements_t);
-  FIELD(ncclTeamRequirements_t, next); FIELD(ncclTeamRequirements_t, team);
-  FIELD(ncclTeamRequirements_t, multimem); FIELD(ncclTeamRequirements_t, outMultimemHandle);
+  FIELD(ncclTeamRequirements_t, next);
+  FIELD(ncclTeamRequirements_t, team);
+  FIELD(ncclTeamRequirements_t, multimem);
+  FIELD(ncclTeamRequirements_t, outMultimemHandle);
 
   TYPE(ncclDevCommRequirements_t);
   FIELD(ncclDevCommRequirements_t, resourceRequirementsList);
   FIELD(ncclDevCommRequirements_t, teamRequirementsList);
-  FIELD(ncclDevCommRequirements_t, lsaMultimem); FIELD(ncclDevCommRequirements_t, barrierCount);
+  FIELD(ncclDevCommRequirements_t, lsaMultimem);
+  FIELD(ncclDevCommRequirements_t, barrierCount);
   FIELD(ncclDevCommRequirements_t, lsaBarrierCount);
   FIELD(ncclDevCommRequirements_t, railGinBarrierCount);
   FIELD(ncclDevCommRequirements_t, lsaLLA2ABlockCount);
@@ -154,34 +215,46 @@ static void probeDeviceTypes(void) {
   FIELD(ncclDevCommRequirements_t, ginCounterCount);
 
   TYPE(ncclDevComm_t);
-  FIELD(ncclDevComm_t, rank); FIELD(ncclDevComm_t, nRanks); FIELD(ncclDevComm_t, nRanks_rcp32);
-  FIELD(ncclDevComm_t, lsaRank); FIELD(ncclDevComm_t, lsaSize);
-  FIELD(ncclDevComm_t, lsaSize_rcp32); FIELD(ncclDevComm_t, windowTable);
-  FIELD(ncclDevComm_t, resourceWindow); FIELD(ncclDevComm_t, resourceWindow_inlined);
-  FIELD(ncclDevComm_t, lsaMultimem); FIELD(ncclDevComm_t, lsaBarrier);
-  FIELD(ncclDevComm_t, railGinBarrier); FIELD(ncclDevComm_t, ginContextCount);
-  FIELD(ncclDevComm_t, ginTypes); FIELD(ncclDevComm_t, ginHandles);
-  FIELD(ncclDevComm_t, ginSignalBase); FIELD(ncclDevComm_t, ginSignalCount);
-  FIELD(ncclDevComm_t, ginCounterBase); FIELD(ncclDevComm_t, ginCounterCount);
+  FIELD(ncclDevComm_t, rank);
+  FIELD(ncclDevComm_t, nRanks);
+  FIELD(ncclDevComm_t, nRanks_rcp32);
+  FIELD(ncclDevComm_t, lsaRank);
+  FIELD(ncclDevComm_t, lsaSize);
+  FIELD(ncclDevComm_t, lsaSize_rcp32);
+  FIELD(ncclDevComm_t, windowTable);
+  FIELD(ncclDevComm_t, resourceWindow);
+  FIELD(ncclDevComm_t, resourceWindow_inlined);
+  FIELD(ncclDevComm_t, lsaMultimem);
+  FIELD(ncclDevComm_t, lsaBarrier);
+  FIELD(ncclDevComm_t, railGinBarrier);
+  FIELD(ncclDevComm_t, ginContextCount);
+  FIELD(ncclDevComm_t, ginTypes);
+  FIELD(ncclDevComm_t, ginHandles);
+  FIELD(ncclDevComm_t, ginSignalBase);
+  FIELD(ncclDevComm_t, ginSignalCount);
+  FIELD(ncclDevComm_t, ginCounterBase);
+  FIELD(ncclDevComm_t, ginCounterCount);
   FIELD(ncclDevComm_t, ginSignalShadows);
 }
 
 /* Every entry point, X(name) for those NVIDIA declares with a pncclX twin. */
-#define PROBE_HOST_API(X)                                                                  \
-  X(ncclMemAlloc) X(ncclMemFree) X(ncclGetVersion) X(ncclGetUniqueId)                      \
-  X(ncclCommInitRankConfig) X(ncclCommInitRank) X(ncclCommInitAll) X(ncclCommFinalize)     \
-  X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommRevoke) X(ncclCommSplit) X(ncclCommShrink) \
-  X(ncclCommInitRankScalable) X(ncclGetErrorString) X(ncclGetLastError)                    \
-  X(ncclResetDebugInit) X(ncclCommGetAsyncError) X(ncclCommCount) X(ncclCommCuDevice)      \
-  X(ncclCommUserRank) X(ncclCommRegister) X(ncclCommDeregister) X(ncclCommWindowRegister)  \
-  X(ncclCommWindowDeregister) X(ncclRedOpCreatePreMulSum) X(ncclRedOpDestroy)              \
-  X(ncclReduce) X(ncclBcast) X(ncclBroadcast) X(ncclAllReduce) X(ncclReduceScatter)        \
-  X(ncclAllGather) X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv)    \
-  X(ncclGroupStart) X(ncclGroupEnd) X(ncclGroupSimulateEnd)
+#define PROBE_HOST_API(X)                                                                          \
+  X(ncclMemAlloc)                                                                                  \
+  X(ncclMemFree) X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(                 \
+      ncclCommInitRank) X(ncclCommInitAll) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort) \
+      X(ncclCommRevoke) X(ncclCommSplit) X(ncclCommShrink) X(ncclCommInitRankScalable)             \
+          X(ncclGetErrorString) X(ncclGetLastError) X(ncclResetDebugInit) X(ncclCommGetAsyncError) \
+              X(ncclCommCount) X(ncclCommCuDevice) X(ncclCommUserRank) X(ncclCommRegister)         \
+                  X(ncclCommDeregister) X(ncclCommWindowRegister) X(ncclCommWindowDeregister)      \
+                      X(ncclRedOpCreatePreMulSum) X(ncclRedOpDestroy) X(ncclReduce) X(ncclBcast)   \
+                          X(ncclBroadcast) X(ncclAllReduce) X(ncclReduceScatter) X(ncclAllGather)  \
+                              X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) \
+                                  X(ncclGroupStart) X(ncclGroupEnd) X(ncclGroupSimulateEnd)
 /* The device-API host functions that have no C++ overload in NVIDIA's headers. */
-#define PROBE_DEVICE_API(X)                                                                \
-  X(ncclDevCommCreate) X(ncclDevCommDestroy) X(ncclLsaBarrierCreateRequirement)            \
-  X(ncclGinBarrierCreateRequirement) X(ncclLLA2ACalcSlots) X(ncclLLA2ACreateRequirement)
+#define PROBE_DEVICE_API(X)                                                                   \
+  X(ncclDevCommCreate)                                                                        \
+  X(ncclDevCommDestroy) X(ncclLsaBarrierCreateRequirement) X(ncclGinBarrierCreateRequirement) \
+      X(ncclLLA2ACalcSlots) X(ncclLLA2ACreateRequirement)
 
 #ifdef __cplusplus
 /* The mangled function type spells out the return and every parameter type. */
@@ -207,15 +280,16 @@ static void probeSignatures(void) {}
 
 #if !defined(PROBE_NVIDIA) && !defined(__cplusplus)
 /* Braid declares a pncclX for every ncclX, device API included; each must match. */
-#define PROBE_SAME_TYPE(f)                                                           \
+#define PROBE_SAME_TYPE(f) \
   _Static_assert(__builtin_types_compatible_p(__typeof__(f), __typeof__(p##f)), #f);
 PROBE_HOST_API(PROBE_SAME_TYPE)
 PROBE_DEVICE_API(PROBE_SAME_TYPE)
-PROBE_SAME_TYPE(ncclTeamWorld) PROBE_SAME_TYPE(ncclTeamLsa) PROBE_SAME_TYPE(ncclTeamRail)
-PROBE_SAME_TYPE(ncclTeamRankToWorld) PROBE_SAME_TYPE(ncclTeamRankToLsa)
+PROBE_SAME_TYPE(ncclTeamWorld)
+PROBE_SAME_TYPE(ncclTeamLsa) PROBE_SAME_TYPE(ncclTeamRail) PROBE_SAME_TYPE(ncclTeamRankToWorld)
+    PROBE_SAME_TYPE(ncclTeamRankToLsa)
 #endif
 
-int main(void) {
+        int main(void) {
   probeScalars();
   probeMacros();
   probeConfig();

@@ -19,20 +19,20 @@
 
 static int g_rank = -1;
 
-#define FAIL(...)                                         \
-  do {                                                    \
-    fprintf(stderr, "rank %d: FAIL: ", g_rank);           \
-    fprintf(stderr, __VA_ARGS__);                         \
-    fprintf(stderr, "\n");                                \
-    exit(1);                                              \
+#define FAIL(...)                               \
+  do {                                          \
+    fprintf(stderr, "rank %d: FAIL: ", g_rank); \
+    fprintf(stderr, __VA_ARGS__);               \
+    fprintf(stderr, "\n");                      \
+    exit(1);                                    \
   } while (0)
 
-#define NCCL_CHECK(call, comm)                                                           \
-  do {                                                                                   \
-    ncclResult_t r_ = (call);                                                            \
-    if (r_ != ncclSuccess)                                                               \
-      FAIL("%s returned %d (%s): %s", #call, (int)r_, ncclGetErrorString(r_),             \
-           ncclGetLastError(comm));                                                      \
+#define NCCL_CHECK(call, comm)                                                \
+  do {                                                                        \
+    ncclResult_t r_ = (call);                                                 \
+    if (r_ != ncclSuccess)                                                    \
+      FAIL("%s returned %d (%s): %s", #call, (int)r_, ncclGetErrorString(r_), \
+           ncclGetLastError(comm));                                           \
   } while (0)
 
 static int envInt(const char* name) {

@@ -90,7 +90,8 @@ inline double floatInput(ncclDataType_t t, ncclRedOp_t op, int rank, size_t i) {
   return loadFloat(t, tmp, 0);
 }
 inline uint64_t intInput(ncclDataType_t t, int rank, size_t i) {
-  return mix((static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ull) ^ i ^ (static_cast<uint64_t>(t) << 56));
+  return mix((static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ull) ^ i ^
+             (static_cast<uint64_t>(t) << 56));
 }
 
 template <typename T>
@@ -134,22 +135,27 @@ std::string checkInts(ncclRedOp_t op, int nranks, const void* got, size_t i, ncc
   T value;
   std::memcpy(&value, got, sizeof(T));
   if (value == acc) return "";
-  return "element " + std::to_string(i) + ": got " + std::to_string(value) + ", expected " + std::to_string(acc);
+  return "element " + std::to_string(i) + ": got " + std::to_string(value) + ", expected " +
+         std::to_string(acc);
 }
 
 // `scale` (PreMulSum, op Sum) multiplies every input first; the bound grows by |scale| and by
 // one rounding of each scaled input.
-inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got, size_t i,
-                              double scale = 1.0) {
+inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got,
+                              size_t i, double scale = 1.0) {
   double ref = op == ncclProd ? 1.0 : 0.0, mag = 0.0;
   bool first = true;
   for (int r = 0; r < nranks; ++r) {
     double v = floatInput(t, op, r, i);
     mag += std::fabs(v);
-    if (op == ncclSum || op == ncclAvg) ref += v;
-    else if (op == ncclProd) ref *= v;
-    else if (first) ref = v;
-    else ref = op == ncclMax ? std::max(ref, v) : std::min(ref, v);
+    if (op == ncclSum || op == ncclAvg)
+      ref += v;
+    else if (op == ncclProd)
+      ref *= v;
+    else if (first)
+      ref = v;
+    else
+      ref = op == ncclMax ? std::max(ref, v) : std::min(ref, v);
     first = false;
   }
   if (op == ncclAvg) {
@@ -158,8 +164,8 @@ inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, cons
   }
   const double u = unitRoundoff(t);
   double tol = (op == ncclMax || op == ncclMin) ? 0.0
-               : op == ncclProd ? 2.0 * (nranks + 1) * u * std::fabs(ref)
-                                : (nranks + 2) * u * mag + nranks * tinyStep(t);
+               : op == ncclProd                 ? 2.0 * (nranks + 1) * u * std::fabs(ref)
+                                                : (nranks + 2) * u * mag + nranks * tinyStep(t);
   if (scale != 1.0) {
     ref *= scale;
     tol = std::fabs(scale) * (tol + u * mag) + nranks * tinyStep(t);
@@ -170,7 +176,8 @@ inline std::string checkFloat(ncclDataType_t t, ncclRedOp_t op, int nranks, cons
          std::to_string(ref) + " within " + std::to_string(tol);
 }
 
-inline std::string checkReduced(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got, size_t i) {
+inline std::string checkReduced(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* got,
+                                size_t i) {
   switch (t) {
     case ncclInt8: return checkInts<int8_t>(op, nranks, got, i, t);
     case ncclUint8: return checkInts<uint8_t>(op, nranks, got, i, t);
@@ -184,21 +191,26 @@ inline std::string checkReduced(ncclDataType_t t, ncclRedOp_t op, int nranks, co
 
 // PreMulSum: `got` against scalar * (the sum of every rank's input i). Integers (an integral
 // scalar) wrap in the type, bit for bit; floats as checkFloat.
-inline std::string checkScaledSum(ncclDataType_t t, int nranks, double scalar, const void* got, size_t i) {
+inline std::string checkScaledSum(ncclDataType_t t, int nranks, double scalar, const void* got,
+                                  size_t i) {
   if (isFloatType(t)) return checkFloat(t, ncclSum, nranks, got, i, scalar);
   // Wrapping arithmetic modulo 2^64 truncates to the same bits as in the type.
   uint64_t acc = 0;
   for (int r = 0; r < nranks; ++r) acc += intInput(t, r, i);
   acc *= static_cast<uint64_t>(static_cast<int64_t>(scalar));
   if (std::memcmp(&acc, got, kernels::typeSize(t)) == 0) return "";
-  return "element " + std::to_string(i) + ": not " + std::to_string(scalar) + " times the wrapped sum";
+  return "element " + std::to_string(i) + ": not " + std::to_string(scalar) +
+         " times the wrapped sum";
 }
 
 // Checks out[0, count) of one rank. Large outputs are checked on a stride plus both ends.
-inline std::string checkOutput(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* out, size_t count) {
+inline std::string checkOutput(ncclDataType_t t, ncclRedOp_t op, int nranks, const void* out,
+                               size_t count) {
   const size_t stride = count > 200000 ? 61 : 1;
   const size_t size = kernels::typeSize(t);
-  auto one = [&](size_t i) { return checkReduced(t, op, nranks, static_cast<const char*>(out) + i * size, i); };
+  auto one = [&](size_t i) {
+    return checkReduced(t, op, nranks, static_cast<const char*>(out) + i * size, i);
+  };
   for (size_t i = 0; i < count; i += stride)
     if (std::string e = one(i); !e.empty()) return e;
   for (size_t i = count > 4096 ? count - 4096 : 0; i < count; ++i)
@@ -214,8 +226,8 @@ struct AllReduceCase {
 };
 
 inline std::string describe(const AllReduceCase& c) {
-  return std::string(kernels::typeName(c.type)) + "/" + kernels::opName(c.op) + " count=" +
-         std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place");
+  return std::string(kernels::typeName(c.type)) + "/" + kernels::opName(c.op) +
+         " count=" + std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place");
 }
 
 // Runs one case on this rank's communicator; "" on success.
@@ -243,7 +255,8 @@ inline std::vector<AllReduceCase> sweepCases(int nranks, bool large) {
     for (int op = 0; op < ncclNumOps; ++op)
       for (size_t count : counts)
         for (bool inPlace : {false, true})
-          cases.push_back({static_cast<ncclDataType_t>(t), static_cast<ncclRedOp_t>(op), count, inPlace});
+          cases.push_back(
+              {static_cast<ncclDataType_t>(t), static_cast<ncclRedOp_t>(op), count, inPlace});
   return cases;
 }
 

@@ -17,7 +17,9 @@ namespace braid::testing {
 
 constexpr int64_t kUnset = -1;
 
-inline int64_t value(int rank, size_t e) { return (rank + 1) * 1000003 + static_cast<int64_t>(e) * 7; }
+inline int64_t value(int rank, size_t e) {
+  return (rank + 1) * 1000003 + static_cast<int64_t>(e) * 7;
+}
 
 inline std::vector<int64_t> inputOf(int rank, size_t len) {
   std::vector<int64_t> v(len);
@@ -96,7 +98,8 @@ inline Expectation expectation(const RankCall& c, int r) {
         before.recv = unsetAll;
       }
       after = before;
-      for (int p = 0; p < c.n; ++p) setBlock(after.recv, p, count, [&](size_t e) { return value(p, e); });
+      for (int p = 0; p < c.n; ++p)
+        setBlock(after.recv, p, count, [&](size_t e) { return value(p, e); });
       break;
     }
     case Collective::ReduceScatter: {
@@ -127,7 +130,8 @@ inline Expectation expectation(const RankCall& c, int r) {
       }
       after = before;
       if (root)
-        for (int p = 0; p < c.n; ++p) setBlock(after.recv, p, count, [&](size_t e) { return value(p, e); });
+        for (int p = 0; p < c.n; ++p)
+          setBlock(after.recv, p, count, [&](size_t e) { return value(p, e); });
       break;
     }
     case Collective::Scatter: {

@@ -35,10 +35,17 @@ inline std::unique_ptr<compress::TopKCodec> topkCodec(double ratio) {
   return c;
 }
 
-inline algos::CollArgs compressedArgs(const compress::Codec& codec, int n, int r, size_t count, size_t chunk,
-                                      bool inPlace, bool average, bool feedback) {
-  return {.count = count, .average = average, .inPlace = inPlace, .rank = r, .nranks = n, .chunkCount = chunk,
-          .typeSize = 4, .codec = &codec, .feedback = feedback};
+inline algos::CollArgs compressedArgs(const compress::Codec& codec, int n, int r, size_t count,
+                                      size_t chunk, bool inPlace, bool average, bool feedback) {
+  return {.count = count,
+          .average = average,
+          .inPlace = inPlace,
+          .rank = r,
+          .nranks = n,
+          .chunkCount = chunk,
+          .typeSize = 4,
+          .codec = &codec,
+          .feedback = feedback};
 }
 
 inline std::vector<float> randomInput(size_t count, uint32_t seed) {
@@ -64,9 +71,10 @@ struct SimRun {
 
 // Builds every rank's schedule (on `topo`, null: none), runs it on random inputs (rank r's
 // seeded seedBase + r), and returns the ranks, the inputs kept aside.
-inline SimRun runCompressed(const algos::Algorithm& algo, const compress::Codec& codec, int n, size_t count,
-                            size_t chunk, bool inPlace, bool average, SendMode mode, std::string* error,
-                            const algos::Topology* topo = nullptr, uint32_t seedBase = 1000) {
+inline SimRun runCompressed(const algos::Algorithm& algo, const compress::Codec& codec, int n,
+                            size_t count, size_t chunk, bool inPlace, bool average, SendMode mode,
+                            std::string* error, const algos::Topology* topo = nullptr,
+                            uint32_t seedBase = 1000) {
   SimRun run;
   std::vector<algos::Schedule> schedules;
   run.ranks.resize(n);
@@ -75,7 +83,8 @@ inline SimRun runCompressed(const algos::Algorithm& algo, const compress::Codec&
     a.topology = topo;
     schedules.push_back(algo.build(a));
     run.inputs.push_back(randomInput(count, seedBase + static_cast<uint32_t>(r)));
-    if (inPlace) run.ranks[r].recv = run.inputs[r];
+    if (inPlace)
+      run.ranks[r].recv = run.inputs[r];
     else {
       run.ranks[r].send = run.inputs[r];
       run.ranks[r].recv.assign(count, -7.0f);
@@ -87,15 +96,17 @@ inline SimRun runCompressed(const algos::Algorithm& algo, const compress::Codec&
 
 // What the two-shot scheme defines for fp32 input with rounding to nearest: per chunk of each
 // shard, every rank's piece round-tripped and summed in rank order, then the sum round-tripped.
-inline std::vector<float> twoShotReference(const compress::Codec& c, const std::vector<std::vector<float>>& in,
-                                           size_t count, size_t chunk, bool average) {
+inline std::vector<float> twoShotReference(const compress::Codec& c,
+                                           const std::vector<std::vector<float>>& in, size_t count,
+                                           size_t chunk, bool average) {
   const int n = static_cast<int>(in.size());
   std::vector<float> out(count);
   for (int j = 0; j < n; ++j) {
     algos::forEachChunk(algos::evenPart(count, n, j), chunk, [&](size_t off, size_t len) {
       std::vector<float> acc(len, 0.0f);
       for (int i = 0; i < n; ++i) roundTripAdd(c, in[i].data() + off, len, acc.data());
-      if (average) for (float& v : acc) v /= static_cast<float>(n);
+      if (average)
+        for (float& v : acc) v /= static_cast<float>(n);
       std::vector<float> res(len, 0.0f);
       roundTripAdd(c, acc.data(), len, res.data());
       std::copy(res.begin(), res.end(), out.begin() + static_cast<long>(off));
@@ -106,13 +117,15 @@ inline std::vector<float> twoShotReference(const compress::Codec& c, const std::
 
 // Top-k: per chunk (the call's chunk times kSparseChunkFactor), every rank's piece round-tripped
 // and added in rank order.
-inline std::vector<float> sparseReference(const compress::Codec& c, const std::vector<std::vector<float>>& in,
-                                          size_t count, size_t chunk, bool average) {
+inline std::vector<float> sparseReference(const compress::Codec& c,
+                                          const std::vector<std::vector<float>>& in, size_t count,
+                                          size_t chunk, bool average) {
   const int n = static_cast<int>(in.size());
   std::vector<float> out(count, 0.0f);
   algos::forEachChunk(count, chunk * algos::kSparseChunkFactor, [&](size_t off, size_t len) {
     for (int i = 0; i < n; ++i) roundTripAdd(c, in[i].data() + off, len, out.data() + off);
-    if (average) for (size_t e = off; e < off + len; ++e) out[e] /= static_cast<float>(n);
+    if (average)
+      for (size_t e = off; e < off + len; ++e) out[e] /= static_cast<float>(n);
   });
   return out;
 }
@@ -122,9 +135,10 @@ inline std::vector<float> sparseReference(const compress::Codec& c, const std::v
 // chunks round-tripped and added in member order); per sub-shard q of the unit (one per group)
 // and chunk of it, the group sums round-tripped and added in group order, then that total
 // round-tripped once.
-inline std::vector<float> hierTwoShotReference(const compress::Codec& c, const std::vector<std::vector<float>>& in,
-                                               const std::vector<std::vector<int>>& groups, size_t count,
-                                               size_t chunk, bool average) {
+inline std::vector<float> hierTwoShotReference(const compress::Codec& c,
+                                               const std::vector<std::vector<float>>& in,
+                                               const std::vector<std::vector<int>>& groups,
+                                               size_t count, size_t chunk, bool average) {
   const int n = static_cast<int>(in.size()), G = static_cast<int>(groups.size());
   int units = 0;
   for (const auto& g : groups) units = std::max(units, static_cast<int>(g.size()));
@@ -139,13 +153,16 @@ inline std::vector<float> hierTwoShotReference(const compress::Codec& c, const s
       });
     for (int s = 0; s < G; ++s) {
       const algos::Range part = algos::evenPart(unit.count, G, s);
-      algos::forEachChunk(algos::Range{unit.offset + part.offset, part.count}, chunk, [&](size_t off, size_t len) {
-        std::vector<float> acc(len, 0.0f), res(len, 0.0f);
-        for (int q = 0; q < G; ++q) roundTripAdd(c, groupSum[q].data() + (off - unit.offset), len, acc.data());
-        if (average) for (float& v : acc) v /= static_cast<float>(n);
-        roundTripAdd(c, acc.data(), len, res.data());
-        std::copy(res.begin(), res.end(), out.begin() + static_cast<long>(off));
-      });
+      algos::forEachChunk(
+          algos::Range{unit.offset + part.offset, part.count}, chunk, [&](size_t off, size_t len) {
+            std::vector<float> acc(len, 0.0f), res(len, 0.0f);
+            for (int q = 0; q < G; ++q)
+              roundTripAdd(c, groupSum[q].data() + (off - unit.offset), len, acc.data());
+            if (average)
+              for (float& v : acc) v /= static_cast<float>(n);
+            roundTripAdd(c, acc.data(), len, res.data());
+            std::copy(res.begin(), res.end(), out.begin() + static_cast<long>(off));
+          });
     }
   }
   return out;
@@ -153,18 +170,24 @@ inline std::vector<float> hierTwoShotReference(const compress::Codec& c, const s
 
 // What compressed algorithm `name` defines for these inputs and the call (any rank's args), or
 // false when no reference for it is known here. One rank: its input.
-inline bool compressedReference(std::string_view name, const compress::Codec& c, const algos::CollArgs& args,
-                                const std::vector<std::vector<float>>& in, std::vector<float>* out) {
+inline bool compressedReference(std::string_view name, const compress::Codec& c,
+                                const algos::CollArgs& args,
+                                const std::vector<std::vector<float>>& in,
+                                std::vector<float>* out) {
   const size_t count = args.count, chunk = args.chunkCount;
   const bool average = args.average;
   if (in.size() == 1) {
     *out = in[0];
     return true;
   }
-  if (name == "c2shot") *out = twoShotReference(c, in, count, chunk, average);
-  else if (name == "csparse" || name == "csparsehier") *out = sparseReference(c, in, count, chunk, average);
-  else if (name == "c2hier") *out = hierTwoShotReference(c, in, algos::forwardingGroups(args), count, chunk, average);
-  else return false;
+  if (name == "c2shot")
+    *out = twoShotReference(c, in, count, chunk, average);
+  else if (name == "csparse" || name == "csparsehier")
+    *out = sparseReference(c, in, count, chunk, average);
+  else if (name == "c2hier")
+    *out = hierTwoShotReference(c, in, algos::forwardingGroups(args), count, chunk, average);
+  else
+    return false;
   return true;
 }
 

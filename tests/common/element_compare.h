@@ -16,7 +16,8 @@
 namespace braid::testing {
 
 // "" when equal, else the first differing element's index and bytes.
-inline std::string firstDifference(ncclDataType_t type, const void* gotv, const void* wantv, size_t count) {
+inline std::string firstDifference(ncclDataType_t type, const void* gotv, const void* wantv,
+                                   size_t count) {
   const size_t size = kernels::typeSize(type);
   const auto* got = static_cast<const unsigned char*>(gotv);
   const auto* want = static_cast<const unsigned char*>(wantv);
@@ -25,7 +26,8 @@ inline std::string firstDifference(ncclDataType_t type, const void* gotv, const 
     uint64_t g = 0, w = 0;
     std::memcpy(&g, got + e * size, size);
     std::memcpy(&w, want + e * size, size);
-    if (std::isnan(kernels::testref::valueOf(type, g)) && std::isnan(kernels::testref::valueOf(type, w)))
+    if (std::isnan(kernels::testref::valueOf(type, g)) &&
+        std::isnan(kernels::testref::valueOf(type, w)))
       continue;
     char text[96];
     std::snprintf(text, sizeof text, "element %zu: got 0x%llx, want 0x%llx", e,

@@ -1,7 +1,7 @@
-// Host threads as CUDA streams, so the stream proxy (core/device/stream_proxy.h) runs in tests on any
-// machine: a FakeStream runs its queued operations in order on a thread of its own, a wait holds
-// it until its condition is true, and FakeStreamOps implements StreamOps on top ("device memory"
-// is host memory; ranges the test marks count as device memory for isDeviceMemory).
+// Host threads as CUDA streams, so the stream proxy (core/device/stream_proxy.h) runs in tests on
+// any machine: a FakeStream runs its queued operations in order on a thread of its own, a wait
+// holds it until its condition is true, and FakeStreamOps implements StreamOps on top ("device
+// memory" is host memory; ranges the test marks count as device memory for isDeviceMemory).
 #pragma once
 
 #include <atomic>
@@ -91,33 +91,43 @@ class FakeStreamOps final : public device::StreamOps {
   explicit FakeStreamOps(Counters* counters = nullptr) : counters_(counters ? counters : &own_) {}
 
   // Ranges isDeviceMemory() reports as device memory.
-  void markDevice(const void* p, size_t bytes) { device_.emplace_back(static_cast<const char*>(p), bytes); }
+  void markDevice(const void* p, size_t bytes) {
+    device_.emplace_back(static_cast<const char*>(p), bytes);
+  }
   // From now on copies to the device fail (a runtime error in the middle of a submit).
   void failCopiesToDevice() { failToDevice_ = true; }
 
   Status copyToHost(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
     ++counters_->copiesToHost;
-    FakeStream::of(s)->push([=] { std::memcpy(dst, src, bytes); return true; });
+    FakeStream::of(s)->push([=] {
+      std::memcpy(dst, src, bytes);
+      return true;
+    });
     return Status::Ok();
   }
   Status copyToDevice(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
     if (failToDevice_) return {ncclUnhandledCudaError, "fake copy to the device failed"};
     ++counters_->copiesToDevice;
-    FakeStream::of(s)->push([=] { std::memcpy(dst, src, bytes); return true; });
+    FakeStream::of(s)->push([=] {
+      std::memcpy(dst, src, bytes);
+      return true;
+    });
     return Status::Ok();
   }
   Status record(cudaStream_t s, device::Event* event) override {
     auto* done = new std::atomic<bool>(false);
-    FakeStream::of(s)->push([done] { done->store(true); return true; });
+    FakeStream::of(s)->push([done] {
+      done->store(true);
+      return true;
+    });
     *event = done;
     return Status::Ok();
   }
   Status waitFlag(cudaStream_t s, uint32_t value) override {
     ++counters_->waits;
     uint32_t* flag = &flag_;
-    FakeStream::of(s)->push([flag, value] {
-      return int32_t(__atomic_load_n(flag, __ATOMIC_ACQUIRE) - value) >= 0;
-    });
+    FakeStream::of(s)->push(
+        [flag, value] { return int32_t(__atomic_load_n(flag, __ATOMIC_ACQUIRE) - value) >= 0; });
     return Status::Ok();
   }
   Status query(device::Event e, bool* done) override {
@@ -125,7 +135,8 @@ class FakeStreamOps final : public device::StreamOps {
     return Status::Ok();
   }
   void synchronize(device::Event e) override {
-    while (!static_cast<std::atomic<bool>*>(e)->load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    while (!static_cast<std::atomic<bool>*>(e)->load())
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   void destroy(device::Event e) override { delete static_cast<std::atomic<bool>*>(e); }
   Status allocStaging(size_t bytes, void** out) override {

@@ -26,7 +26,8 @@ namespace braid::testing {
 
 // Calls fn(rank, comm) on n threads, each with its own communicator, then destroys them.
 // Returns the failures reported by fn ("" = success), one per rank.
-inline std::vector<std::string> runThreads(int n, const std::function<std::string(int, ncclComm_t)>& fn) {
+inline std::vector<std::string> runThreads(int n,
+                                           const std::function<std::string(int, ncclComm_t)>& fn) {
   std::vector<ncclComm_t> comms(n, nullptr);
   std::vector<std::string> out(n);
   ncclResult_t res = ncclCommInitAll(comms.data(), n, nullptr);
@@ -57,9 +58,9 @@ struct ProcessResult {
   int exitCode = -1;  // the child's exit code, or -signal
 };
 
-// Forks n children; child r sets `env` ("%r" in a value becomes r) and NCCL_COMM_ID, initialises its communicator, runs
-// fn(rank, comm) (whose return value is its exit code) and exits. Children still running
-// after timeoutSec are killed (reported as -SIGKILL).
+// Forks n children; child r sets `env` ("%r" in a value becomes r) and NCCL_COMM_ID, initialises
+// its communicator, runs fn(rank, comm) (whose return value is its exit code) and exits. Children
+// still running after timeoutSec are killed (reported as -SIGKILL).
 inline std::vector<ProcessResult> runProcesses(
     int n, const std::function<int(int, ncclComm_t)>& fn,
     const std::vector<std::pair<std::string, std::string>>& env = {}, int timeoutSec = 120) {
@@ -135,10 +136,11 @@ inline int hostOnlyExitCode() {
 // -1 before; the constructor gives the thread 200 ms to get inside the call.
 class StuckAllReduce {
  public:
-  explicit StuckAllReduce(ncclComm_t comm) : thread_([this, comm] {
-    float x[16] = {};
-    result = ncclAllReduce(x, x, 16, ncclFloat, ncclSum, comm, nullptr);
-  }) {
+  explicit StuckAllReduce(ncclComm_t comm)
+      : thread_([this, comm] {
+          float x[16] = {};
+          result = ncclAllReduce(x, x, 16, ncclFloat, ncclSum, comm, nullptr);
+        }) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   ~StuckAllReduce() { join(); }

@@ -55,16 +55,21 @@ class SimArithmetic {
 // Packed and Accum are sized from the schedule and zeroed. Returns "" on success, else what went
 // wrong (bad peer, region out of bounds, size mismatch, deadlock, unreceived messages, or the
 // arithmetic's error).
-inline std::string runSchedules(const std::vector<algos::Schedule>& schedules, std::vector<SimMemory>& memory,
-                                const SimArithmetic& arith, SendMode mode) {
+inline std::string runSchedules(const std::vector<algos::Schedule>& schedules,
+                                std::vector<SimMemory>& memory, const SimArithmetic& arith,
+                                SendMode mode) {
   using algos::StepKind;
   const int n = static_cast<int>(schedules.size());
   if (memory.size() != schedules.size()) return "one memory per schedule";
   auto err = [](int r, uint32_t i, const std::string& what) {
     return "rank " + std::to_string(r) + " step " + std::to_string(i) + ": " + what;
   };
-  auto isNet = [](StepKind k) { return k == StepKind::Send || k == StepKind::Recv || k == StepKind::RecvReduce; };
-  auto bytes = [&](const algos::Region& reg) { return reg.count * algos::unitBytes(reg.buffer, arith.typeSize()); };
+  auto isNet = [](StepKind k) {
+    return k == StepKind::Send || k == StepKind::Recv || k == StepKind::RecvReduce;
+  };
+  auto bytes = [&](const algos::Region& reg) {
+    return reg.count * algos::unitBytes(reg.buffer, arith.typeSize());
+  };
   // The region's bytes, or null when it does not fit its buffer.
   auto at = [&](int r, const algos::Region& reg) -> std::byte* {
     std::vector<std::byte>& v = memory[r][static_cast<size_t>(reg.buffer)];
@@ -83,7 +88,8 @@ inline std::string runSchedules(const std::vector<algos::Schedule>& schedules, s
   size_t pending = 0;
   for (int r = 0; r < n; ++r) {
     const algos::Schedule& s = schedules[r];
-    memory[r][static_cast<size_t>(algos::Buffer::Scratch)].assign(s.scratchCount * arith.typeSize(), std::byte{0});
+    memory[r][static_cast<size_t>(algos::Buffer::Scratch)].assign(s.scratchCount * arith.typeSize(),
+                                                                  std::byte{0});
     memory[r][static_cast<size_t>(algos::Buffer::Packed)].assign(s.packedBytes, std::byte{0});
     memory[r][static_cast<size_t>(algos::Buffer::Accum)].assign(s.accumCount * 4, std::byte{0});
     unmet[r].resize(s.steps.size());
@@ -95,12 +101,13 @@ inline std::string runSchedules(const std::vector<algos::Schedule>& schedules, s
       unmet[r][i] = st.depCount;
       if (st.depCount == 0) work.emplace_back(r, i);
       if (st.kind == StepKind::Send) sendQ[r * n + st.peer].push_back(i);
-      if (st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce) recvQ[r * n + st.peer].push_back(i);
+      if (st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce)
+        recvQ[r * n + st.peer].push_back(i);
     }
     pending += s.steps.size();
   }
-  auto head = [&](size_t q, const std::vector<std::vector<uint32_t>>& queues, const std::vector<size_t>& heads,
-                  int rank) {
+  auto head = [&](size_t q, const std::vector<std::vector<uint32_t>>& queues,
+                  const std::vector<size_t>& heads, int rank) {
     if (heads[q] < queues[q].size()) work.emplace_back(rank, queues[q][heads[q]]);
   };
   auto finish = [&](int r, uint32_t i) {
@@ -159,8 +166,9 @@ inline std::string runSchedules(const std::vector<algos::Schedule>& schedules, s
         head(q, sendQ, sendHead, st.peer);
       }
       if (msg.size() != bytes(st.dst))
-        return err(r, i, "received " + std::to_string(msg.size()) + " bytes, expected " +
-                             std::to_string(bytes(st.dst)));
+        return err(r, i,
+                   "received " + std::to_string(msg.size()) + " bytes, expected " +
+                       std::to_string(bytes(st.dst)));
       std::byte* d = at(r, st.dst);
       if (!d) return err(r, i, "recv region out of bounds");
       if (st.kind == StepKind::Recv) {
@@ -178,7 +186,8 @@ inline std::string runSchedules(const std::vector<algos::Schedule>& schedules, s
   if (pending > 0) return "deadlock: " + std::to_string(pending) + " steps cannot run";
   for (size_t q = 0; q < channel.size(); ++q)
     if (!channel[q].empty())
-      return "unreceived messages from rank " + std::to_string(q / n) + " to rank " + std::to_string(q % n);
+      return "unreceived messages from rank " + std::to_string(q / n) + " to rank " +
+             std::to_string(q % n);
   return "";
 }
 
@@ -221,7 +230,8 @@ class SumArithmetic : public SimArithmetic {
   }
   void reduceIncoming(const algos::Step& st, std::byte* d, const std::byte* src,
                       const std::byte* incoming) const override {
-    for (size_t e = 0; e < st.dst.count; ++e) store<T>(d, e, load<T>(src, e) + load<T>(incoming, e));
+    for (size_t e = 0; e < st.dst.count; ++e)
+      store<T>(d, e, load<T>(src, e) + load<T>(incoming, e));
   }
 
  protected:
@@ -249,7 +259,8 @@ class ExactArithmetic final : public SumArithmetic<int64_t> {
   }
 
  private:
-  std::string codec(int rank, uint32_t index, const algos::Step&, std::byte*, const std::byte*) const override {
+  std::string codec(int rank, uint32_t index, const algos::Step&, std::byte*,
+                    const std::byte*) const override {
     return where(rank, index) + "a codec step";
   }
 };
@@ -283,8 +294,8 @@ std::string simulateOn(const std::vector<algos::Schedule>& schedules, std::vecto
 }
 
 // Plain schedules, one per rank of `ranks`: "" on success, else what went wrong.
-inline std::string simulate(const std::vector<algos::Schedule>& schedules, std::vector<SimRank>& ranks,
-                            SendMode mode = SendMode::Buffered) {
+inline std::string simulate(const std::vector<algos::Schedule>& schedules,
+                            std::vector<SimRank>& ranks, SendMode mode = SendMode::Buffered) {
   return simulateOn(schedules, ranks, ExactArithmetic(static_cast<int>(ranks.size())), mode);
 }
 
@@ -298,7 +309,8 @@ struct FloatRank {
 
 class CodecArithmetic final : public SumArithmetic<float> {
  public:
-  CodecArithmetic(int nranks, const compress::Codec& codec, uint64_t seed, std::vector<FloatRank>& ranks)
+  CodecArithmetic(int nranks, const compress::Codec& codec, uint64_t seed,
+                  std::vector<FloatRank>& ranks)
       : SumArithmetic(nranks), codec_(codec), seed_(seed), ranks_(ranks) {}
   std::string refuses(algos::StepKind) const override { return ""; }
 
@@ -310,16 +322,21 @@ class CodecArithmetic final : public SumArithmetic<float> {
       std::vector<float>& residual = ranks_[rank].residual;
       float* res = nullptr;
       if (st.feedback && !residual.empty()) {
-        if (st.residualOffset + st.elements > residual.size()) return where(rank, index) + "residual out of bounds";
+        if (st.residualOffset + st.elements > residual.size())
+          return where(rank, index) + "residual out of bounds";
         res = residual.data() + st.residualOffset;
       }
-      if (st.elements != st.src.count) return where(rank, index) + "encode of a region that is not its elements";
+      if (st.elements != st.src.count)
+        return where(rank, index) + "encode of a region that is not its elements";
       size_t written = 0;
-      Status s = codec_.encode(src, st.elements, ncclFloat32, res, seed_ * 1000003 + index, {d, st.dst.count}, &written);
+      Status s = codec_.encode(src, st.elements, ncclFloat32, res, seed_ * 1000003 + index,
+                               {d, st.dst.count}, &written);
       return s.ok() ? "" : where(rank, index) + s.message();
     }
-    if (st.kind != StepKind::Decode && st.kind != StepKind::DecodeAccumulate) return where(rank, index) + "not a local step";
-    if (st.elements != st.dst.count) return where(rank, index) + "decode into a region that is not its elements";
+    if (st.kind != StepKind::Decode && st.kind != StepKind::DecodeAccumulate)
+      return where(rank, index) + "not a local step";
+    if (st.elements != st.dst.count)
+      return where(rank, index) + "decode into a region that is not its elements";
     std::span<const std::byte> in{src, st.src.count};
     // Accum is fp32, and the data here is too: decoding straight into the bytes is exact.
     Status s = st.kind == StepKind::Decode
@@ -335,10 +352,11 @@ class CodecArithmetic final : public SumArithmetic<float> {
 
 // Compressed schedules, one per rank of `ranks` (fp32): "" on success, else what went wrong.
 // `seed` seeds the codec's stochastic rounding (per step).
-inline std::string simulateCompressed(const std::vector<algos::Schedule>& schedules, std::vector<FloatRank>& ranks,
-                                      const compress::Codec& codec, uint64_t seed = 1,
-                                      SendMode mode = SendMode::Buffered) {
-  return simulateOn(schedules, ranks, CodecArithmetic(static_cast<int>(ranks.size()), codec, seed, ranks), mode);
+inline std::string simulateCompressed(const std::vector<algos::Schedule>& schedules,
+                                      std::vector<FloatRank>& ranks, const compress::Codec& codec,
+                                      uint64_t seed = 1, SendMode mode = SendMode::Buffered) {
+  return simulateOn(schedules, ranks,
+                    CodecArithmetic(static_cast<int>(ranks.size()), codec, seed, ranks), mode);
 }
 
 }  // namespace braid::testing

@@ -22,15 +22,15 @@ namespace {
 
 std::string cudaText(cudaError_t e) { return cudaGetErrorString(e); }
 
-#define RANK_CUDA(expr)                                                            \
-  do {                                                                             \
-    cudaError_t e_ = (expr);                                                       \
-    if (e_ != cudaSuccess) return std::string(#expr) + ": " + cudaText(e_);        \
+#define RANK_CUDA(expr)                                                     \
+  do {                                                                      \
+    cudaError_t e_ = (expr);                                                \
+    if (e_ != cudaSuccess) return std::string(#expr) + ": " + cudaText(e_); \
   } while (0)
-#define RANK_NCCL(expr, comm)                                                      \
-  do {                                                                             \
-    ncclResult_t r_ = (expr);                                                      \
-    if (r_ != ncclSuccess)                                                         \
+#define RANK_NCCL(expr, comm)                                                                    \
+  do {                                                                                           \
+    ncclResult_t r_ = (expr);                                                                    \
+    if (r_ != ncclSuccess)                                                                       \
       return std::string(#expr) + ": " + ncclGetErrorString(r_) + ": " + ncclGetLastError(comm); \
   } while (0)
 
@@ -92,7 +92,8 @@ TEST_F(GpuCollectives, AllReduceEverySizeOnTheCallersStream) {
         RANK_CUDA(cudaMemcpyAsync(out.data(), recv, count * 4, cudaMemcpyDeviceToHost, d.stream));
         // In place, on the same stream, reusing send.
         RANK_NCCL(ncclAllReduce(send, send, count, ncclFloat32, ncclSum, comm, d.stream), comm);
-        RANK_CUDA(cudaMemcpyAsync(inPlace.data(), send, count * 4, cudaMemcpyDeviceToHost, d.stream));
+        RANK_CUDA(
+            cudaMemcpyAsync(inPlace.data(), send, count * 4, cudaMemcpyDeviceToHost, d.stream));
         RANK_CUDA(cudaStreamSynchronize(d.stream));
         for (size_t i = 0; i < count; ++i) {
           float want = 0;
@@ -155,7 +156,8 @@ TEST_F(GpuCollectives, EveryCollective) {
         RANK_CUDA(cudaMemcpyAsync(send, in.data(), all * 4, cudaMemcpyHostToDevice, d.stream));
         RANK_CUDA(cudaMemsetAsync(recv, 0, all * 4, d.stream));
         RANK_NCCL(call(), comm);
-        RANK_CUDA(cudaMemcpyAsync(out.data(), recv, outCount * 4, cudaMemcpyDeviceToHost, d.stream));
+        RANK_CUDA(
+            cudaMemcpyAsync(out.data(), recv, outCount * 4, cudaMemcpyDeviceToHost, d.stream));
         RANK_CUDA(cudaStreamSynchronize(d.stream));
         for (size_t i = 0; i < outCount; ++i)
           if (out[i] != want(i))
@@ -164,35 +166,44 @@ TEST_F(GpuCollectives, EveryCollective) {
         return "";
       };
       std::string e;
-      e = run("AllGather", [&] { return ncclAllGather(send, recv, n, ncclFloat32, comm, d.stream); },
-              [&](size_t i) { return float((i / n) * 10000 + i % n); }, all);
+      e = run(
+          "AllGather", [&] { return ncclAllGather(send, recv, n, ncclFloat32, comm, d.stream); },
+          [&](size_t i) { return float((i / n) * 10000 + i % n); }, all);
       if (!e.empty()) return e;
-      e = run("ReduceScatter",
-              [&] { return ncclReduceScatter(send, recv, n, ncclFloat32, ncclSum, comm, d.stream); },
-              [&](size_t i) {
-                float s = 0;
-                for (int r = 0; r < nranks; ++r) s += float(r * 10000 + rank * n + i);
-                return s;
-              }, n);
+      e = run(
+          "ReduceScatter",
+          [&] { return ncclReduceScatter(send, recv, n, ncclFloat32, ncclSum, comm, d.stream); },
+          [&](size_t i) {
+            float s = 0;
+            for (int r = 0; r < nranks; ++r) s += float(r * 10000 + rank * n + i);
+            return s;
+          },
+          n);
       if (!e.empty()) return e;
-      e = run("Broadcast", [&] { return ncclBroadcast(send, recv, all, ncclFloat32, 1, comm, d.stream); },
-              [&](size_t i) { return float(10000 + i); }, all);
+      e = run(
+          "Broadcast",
+          [&] { return ncclBroadcast(send, recv, all, ncclFloat32, 1, comm, d.stream); },
+          [&](size_t i) { return float(10000 + i); }, all);
       if (!e.empty()) return e;
-      e = run("Reduce", [&] { return ncclReduce(send, recv, n, ncclFloat32, ncclMax, 0, comm, d.stream); },
-              [&](size_t i) { return rank == 0 ? float((nranks - 1) * 10000 + i) : 0.0f; }, n);
+      e = run(
+          "Reduce",
+          [&] { return ncclReduce(send, recv, n, ncclFloat32, ncclMax, 0, comm, d.stream); },
+          [&](size_t i) { return rank == 0 ? float((nranks - 1) * 10000 + i) : 0.0f; }, n);
       if (!e.empty()) return e;
-      e = run("AlltoAll", [&] { return ncclAlltoAll(send, recv, n, ncclFloat32, comm, d.stream); },
-              [&](size_t i) { return float((i / n) * 10000 + rank * n + i % n); }, all);
+      e = run(
+          "AlltoAll", [&] { return ncclAlltoAll(send, recv, n, ncclFloat32, comm, d.stream); },
+          [&](size_t i) { return float((i / n) * 10000 + rank * n + i % n); }, all);
       if (!e.empty()) return e;
       const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
-      e = run("Send/Recv ring",
-              [&] {
-                ncclGroupStart();
-                ncclSend(send, n, ncclFloat32, next, comm, d.stream);
-                ncclRecv(recv, n, ncclFloat32, prev, comm, d.stream);
-                return ncclGroupEnd();
-              },
-              [&](size_t i) { return float(prev * 10000 + i); }, n);
+      e = run(
+          "Send/Recv ring",
+          [&] {
+            ncclGroupStart();
+            ncclSend(send, n, ncclFloat32, next, comm, d.stream);
+            ncclRecv(recv, n, ncclFloat32, prev, comm, d.stream);
+            return ncclGroupEnd();
+          },
+          [&](size_t i) { return float(prev * 10000 + i); }, n);
       return e;
     }));
   }
@@ -238,7 +249,8 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     if (auto e = d.alloc(1024 * 4, &dev); !e.empty()) return e;
     std::vector<float> host(1024, 1.0f);
     // Mixing host and device buffers in one call.
-    if (ncclAllReduce(host.data(), dev, 1024, ncclFloat32, ncclSum, comm, d.stream) != ncclInvalidArgument)
+    if (ncclAllReduce(host.data(), dev, 1024, ncclFloat32, ncclSum, comm, d.stream) !=
+        ncclInvalidArgument)
       return "host sendbuff + device recvbuff was not ncclInvalidArgument";
     if (std::string(ncclGetLastError(comm)).find("mix host and device") == std::string::npos)
       return std::string("mixing message: ") + ncclGetLastError(comm);

@@ -23,14 +23,14 @@ inline std::string whyNoDevice() {
 
 }  // namespace braid::testing
 
-#define BRAID_REQUIRE_DEVICE()                                                       \
-  do {                                                                               \
-    std::string braid_why = ::braid::testing::whyNoDevice();                         \
-    if (!braid_why.empty()) GTEST_SKIP() << braid_why;                               \
+#define BRAID_REQUIRE_DEVICE()                               \
+  do {                                                       \
+    std::string braid_why = ::braid::testing::whyNoDevice(); \
+    if (!braid_why.empty()) GTEST_SKIP() << braid_why;       \
   } while (0)
 
-#define BRAID_CUDA_OK(expr)                                                          \
-  do {                                                                               \
-    cudaError_t braid_err = (expr);                                                  \
+#define BRAID_CUDA_OK(expr)                                                              \
+  do {                                                                                   \
+    cudaError_t braid_err = (expr);                                                      \
     ASSERT_EQ(braid_err, cudaSuccess) << #expr << ": " << cudaGetErrorString(braid_err); \
   } while (0)

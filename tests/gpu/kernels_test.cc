@@ -1,6 +1,6 @@
 // The CUDA kernels on a device: every type and op this build has (BRAID_CUDA_TYPES/OPS) gives
-// the host kernels' bytes exactly (NaNs as NaNs: common/element_compare.h), aligned and misaligned, fused and in place; scale, finishAvg
-// and copy likewise. Skips without a device.
+// the host kernels' bytes exactly (NaNs as NaNs: common/element_compare.h), aligned and misaligned,
+// fused and in place; scale, finishAvg and copy likewise. Skips without a device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/element_compare.h"
-#include "kernels/cuda/kernels.h"
 #include "gpu_test_util.h"
+#include "kernels/cuda/kernels.h"
 #include "kernels/reduce.h"
 
 namespace braid::cuda {
@@ -49,28 +49,32 @@ TEST_F(GpuKernels, ReduceAndFusedReduceCopyMatchHostKernels) {
       ++compared;
       for (size_t count : {size_t(1), size_t(31), size_t(1000003)})
         for (size_t misalign : {size_t(0), size_t(1)}) {
-          SCOPED_TRACE(std::string(kernels::typeName(type)) + " " + kernels::opName(op) + " count " +
-                       std::to_string(count) + " misalign " + std::to_string(misalign));
+          SCOPED_TRACE(std::string(kernels::typeName(type)) + " " + kernels::opName(op) +
+                       " count " + std::to_string(count) + " misalign " + std::to_string(misalign));
           const size_t ts = kernels::typeSize(type), bytes = count * ts, off = misalign * ts;
-          auto a = randomBytes(bytes, 1 + type * 4 + op), b = randomBytes(bytes, 50 + type * 4 + op);
+          auto a = randomBytes(bytes, 1 + type * 4 + op),
+               b = randomBytes(bytes, 50 + type * 4 + op);
           std::vector<unsigned char> want(bytes), got(bytes), got2(bytes);
           kernels::reduce(want.data(), a.data(), b.data(), count, type, op);
           DeviceBuffer da(bytes), db(bytes), dd(bytes), dd2(bytes);
           ASSERT_TRUE(da.ok && db.ok && dd.ok && dd2.ok);
           BRAID_CUDA_OK(cudaMemcpy(da.at(off), a.data(), bytes, cudaMemcpyHostToDevice));
           BRAID_CUDA_OK(cudaMemcpy(db.at(off), b.data(), bytes, cudaMemcpyHostToDevice));
-          Status st = reduceCopy(dd.at(off), dd2.at(off), da.at(off), db.at(off), count, type, op, nullptr);
+          Status st =
+              reduceCopy(dd.at(off), dd2.at(off), da.at(off), db.at(off), count, type, op, nullptr);
           ASSERT_TRUE(st.ok()) << st.message();
           BRAID_CUDA_OK(cudaDeviceSynchronize());
           BRAID_CUDA_OK(cudaMemcpy(got.data(), dd.at(off), bytes, cudaMemcpyDeviceToHost));
           BRAID_CUDA_OK(cudaMemcpy(got2.data(), dd2.at(off), bytes, cudaMemcpyDeviceToHost));
           EXPECT_EQ(testing::firstDifference(type, got.data(), want.data(), count), "") << "dst";
-          EXPECT_EQ(testing::firstDifference(type, got2.data(), want.data(), count), "") << "fused second output";
+          EXPECT_EQ(testing::firstDifference(type, got2.data(), want.data(), count), "")
+              << "fused second output";
           // In place, into a.
           st = reduce(da.at(off), da.at(off), db.at(off), count, type, op, nullptr);
           ASSERT_TRUE(st.ok()) << st.message();
           BRAID_CUDA_OK(cudaMemcpy(got.data(), da.at(off), bytes, cudaMemcpyDeviceToHost));
-          EXPECT_EQ(testing::firstDifference(type, got.data(), want.data(), count), "") << "in place";
+          EXPECT_EQ(testing::firstDifference(type, got.data(), want.data(), count), "")
+              << "in place";
         }
     }
   EXPECT_GT(compared, 0) << "this build has no CUDA kernel at all";

@@ -36,25 +36,24 @@ TEST_P(AllReduceSweep, MatchesReference) {
 
 std::string caseName(const ::testing::TestParamInfo<AllReduceSweep::ParamType>& info) {
   const auto& [param, nranks] = info.param;
-  return std::string(param.transports) + "_chunk" + param.chunkBytes + "_" + std::to_string(nranks) + "ranks";
+  return std::string(param.transports) + "_chunk" + param.chunkBytes + "_" +
+         std::to_string(nranks) + "ranks";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Loopback, AllReduceSweep,
-    ::testing::Combine(::testing::Values(SweepParam{"loopback", "524288", true}),
-                       ::testing::Values(1, 2, 3, 4, 8)),
-    caseName);
-INSTANTIATE_TEST_SUITE_P(
-    Tcp, AllReduceSweep,
-    ::testing::Combine(::testing::Values(SweepParam{"tcp", "524288", true}),
-                       ::testing::Values(2, 3, 4, 8)),
-    caseName);
-INSTANTIATE_TEST_SUITE_P(
-    TinyChunks, AllReduceSweep,
-    ::testing::Combine(::testing::Values(SweepParam{"loopback", "64", false},
-                                         SweepParam{"tcp", "64", false}),
-                       ::testing::Values(2, 3, 5)),
-    caseName);
+INSTANTIATE_TEST_SUITE_P(Loopback, AllReduceSweep,
+                         ::testing::Combine(::testing::Values(SweepParam{"loopback", "524288",
+                                                                         true}),
+                                            ::testing::Values(1, 2, 3, 4, 8)),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(Tcp, AllReduceSweep,
+                         ::testing::Combine(::testing::Values(SweepParam{"tcp", "524288", true}),
+                                            ::testing::Values(2, 3, 4, 8)),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(TinyChunks, AllReduceSweep,
+                         ::testing::Combine(::testing::Values(SweepParam{"loopback", "64", false},
+                                                              SweepParam{"tcp", "64", false}),
+                                            ::testing::Values(2, 3, 5)),
+                         caseName);
 
 }  // namespace
 }  // namespace braid

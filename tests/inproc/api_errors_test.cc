@@ -134,7 +134,9 @@ TEST(Communicators, OneThreadDrivesAllRanksInAGroup) {
     for (int i = 0; i < 1000; ++i) bufs[r][i] = r * 1000 + i;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   for (int r = 0; r < 4; ++r)
-    ASSERT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), 1000, ncclInt32, ncclSum, comms[r], nullptr), ncclSuccess);
+    ASSERT_EQ(
+        ncclAllReduce(bufs[r].data(), bufs[r].data(), 1000, ncclInt32, ncclSum, comms[r], nullptr),
+        ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << last();
   for (int r = 0; r < 4; ++r)
     for (int i = 0; i < 1000; ++i) ASSERT_EQ(bufs[r][i], 6000 + 4 * i);

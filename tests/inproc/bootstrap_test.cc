@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/bootstrap/bootstrap_root.h"
 #include "base/net/socket.h"
 #include "common/loopback_only.h"
+#include "core/bootstrap/bootstrap_root.h"
 
 namespace braid {
 namespace {

@@ -53,15 +53,16 @@ struct Outcome {
 };
 
 // Every rank runs `calls` AllReduces of its input under a compressed op made from `text`.
-Outcome run(int n, const char* text, ncclDataType_t type, ncclRedOp_t base, size_t count, bool inPlace,
-            int calls = 1) {
+Outcome run(int n, const char* text, ncclDataType_t type, ncclRedOp_t base, size_t count,
+            bool inPlace, int calls = 1) {
   Outcome o;
   o.results.resize(n);
   std::vector<braidCompressStats_t> stats(n);
   auto errors = testing::runThreads(n, [&](int rank, ncclComm_t comm) -> std::string {
     braidCompressPolicy_t p = policy(text);
     ncclRedOp_t op;
-    if (braidRedOpCreateCompressed(comm, base, &p, &op) != ncclSuccess) return ncclGetLastError(comm);
+    if (braidRedOpCreateCompressed(comm, base, &p, &op) != ncclSuccess)
+      return ncclGetLastError(comm);
     const std::vector<char> in = store(type, inputOf(rank, count));
     std::vector<char> out(in.size());
     for (int c = 0; c < calls; ++c) {
@@ -102,7 +103,8 @@ TEST(Compress, Int8EveryTypeSumAvgInAndOutOfPlace) {
     for (ncclRedOp_t base : {ncclSum, ncclAvg})
       for (bool inPlace : {false, true}) {
         Outcome o = run(n, "int8", type, base, count, inPlace);
-        for (int r = 1; r < n; ++r) ASSERT_EQ(o.results[r], o.results[0]) << "rank " << r << " differs";
+        for (int r = 1; r < n; ++r)
+          ASSERT_EQ(o.results[r], o.results[0]) << "rank " << r << " differs";
         const double err = relL2(n, type, o.results[0], count, base == ncclAvg);
         EXPECT_LT(err, 0.02) << kernels::typeName(type) << " " << base;
         EXPECT_GT(err, 0.0) << "int8 should be lossy: was the call compressed?";
@@ -138,7 +140,8 @@ TEST(Compress, TopKSendsOnlyTheLargestAndFeedbackCatchesUp) {
       }
       for (size_t i = 0; i < count; ++i) {
         float v = base == ncclAvg ? acc[i] / static_cast<float>(m) : acc[i];
-        uint16_t want = type == ncclFloat16 ? kernels::floatToHalf(v).bits : kernels::floatToBf16(v).bits;
+        uint16_t want =
+            type == ncclFloat16 ? kernels::floatToHalf(v).bits : kernels::floatToBf16(v).bits;
         uint16_t got;
         std::memcpy(&got, o.results[0].data() + 2 * i, 2);
         ASSERT_EQ(got, want) << kernels::typeName(type) << " element " << i;
@@ -161,7 +164,8 @@ TEST(Compress, BucketsInOneGroup) {
   auto errors = testing::runThreads(n, [&](int rank, ncclComm_t comm) -> std::string {
     braidCompressPolicy_t p = policy("int8");
     ncclRedOp_t op;
-    if (braidRedOpCreateCompressed(comm, ncclAvg, &p, &op) != ncclSuccess) return ncclGetLastError(comm);
+    if (braidRedOpCreateCompressed(comm, ncclAvg, &p, &op) != ncclSuccess)
+      return ncclGetLastError(comm);
     std::vector<std::vector<float>> in, grouped, alone;
     for (size_t b = 0; b < 3; ++b) {
       std::vector<double> x = inputOf(rank + 10 * static_cast<int>(b), sizes[b]);
@@ -172,16 +176,20 @@ TEST(Compress, BucketsInOneGroup) {
     std::vector<int32_t> exactIn(100, rank), exactOut(100);
     if (ncclGroupStart() != ncclSuccess) return "group start";
     for (size_t b = 0; b < 3; ++b)
-      if (ncclAllReduce(in[b].data(), grouped[b].data(), sizes[b], ncclFloat32, op, comm, nullptr) != ncclSuccess)
+      if (ncclAllReduce(in[b].data(), grouped[b].data(), sizes[b], ncclFloat32, op, comm,
+                        nullptr) != ncclSuccess)
         return ncclGetLastError(comm);
-    if (ncclAllReduce(exactIn.data(), exactOut.data(), 100, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+    if (ncclAllReduce(exactIn.data(), exactOut.data(), 100, ncclInt32, ncclSum, comm, nullptr) !=
+        ncclSuccess)
       return ncclGetLastError(comm);
     if (ncclGroupEnd() != ncclSuccess) return std::string("group end: ") + ncclGetLastError(comm);
-    for (int32_t v : exactOut) if (v != 3) return "exact call in the group: " + std::to_string(v);
+    for (int32_t v : exactOut)
+      if (v != 3) return "exact call in the group: " + std::to_string(v);
     // One at a time, on fresh residuals: the same bits.
     if (braidCompressReset(comm, nullptr) != ncclSuccess) return ncclGetLastError(comm);
     for (size_t b = 0; b < 3; ++b)
-      if (ncclAllReduce(in[b].data(), alone[b].data(), sizes[b], ncclFloat32, op, comm, nullptr) != ncclSuccess)
+      if (ncclAllReduce(in[b].data(), alone[b].data(), sizes[b], ncclFloat32, op, comm, nullptr) !=
+          ncclSuccess)
         return ncclGetLastError(comm);
     for (size_t b = 0; b < 3; ++b)
       if (grouped[b] != alone[b]) return "bucket " + std::to_string(b) + " differs in a group";
@@ -199,22 +207,26 @@ TEST(Compress, CallsThatCannotBeCompressedStayExact) {
   auto errors = testing::runThreads(n, [&](int rank, ncclComm_t comm) -> std::string {
     braidCompressPolicy_t p = policy("int8", 1 << 20);  // count * 4 is below the minimum
     ncclRedOp_t op;
-    if (braidRedOpCreateCompressed(comm, ncclSum, &p, &op) != ncclSuccess) return ncclGetLastError(comm);
+    if (braidRedOpCreateCompressed(comm, ncclSum, &p, &op) != ncclSuccess)
+      return ncclGetLastError(comm);
     std::vector<float> in(count), a(count), b(count);
     for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(rank * 3 + i % 7) * 0.37f;
     if (ncclAllReduce(in.data(), a.data(), count, ncclFloat32, op, comm, nullptr) != ncclSuccess ||
-        ncclAllReduce(in.data(), b.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+        ncclAllReduce(in.data(), b.data(), count, ncclFloat32, ncclSum, comm, nullptr) !=
+            ncclSuccess)
       return ncclGetLastError(comm);
     if (a != b) return "small call differs from the exact sum";
     // Integers: exact whatever the size.
     std::vector<int32_t> ii(1 << 19, rank + 1), io(1 << 19);
     if (ncclAllReduce(ii.data(), io.data(), ii.size(), ncclInt32, op, comm, nullptr) != ncclSuccess)
       return ncclGetLastError(comm);
-    for (int32_t v : io) if (v != 6) return "int32 sum " + std::to_string(v);
+    for (int32_t v : io)
+      if (v != 6) return "int32 sum " + std::to_string(v);
     braidCompressStats_t s;
     if (braidCompressStats(comm, &s) != ncclSuccess) return ncclGetLastError(comm);
-    if (s.compressedCalls != 0 || s.exactCalls != 2) return "stats " + std::to_string(s.compressedCalls) +
-                                                             " compressed, " + std::to_string(s.exactCalls) + " exact";
+    if (s.compressedCalls != 0 || s.exactCalls != 2)
+      return "stats " + std::to_string(s.compressedCalls) + " compressed, " +
+             std::to_string(s.exactCalls) + " exact";
     return ncclRedOpDestroy(op, comm) == ncclSuccess ? "" : ncclGetLastError(comm);
   });
   for (auto& e : errors) EXPECT_EQ(e, "");
@@ -226,9 +238,11 @@ TEST(Compress, AutoStaysExactOnSharedMemory) {
     braidCompressPolicy_t p = policy("auto");
     if (braidCommSetCompression(comm, &p) != ncclSuccess) return ncclGetLastError(comm);
     std::vector<float> in(1 << 18, static_cast<float>(rank) + 0.25f), out(in.size());
-    if (ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+    if (ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr) !=
+        ncclSuccess)
       return ncclGetLastError(comm);
-    for (float v : out) if (v != 7.0f) return "auto changed a value: " + std::to_string(v);
+    for (float v : out)
+      if (v != 7.0f) return "auto changed a value: " + std::to_string(v);
     braidCompressStats_t s;
     braidCompressStats(comm, &s);
     if (s.compressedCalls != 0) return "auto compressed on shared memory";
@@ -241,16 +255,20 @@ TEST(Compress, AutoStaysExactOnSharedMemory) {
 // with ncclInvalidUsage naming the compression.
 TEST(Compress, RanksThatDisagreeFail) {
   const size_t count = 1 << 16;
-  const std::pair<const char*, const char*> cases[] = {{"topk:0.05", "int8"}, {"none", "int8"}, {"topk:0.1", "topk:0.05"}};
+  const std::pair<const char*, const char*> cases[] = {
+      {"topk:0.05", "int8"}, {"none", "int8"}, {"topk:0.1", "topk:0.05"}};
   for (auto [odd, others] : cases) {
     auto errors = testing::runThreads(3, [&](int rank, ncclComm_t comm) -> std::string {
       braidCompressPolicy_t p = policy(rank == 1 ? odd : others);
       if (braidCommSetCompression(comm, &p) != ncclSuccess) return ncclGetLastError(comm);
       std::vector<float> in(count, 1.0f), out(count);
-      ncclResult_t res = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-      if (res != ncclInvalidUsage) return "result " + std::to_string(res) + ": " + ncclGetLastError(comm);
+      ncclResult_t res =
+          ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+      if (res != ncclInvalidUsage)
+        return "result " + std::to_string(res) + ": " + ncclGetLastError(comm);
       std::string text = ncclGetLastError(comm);
-      if (text.find("compressed") == std::string::npos) return "message without the compression: " + text;
+      if (text.find("compressed") == std::string::npos)
+        return "message without the compression: " + text;
       return "";
     });
     for (auto& e : errors) EXPECT_EQ(e, "") << odd << " against " << others;
@@ -267,7 +285,8 @@ TEST(Compress, ResidualsResetAndDieWithTheCommunicator) {
     std::vector<std::thread> t;
     for (int r = 0; r < 2; ++r)
       t.emplace_back([&, r] {
-        EXPECT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat32, ops[r], comms[r], nullptr),
+        EXPECT_EQ(ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat32, ops[r],
+                                comms[r], nullptr),
                   ncclSuccess);
       });
     for (auto& th : t) th.join();
@@ -301,11 +320,15 @@ TEST(Compress, BadArgumentsAreNamed) {
     braidCompressPolicy_t q = policy("int8");
     q.blockSize = 7;
     ncclRedOp_t op;
-    if (braidRedOpCreateCompressed(comm, ncclSum, &q, &op) != ncclInvalidArgument) return "block 7 accepted";
-    if (std::string(ncclGetLastError(comm)).find("blockSize") == std::string::npos) return "blockSize not named";
+    if (braidRedOpCreateCompressed(comm, ncclSum, &q, &op) != ncclInvalidArgument)
+      return "block 7 accepted";
+    if (std::string(ncclGetLastError(comm)).find("blockSize") == std::string::npos)
+      return "blockSize not named";
     q = policy("int8");
-    if (braidRedOpCreateCompressed(comm, ncclMax, &q, &op) != ncclInvalidArgument) return "max accepted";
-    if (braidRedOpCreateCompressed(comm, ncclSum, nullptr, &op) != ncclInvalidArgument) return "NULL policy";
+    if (braidRedOpCreateCompressed(comm, ncclMax, &q, &op) != ncclInvalidArgument)
+      return "max accepted";
+    if (braidRedOpCreateCompressed(comm, ncclSum, nullptr, &op) != ncclInvalidArgument)
+      return "NULL policy";
     if (braidCommSetCompression(comm, nullptr) != ncclInvalidArgument) return "NULL policy set";
     if (braidCompressStats(comm, nullptr) != ncclInvalidArgument) return "NULL stats";
     return "";

@@ -26,24 +26,23 @@ TEST(DeviceOff, OneInfoLineSaysHostMemoryOnly) {
   setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
   if (deviceSupport()) GTEST_SKIP() << "a CUDA device is usable here";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        std::exit(hostOnlyExitCode());
-      },
-      ::testing::ExitedWithCode(0), "device-memory support off, host memory only");
+  EXPECT_EXIT({ std::exit(hostOnlyExitCode()); }, ::testing::ExitedWithCode(0),
+              "device-memory support off, host memory only");
 }
 
 TEST(DeviceOff, HostMemoryCollectivesAndMemAlloc) {
   if (deviceSupport()) GTEST_SKIP() << "a CUDA device is usable here: the GPU tests cover this";
   auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
     int dev = 0;
-    if (ncclCommCuDevice(comm, &dev) != ncclSuccess || dev != -1) return "ncclCommCuDevice is not -1";
+    if (ncclCommCuDevice(comm, &dev) != ncclSuccess || dev != -1)
+      return "ncclCommCuDevice is not -1";
     void* mem = nullptr;
     if (ncclMemAlloc(&mem, 4096) != ncclSuccess) return "ncclMemAlloc failed";
     auto* f = static_cast<float*>(mem);  // host memory: writable here
     for (int i = 0; i < 16; ++i) f[i] = float(rank + 1);
     // The stream argument is ignored for host memory, whatever it holds.
-    if (ncclAllReduce(f, f, 16, ncclFloat32, ncclSum, comm, reinterpret_cast<cudaStream_t>(0x1234)) != ncclSuccess)
+    if (ncclAllReduce(f, f, 16, ncclFloat32, ncclSum, comm,
+                      reinterpret_cast<cudaStream_t>(0x1234)) != ncclSuccess)
       return std::string("ncclAllReduce: ") + ncclGetLastError(comm);
     bool ok = f[0] == 3.0f && f[15] == 3.0f;
     if (ncclMemFree(mem) != ncclSuccess) return "ncclMemFree failed";

@@ -31,22 +31,46 @@ using braid::testing::exchange;
 struct Case {
   const char* transport;  // its registry name
   const char* label;
-  size_t buffer;          // the transport's own buffering (a ring's bytes, a TCP slice)
+  size_t buffer;  // the transport's own buffering (a ring's bytes, a TCP slice)
   std::vector<std::pair<const char*, const char*>> env;
 };
 
 const Case kCases[] = {
-    {"loopback", "ring4M", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "0"}}},
-    {"loopback", "ring4M_direct16K", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384"}}},
-    {"loopback", "ring4K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "0"}}},
-    {"loopback", "ring4K_direct1K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "1024"}}},
-    {"shm", "ring4M", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_SHM_CMA_MIN_BYTES", "0"}}},
-    {"shm", "ring4M_cma256K", 4 << 20, {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_SHM_CMA_MIN_BYTES", "262144"}}},
+    {"loopback",
+     "ring4M",
+     4 << 20,
+     {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "0"}}},
+    {"loopback",
+     "ring4M_direct16K",
+     4 << 20,
+     {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384"}}},
+    {"loopback",
+     "ring4K",
+     4096,
+     {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "0"}}},
+    {"loopback",
+     "ring4K_direct1K",
+     4096,
+     {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "1024"}}},
+    {"shm",
+     "ring4M",
+     4 << 20,
+     {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_SHM_CMA_MIN_BYTES", "0"}}},
+    {"shm",
+     "ring4M_cma256K",
+     4 << 20,
+     {{"BRAID_SHM_BUFFSIZE", "4194304"}, {"BRAID_SHM_CMA_MIN_BYTES", "262144"}}},
     {"shm", "ring4K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_SHM_CMA_MIN_BYTES", "0"}}},
-    {"shm", "ring4K_cma1K", 4096, {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_SHM_CMA_MIN_BYTES", "1024"}}},
+    {"shm",
+     "ring4K_cma1K",
+     4096,
+     {{"BRAID_SHM_BUFFSIZE", "4096"}, {"BRAID_SHM_CMA_MIN_BYTES", "1024"}}},
     {"tcp", "1stream", 512 << 10, {{"NCCL_SOCKET_NTHREADS", "1"}, {"NCCL_NSOCKS_PERTHREAD", "1"}}},
     {"tcp", "4streams", 512 << 10, {{"NCCL_SOCKET_NTHREADS", "1"}, {"NCCL_NSOCKS_PERTHREAD", "4"}}},
-    {"tcp", "3streams_slice4K", 4096, {{"NCCL_NSOCKS_PERTHREAD", "3"}, {"BRAID_TCP_SLICE_BYTES", "4096"}}},
+    {"tcp",
+     "3streams_slice4K",
+     4096,
+     {{"NCCL_NSOCKS_PERTHREAD", "3"}, {"BRAID_TCP_SLICE_BYTES", "4096"}}},
 };
 
 using Pair = braid::testing::EndpointPair;
@@ -168,10 +192,13 @@ TEST_P(EndpointContract, HandlesThatAreNotTheTransportsAreRejected) {
   Blob mine;
   ASSERT_TRUE(t->listen(localPeer(0), localPeer(1), &mine).ok());
   std::unique_ptr<Endpoint> ep;
-  EXPECT_EQ(t->connect(localPeer(0), localPeer(1), Blob{1, 2, 3}, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
+  EXPECT_EQ(
+      t->connect(localPeer(0), localPeer(1), Blob{1, 2, 3}, Waiter(2000, nullptr), &ep).code(),
+      ncclInvalidArgument);
   Blob forged = mine;
   forged[0] ^= 1;
-  EXPECT_EQ(t->connect(localPeer(0), localPeer(1), forged, Waiter(2000, nullptr), &ep).code(), ncclInvalidArgument);
+  EXPECT_EQ(t->connect(localPeer(0), localPeer(1), forged, Waiter(2000, nullptr), &ep).code(),
+            ncclInvalidArgument);
   EXPECT_FALSE(ep);
 }
 
@@ -197,9 +224,11 @@ TEST_P(EndpointContract, AWaitingEndpointCanBeSleptOnUntilThePeerSends) {
   });
   const auto start = std::chrono::steady_clock::now();
   const bool slept = set.sleep(std::chrono::seconds(20));
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   peer.join();
-  if (!slept && !canWaitForBells()) GTEST_SKIP() << "this kernel has no futex_waitv: ring waiters yield";
+  if (!slept && !canWaitForBells())
+    GTEST_SKIP() << "this kernel has no futex_waitv: ring waiters yield";
   EXPECT_TRUE(slept);
   EXPECT_LT(waited, 15.0) << "the peer's message did not wake the sleeper";
   ASSERT_TRUE(drive(*p.e0, 0, 1).ok());

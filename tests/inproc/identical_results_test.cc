@@ -29,8 +29,10 @@ void expectIdentical(int nranks, size_t count, ncclRedOp_t op, bool inPlace) {
     std::vector<float> in(count), res(count);
     for (size_t i = 0; i < count; ++i) {
       switch (i % 3) {
-        case 0: in[i] = rank % 2 ? 0.0f : -0.0f; break;                      // signed zeros
-        case 1: in[i] = withBits(0x7fc00000u | static_cast<uint32_t>(rank + 1)); break;  // NaN payloads
+        case 0: in[i] = rank % 2 ? 0.0f : -0.0f; break;  // signed zeros
+        case 1:
+          in[i] = withBits(0x7fc00000u | static_cast<uint32_t>(rank + 1));
+          break;  // NaN payloads
         default: in[i] = static_cast<float>(rank) * 0.1f; break;
       }
     }

@@ -31,7 +31,9 @@ void setKnobs(size_t ringBytes, size_t directMin) {
   setenv("BRAID_LOOPBACK_DIRECT_MIN_BYTES", std::to_string(directMin).c_str(), 1);
 }
 
-Pair connectPair() { return braid::testing::connectLocally(makeLoopbackTransport(), makeLoopbackTransport()); }
+Pair connectPair() {
+  return braid::testing::connectLocally(makeLoopbackTransport(), makeLoopbackTransport());
+}
 
 // The rings' promise beyond the endpoint contract (tests/inproc/endpoint_contract_test.cc): a
 // sink sees pieces of whole 16-byte blocks but for a message's last, whatever the ring's size and

@@ -15,12 +15,15 @@ namespace {
 
 using Call = std::function<ncclResult_t(int rank, ncclComm_t comm, std::vector<float>& buf)>;
 
-void expectMismatch(const Call& call, const std::string& culprit, const std::string& others, int kRanks = 5) {
+void expectMismatch(const Call& call, const std::string& culprit, const std::string& others,
+                    int kRanks = 5) {
   auto errors = braid::testing::runThreads(kRanks, [&](int rank, ncclComm_t comm) -> std::string {
     std::vector<float> buf(64, 1.0f);
     auto t0 = std::chrono::steady_clock::now();
     ncclResult_t res = call(rank, comm, buf);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     std::string msg = ncclGetLastError(comm);
     if (res != ncclInvalidUsage) return "returned " + std::to_string(res) + ": " + msg;
     if (ms > 1000) return "took " + std::to_string(ms) + " ms";
@@ -34,7 +37,8 @@ void expectMismatch(const Call& call, const std::string& culprit, const std::str
 TEST(Mismatch, Count) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 12 : 16, ncclFloat, ncclSum, comm, nullptr);
+        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 12 : 16, ncclFloat, ncclSum, comm,
+                             nullptr);
       },
       "ncclAllReduce(count=12, float, sum)", "ncclAllReduce(count=16, float, sum)");
 }
@@ -42,7 +46,8 @@ TEST(Mismatch, Count) {
 TEST(Mismatch, Type) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        return ncclAllReduce(b.data(), b.data(), 16, rank == 2 ? ncclInt32 : ncclFloat, ncclSum, comm, nullptr);
+        return ncclAllReduce(b.data(), b.data(), 16, rank == 2 ? ncclInt32 : ncclFloat, ncclSum,
+                             comm, nullptr);
       },
       "ncclAllReduce(count=16, int32, sum)", "ncclAllReduce(count=16, float, sum)");
 }
@@ -50,7 +55,8 @@ TEST(Mismatch, Type) {
 TEST(Mismatch, Op) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        return ncclAllReduce(b.data(), b.data(), 16, ncclFloat, rank == 2 ? ncclMax : ncclSum, comm, nullptr);
+        return ncclAllReduce(b.data(), b.data(), 16, ncclFloat, rank == 2 ? ncclMax : ncclSum, comm,
+                             nullptr);
       },
       "ncclAllReduce(count=16, float, max)", "ncclAllReduce(count=16, float, sum)");
 }
@@ -66,7 +72,8 @@ TEST(Mismatch, Root) {
 TEST(Mismatch, Collective) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        if (rank == 2) return ncclReduce(b.data(), b.data(), 16, ncclFloat, ncclSum, 0, comm, nullptr);
+        if (rank == 2)
+          return ncclReduce(b.data(), b.data(), 16, ncclFloat, ncclSum, 0, comm, nullptr);
         return ncclAllReduce(b.data(), b.data(), 16, ncclFloat, ncclSum, comm, nullptr);
       },
       "ncclReduce(count=16, float, sum, root=0)", "ncclAllReduce(count=16, float, sum)");
@@ -87,12 +94,14 @@ TEST(Mismatch, LargeCountsToo) {
 TEST(Mismatch, SmallCountsThatRideWithTheSignature) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 2 : 16, ncclFloat, ncclSum, comm, nullptr);
+        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 2 : 16, ncclFloat, ncclSum, comm,
+                             nullptr);
       },
       "ncclAllReduce(count=2, float, sum)", "ncclAllReduce(count=16, float, sum)");
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 3 : 2, ncclFloat, ncclSum, comm, nullptr);
+        return ncclAllReduce(b.data(), b.data(), rank == 2 ? 3 : 2, ncclFloat, ncclSum, comm,
+                             nullptr);
       },
       "ncclAllReduce(count=3, float, sum)", "ncclAllReduce(count=2, float, sum)");
 }
@@ -109,7 +118,8 @@ class MismatchOnDataEdges : public ::testing::Test {
 TEST_F(MismatchOnDataEdges, RanksThatNeverTalkToTheCulpritHearOfIt) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        return ncclAllReduce(b.data(), b.data(), rank == 3 ? 60 : 64, ncclFloat, ncclSum, comm, nullptr);
+        return ncclAllReduce(b.data(), b.data(), rank == 3 ? 60 : 64, ncclFloat, ncclSum, comm,
+                             nullptr);
       },
       "ncclAllReduce(count=60, float, sum)", "ncclAllReduce(count=64, float, sum)", 8);
 }
@@ -117,7 +127,8 @@ TEST_F(MismatchOnDataEdges, RanksThatNeverTalkToTheCulpritHearOfIt) {
 TEST_F(MismatchOnDataEdges, TwoGroupsThatDisagree) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
-        return ncclAllReduce(b.data(), b.data(), rank < 4 ? 48 : 64, ncclFloat, ncclSum, comm, nullptr);
+        return ncclAllReduce(b.data(), b.data(), rank < 4 ? 48 : 64, ncclFloat, ncclSum, comm,
+                             nullptr);
       },
       "ncclAllReduce(count=48, float, sum)", "ncclAllReduce(count=64, float, sum)", 8);
 }
@@ -132,14 +143,16 @@ TEST_F(MismatchOnDataEdges, EveryCollectiveThatNeedsEveryInput) {
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
         b.assign(8 * 16 + 16, 1.0f);
-        return ncclReduceScatter(b.data(), b.data() + 8 * 16, rank == 5 ? 8 : 16, ncclFloat, ncclSum, comm, nullptr);
+        return ncclReduceScatter(b.data(), b.data() + 8 * 16, rank == 5 ? 8 : 16, ncclFloat,
+                                 ncclSum, comm, nullptr);
       },
       "ncclReduceScatter(count=8, float, sum)", "ncclReduceScatter(count=16, float, sum)", 8);
   unsetenv("BRAID_ALGO");  // AlltoAll's own schedule (pairwise) talks to every rank anyway
   expectMismatch(
       [](int rank, ncclComm_t comm, std::vector<float>& b) {
         b.assign(2 * 8 * 16, 1.0f);
-        return ncclAlltoAll(b.data(), b.data() + 8 * 16, rank == 5 ? 8 : 16, ncclFloat, comm, nullptr);
+        return ncclAlltoAll(b.data(), b.data() + 8 * 16, rank == 5 ? 8 : 16, ncclFloat, comm,
+                            nullptr);
       },
       "ncclAlltoAll(count=8, float)", "ncclAlltoAll(count=16, float)", 8);
 }

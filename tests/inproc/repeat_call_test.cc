@@ -1,7 +1,7 @@
 // Repeated calls: a communicator keeps the plan of its last call made outside a group, and the
-// executor what it set up for it, so that an identical next call skips both (core/plan/plan.h). These
-// tests make sure a repeat computes what a first call would: on fresh data, after the kept plan
-// was replaced by a call that shares its schedule, between calls in groups, and that a repeat
+// executor what it set up for it, so that an identical next call skips both (core/plan/plan.h).
+// These tests make sure a repeat computes what a first call would: on fresh data, after the kept
+// plan was replaced by a call that shares its schedule, between calls in groups, and that a repeat
 // still carries its signature (a mismatch after many identical calls is caught).
 #include <gtest/gtest.h>
 
@@ -54,9 +54,8 @@ TEST(RepeatCall, EveryCollectiveRepeatedOnTheSameBuffers) {
 }
 
 TEST(RepeatCall, FreshDataAndAlternatingOpsOnThreads) {
-  expectAllEmpty(testing::runThreads(4, [](int rank, ncclComm_t comm) {
-    return testing::alternateOps(rank, 4, comm, 40);
-  }));
+  expectAllEmpty(testing::runThreads(
+      4, [](int rank, ncclComm_t comm) { return testing::alternateOps(rank, 4, comm, 40); }));
 }
 
 // A call made inside a group is planned there, and the kept plan still serves the calls
@@ -69,12 +68,15 @@ TEST(RepeatCall, GroupedCallBetweenRepeats) {
       for (int& v : buf) v = rank + i;
       const bool grouped = i == 3;
       if (grouped && ncclGroupStart() != ncclSuccess) return "ncclGroupStart: " + last(comm);
-      if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+      if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclInt32, ncclSum, comm, nullptr) !=
+          ncclSuccess)
         return "call " + std::to_string(i) + ": " + last(comm);
       if (grouped && ncclGroupEnd() != ncclSuccess) return "ncclGroupEnd: " + last(comm);
       const int want = kRanks * (kRanks - 1) / 2 + kRanks * i;
       for (int v : buf)
-        if (v != want) return "call " + std::to_string(i) + ": " + std::to_string(v) + ", want " + std::to_string(want);
+        if (v != want)
+          return "call " + std::to_string(i) + ": " + std::to_string(v) + ", want " +
+                 std::to_string(want);
     }
     return "";
   }));
@@ -92,7 +94,8 @@ TEST(RepeatCall, SignatureThatWentWithoutItsData) {
     for (int i = 0; i < 3; ++i) {
       for (int& v : buf) v = rank == 0 ? 100 + i : -1;
       if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      if (ncclBroadcast(buf.data(), buf.data(), buf.size(), ncclInt32, 0, comm, nullptr) != ncclSuccess)
+      if (ncclBroadcast(buf.data(), buf.data(), buf.size(), ncclInt32, 0, comm, nullptr) !=
+          ncclSuccess)
         return "call " + std::to_string(i) + ": " + last(comm);
       for (int v : buf)
         if (v != 100 + i) return "call " + std::to_string(i) + ": " + std::to_string(v);
@@ -109,10 +112,11 @@ TEST(RepeatCall, MismatchAfterRepeatsIsCaught) {
   expectAllEmpty(testing::runThreads(kRanks, [](int rank, ncclComm_t comm) -> std::string {
     std::vector<float> buf(16, 1.0f);
     for (int i = 0; i < 10; ++i)
-      if (ncclAllReduce(buf.data(), buf.data(), 16, ncclFloat, ncclSum, comm, nullptr) != ncclSuccess)
+      if (ncclAllReduce(buf.data(), buf.data(), 16, ncclFloat, ncclSum, comm, nullptr) !=
+          ncclSuccess)
         return "call " + std::to_string(i) + ": " + last(comm);
-    const ncclResult_t res =
-        ncclAllReduce(buf.data(), buf.data(), rank == 2 ? 12 : 16, ncclFloat, ncclSum, comm, nullptr);
+    const ncclResult_t res = ncclAllReduce(buf.data(), buf.data(), rank == 2 ? 12 : 16, ncclFloat,
+                                           ncclSum, comm, nullptr);
     const std::string msg = last(comm);
     if (res != ncclInvalidUsage) return "returned " + std::to_string(res) + ": " + msg;
     if (msg.find("ncclAllReduce(count=12, float, sum)") == std::string::npos ||

@@ -1,11 +1,11 @@
-// The stream proxy (core/device/stream_proxy.h) with host threads as streams (common/fake_streams.h), so
-// everything of the device path but the CUDA calls themselves runs here: threads as ranks submit
-// plans whose buffers stand for device memory; each stream is held by a gate until every rank's
-// submit has returned (so the calls do not wait for their streams), then a "kernel" on the stream
-// writes the inputs (so the proxy must follow stream order), and the outputs are checked after the
-// stream ran. Every collective, in and out of place (staging keeps the buffers' aliasing), a
-// group of send/recv, a PreMulSum scalar in "device" memory, and failures and aborts, which must
-// still release the streams.
+// The stream proxy (core/device/stream_proxy.h) with host threads as streams
+// (common/fake_streams.h), so everything of the device path but the CUDA calls themselves runs
+// here: threads as ranks submit plans whose buffers stand for device memory; each stream is held by
+// a gate until every rank's submit has returned (so the calls do not wait for their streams), then
+// a "kernel" on the stream writes the inputs (so the proxy must follow stream order), and the
+// outputs are checked after the stream ran. Every collective, in and out of place (staging keeps
+// the buffers' aliasing), a group of send/recv, a PreMulSum scalar in "device" memory, and failures
+// and aborts, which must still release the streams.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,8 +18,8 @@
 #include "common/fake_streams.h"
 #include "common/ranks.h"
 #include "core/comm/comm.h"
-#include "core/plan/plan.h"
 #include "core/device/stream_proxy.h"
+#include "core/plan/plan.h"
 
 namespace braid::testing {
 namespace {
@@ -53,8 +53,8 @@ struct Rank {
   std::string error;
 };
 
-Plan devicePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const void* send, void* recv,
-                cudaStream_t stream, Status* st) {
+Plan devicePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const void* send,
+                void* recv, cudaStream_t stream, Status* st) {
   Plan plan;
   *st = makePlan(comm, call, op, send, recv, &plan);
   const device::Buffers b = extents(comm, call, send, recv);
@@ -92,7 +92,10 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
       case Collective::AllReduce: call.reduces = true; break;
       case Collective::Reduce: call.reduces = true; break;
       case Collective::AllGather: recvCount = all; break;
-      case Collective::ReduceScatter: sendCount = all; call.reduces = true; break;
+      case Collective::ReduceScatter:
+        sendCount = all;
+        call.reduces = true;
+        break;
       case Collective::AlltoAll: sendCount = recvCount = all; break;
       case Collective::Gather: recvCount = all; break;
       case Collective::Scatter: sendCount = all; break;
@@ -103,9 +106,12 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
     if (c.inPlace) {
       // NCCL's in-place layouts, in one buffer.
       recv = sendBuf.data();
-      if (c.coll == Collective::AllGather) send = recv + size_t(rank) * n;
-      else if (c.coll == Collective::ReduceScatter) recv = send + size_t(rank) * n;
-      else send = recv;
+      if (c.coll == Collective::AllGather)
+        send = recv + size_t(rank) * n;
+      else if (c.coll == Collective::ReduceScatter)
+        recv = send + size_t(rank) * n;
+      else
+        send = recv;
       call.inPlace = true;
     }
     ResolvedOp op;
@@ -154,7 +160,10 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
           for (int q = 0; q < nranks; ++q) want += value(q, size_t(rank) * n + i);
           break;
         case Collective::AlltoAll: want = value(int(i / n), size_t(rank) * n + i % n); break;
-        case Collective::Gather: check = root; want = value(int(i / n), i % n); break;
+        case Collective::Gather:
+          check = root;
+          want = value(int(i / n), i % n);
+          break;
         case Collective::Scatter: want = value(c.root, size_t(rank) * n + i); break;
         case Collective::Send: want = value((rank + nranks - 1) % nranks, i); break;
         default: break;
@@ -172,13 +181,20 @@ class StreamProxy : public ::testing::TestWithParam<int> {};
 TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
   const int nranks = GetParam();
   const Case cases[] = {
-      {"AllReduce", Collective::AllReduce, false},        {"AllReduce in place", Collective::AllReduce, true},
-      {"Broadcast", Collective::Broadcast, false, 1},     {"Broadcast in place", Collective::Broadcast, true, 1},
-      {"Reduce", Collective::Reduce, false, 0},           {"Reduce in place", Collective::Reduce, true, 1},
-      {"AllGather", Collective::AllGather, false},        {"AllGather in place", Collective::AllGather, true},
-      {"ReduceScatter", Collective::ReduceScatter, false}, {"ReduceScatter in place", Collective::ReduceScatter, true},
-      {"AlltoAll", Collective::AlltoAll, false},          {"AlltoAll in place", Collective::AlltoAll, true},
-      {"Gather", Collective::Gather, false, 1},           {"Scatter", Collective::Scatter, false, 0},
+      {"AllReduce", Collective::AllReduce, false},
+      {"AllReduce in place", Collective::AllReduce, true},
+      {"Broadcast", Collective::Broadcast, false, 1},
+      {"Broadcast in place", Collective::Broadcast, true, 1},
+      {"Reduce", Collective::Reduce, false, 0},
+      {"Reduce in place", Collective::Reduce, true, 1},
+      {"AllGather", Collective::AllGather, false},
+      {"AllGather in place", Collective::AllGather, true},
+      {"ReduceScatter", Collective::ReduceScatter, false},
+      {"ReduceScatter in place", Collective::ReduceScatter, true},
+      {"AlltoAll", Collective::AlltoAll, false},
+      {"AlltoAll in place", Collective::AlltoAll, true},
+      {"Gather", Collective::Gather, false, 1},
+      {"Scatter", Collective::Scatter, false, 0},
       {"Send/Recv ring", Collective::Send, false},
   };
   for (const Case& c : cases)
@@ -201,7 +217,8 @@ TEST(StreamProxyOps, PreMulSumScalarInDeviceMemory) {
     float scalar = -1.0f;  // the stream sets it before the call runs
     r.ops->markDevice(&scalar, sizeof scalar);
     ncclRedOp_t handle;
-    if (ncclRedOpCreatePreMulSum(&handle, &scalar, ncclFloat32, ncclScalarDevice, comm) != ncclSuccess)
+    if (ncclRedOpCreatePreMulSum(&handle, &scalar, ncclFloat32, ncclScalarDevice, comm) !=
+        ncclSuccess)
       return "ncclRedOpCreatePreMulSum failed";
     ResolvedOp op;
     if (Status st = comm->redOps.resolve(handle, ncclFloat32, &op); !st.ok()) return st.message();
@@ -232,10 +249,12 @@ TEST(StreamProxyOps, AFailedBatchStillReleasesItsStream) {
     std::vector<float> buf(64, 1.0f);
     Call call{Collective::AllReduce, size_t(rank == 0 ? 16 : 12), ncclFloat32, ncclSum, true};
     call.inPlace = true;
-    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok()) return "submit: " + s.message();
+    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok())
+      return "submit: " + s.message();
     r.stream.sync();  // returns: the flag was written although the batch failed
     if (comm->asyncError.load() != ncclInvalidUsage)
-      return "asyncError is " + std::to_string(int(comm->asyncError.load())) + ", want ncclInvalidUsage";
+      return "asyncError is " + std::to_string(int(comm->asyncError.load())) +
+             ", want ncclInvalidUsage";
     return "";
   });
   for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
@@ -273,7 +292,8 @@ TEST(StreamProxyOps, AbortReleasesAWaitingStream) {
     std::vector<float> buf(1024, 1.0f);
     Call call{Collective::AllReduce, 1024, ncclFloat32, ncclSum, true};
     call.inPlace = true;
-    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok()) return s.message();
+    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok())
+      return s.message();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (r.stream.idle()) return "the stream went on before the collective could finish";
     comm->abortFlag.store(true);

@@ -37,9 +37,11 @@ std::string caseName(const ::testing::TestParamInfo<AllReduceProcesses::ParamTyp
 }
 
 INSTANTIATE_TEST_SUITE_P(Shm, AllReduceProcesses,
-                         ::testing::Combine(::testing::Values("0"), ::testing::Values(2, 3, 4, 8)), caseName);
+                         ::testing::Combine(::testing::Values("0"), ::testing::Values(2, 3, 4, 8)),
+                         caseName);
 INSTANTIATE_TEST_SUITE_P(Tcp, AllReduceProcesses,
-                         ::testing::Combine(::testing::Values("1"), ::testing::Values(2, 3, 4, 8)), caseName);
+                         ::testing::Combine(::testing::Values("1"), ::testing::Values(2, 3, 4, 8)),
+                         caseName);
 
 }  // namespace
 }  // namespace braid

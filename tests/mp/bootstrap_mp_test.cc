@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/bootstrap/bootstrap.h"
 #include "base/net/socket.h"
 #include "common/loopback_only.h"
+#include "core/bootstrap/bootstrap.h"
 
 namespace braid {
 namespace {

@@ -68,12 +68,12 @@ class Braidrun : public ::testing::Test {
 };
 
 TEST_F(Braidrun, SetsEnvironmentAndPrefixesLines) {
-  Result r = run("-np 3 -- sh -c 'echo \"$RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE "
-                 "$NCCL_COMM_ID $MASTER_ADDR\"; echo e$RANK >&2'");
+  Result r =
+      run("-np 3 -- sh -c 'echo \"$RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE "
+          "$NCCL_COMM_ID $MASTER_ADDR\"; echo e$RANK >&2'");
   EXPECT_EQ(r.rc, 0) << r.err;
   for (int i = 0; i < 3; ++i) {
-    std::string want = tag(i) + std::to_string(i) + "/3 " +
-                       std::to_string(i) + "/3 127.0.0.1:";
+    std::string want = tag(i) + std::to_string(i) + "/3 " + std::to_string(i) + "/3 127.0.0.1:";
     EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
     // stderr stays stderr
     EXPECT_NE(r.err.find(tag(i) + "e" + std::to_string(i) + "\n"), std::string::npos) << r.err;
@@ -117,8 +117,10 @@ TEST_F(Braidrun, OneFailingRankKillsTheOthersQuickly) {
 }
 
 TEST_F(Braidrun, RankThatIgnoresSigtermGetsKilled) {
-  Result r = run("--grace 0.5 -np 2 sh -c 'trap \"\" TERM; if [ $RANK = 1 ]; then sleep 0.3; kill -SEGV $$; fi; "
-                 "while :; do sleep 0.1; done'");
+  Result r =
+      run("--grace 0.5 -np 2 sh -c 'trap \"\" TERM; if [ $RANK = 1 ]; then sleep 0.3; kill -SEGV "
+          "$$; fi; "
+          "while :; do sleep 0.1; done'");
   EXPECT_EQ(r.rc, 128 + 11);
   EXPECT_GT(r.seconds, 0.7);  // rank 0 outlived SIGTERM for the grace period
   EXPECT_LT(r.seconds, 10);

@@ -26,23 +26,27 @@ std::string readAll(const char* command) {
 }
 
 TEST(ClusterMap, RanksGetTheMapsRacks) {
-  const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
-  auto results = braid::testing::runProcesses(
-      4,
-      [](int rank, ncclComm_t comm) {
-        std::vector<int> v(4096, rank + 1);
-        if (ncclAllReduce(v.data(), v.data(), v.size(), ncclInt32, ncclSum, comm, nullptr) != ncclSuccess) return 1;
-        for (int x : v)
-          if (x != 10) return 2;
-        return 0;
-      },
-      {{"NCCL_HOSTID", "h%r"},
-       {"BRAID_CLUSTER_FILE", map},
-       {"NCCL_DEBUG", "INFO"},
-       {"NCCL_DEBUG_SUBSYS", "GRAPH,TUNING"},
-       {"NCCL_DEBUG_FILE", "/tmp/braid-cluster-map-test.%p.log"}});
+  const std::string map =
+      std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
+  auto results =
+      braid::testing::runProcesses(4,
+                                   [](int rank, ncclComm_t comm) {
+                                     std::vector<int> v(4096, rank + 1);
+                                     if (ncclAllReduce(v.data(), v.data(), v.size(), ncclInt32,
+                                                       ncclSum, comm, nullptr) != ncclSuccess)
+                                       return 1;
+                                     for (int x : v)
+                                       if (x != 10) return 2;
+                                     return 0;
+                                   },
+                                   {{"NCCL_HOSTID", "h%r"},
+                                    {"BRAID_CLUSTER_FILE", map},
+                                    {"NCCL_DEBUG", "INFO"},
+                                    {"NCCL_DEBUG_SUBSYS", "GRAPH,TUNING"},
+                                    {"NCCL_DEBUG_FILE", "/tmp/braid-cluster-map-test.%p.log"}});
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
-  std::string logs = readAll("cat /tmp/braid-cluster-map-test.*.log; rm -f /tmp/braid-cluster-map-test.*.log");
+  std::string logs =
+      readAll("cat /tmp/braid-cluster-map-test.*.log; rm -f /tmp/braid-cluster-map-test.*.log");
   EXPECT_NE(logs.find("r0"), std::string::npos) << logs;
   EXPECT_NE(logs.find("r1"), std::string::npos) << logs;
   EXPECT_NE(logs.find("ncclAllReduce count 4096"), std::string::npos) << logs;
@@ -51,15 +55,18 @@ TEST(ClusterMap, RanksGetTheMapsRacks) {
 // Every AllReduce algorithm, forced, runs correctly through the executor on the map's two racks
 // (the schedule tests prove the schedules; this runs them over shared memory between processes).
 TEST(ClusterMap, EveryAllReduceAlgorithmOnTwoRacks) {
-  const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
-  for (const char* algo : {"ring", "direct", "hierdirect", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
+  const std::string map =
+      std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
+  for (const char* algo :
+       {"ring", "direct", "hierdirect", "rhd", "tree", "hier", "hierpipe", "rackring"}) {
     auto results = braid::testing::runProcesses(
         4,
         [](int rank, ncclComm_t comm) {
           for (size_t count : {size_t{1}, size_t{7}, size_t{300007}}) {
             std::vector<int> v(count);
             for (size_t i = 0; i < count; ++i) v[i] = static_cast<int>(i % 1000) * (rank + 1);
-            if (ncclAllReduce(v.data(), v.data(), count, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+            if (ncclAllReduce(v.data(), v.data(), count, ncclInt32, ncclSum, comm, nullptr) !=
+                ncclSuccess)
               return 1;
             for (size_t i = 0; i < count; ++i)
               if (v[i] != static_cast<int>(i % 1000) * 10) return 2;
@@ -75,7 +82,8 @@ TEST(ClusterMap, EveryAllReduceAlgorithmOnTwoRacks) {
 // floating-point order shows (magnitudes that cancel, signed zeros, NaN payloads). Each rank
 // gathers every rank's result and compares the bits.
 TEST(ClusterMap, HierDirectGivesEveryRankTheSameBits) {
-  const std::string map = std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
+  const std::string map =
+      std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/cluster_four_hosts.xml";
   auto results = braid::testing::runProcesses(
       4,
       [](int rank, ncclComm_t comm) {
@@ -95,10 +103,14 @@ TEST(ClusterMap, HierDirectGivesEveryRankTheSameBits) {
         }
         for (ncclRedOp_t op : {ncclSum, ncclMax, ncclProd}) {
           std::vector<float> out(count), all(4 * count);
-          if (ncclAllReduce(v.data(), out.data(), count, ncclFloat, op, comm, nullptr) != ncclSuccess) return 1;
-          if (ncclAllGather(out.data(), all.data(), count, ncclFloat, comm, nullptr) != ncclSuccess) return 2;
+          if (ncclAllReduce(v.data(), out.data(), count, ncclFloat, op, comm, nullptr) !=
+              ncclSuccess)
+            return 1;
+          if (ncclAllGather(out.data(), all.data(), count, ncclFloat, comm, nullptr) != ncclSuccess)
+            return 2;
           for (int r = 1; r < 4; ++r)
-            if (std::memcmp(all.data(), all.data() + r * count, count * sizeof(float)) != 0) return 3;
+            if (std::memcmp(all.data(), all.data() + r * count, count * sizeof(float)) != 0)
+              return 3;
         }
         return 0;
       },
@@ -109,7 +121,8 @@ TEST(ClusterMap, HierDirectGivesEveryRankTheSameBits) {
        {"NCCL_DEBUG_SUBSYS", "TUNING"},
        {"NCCL_DEBUG_FILE", "/tmp/braid-hierdirect-test.%p.log"}});
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
-  const std::string logs = readAll("cat /tmp/braid-hierdirect-test.*.log; rm -f /tmp/braid-hierdirect-test.*.log");
+  const std::string logs =
+      readAll("cat /tmp/braid-hierdirect-test.*.log; rm -f /tmp/braid-hierdirect-test.*.log");
   EXPECT_NE(logs.find("hierdirect"), std::string::npos) << logs;  // it ran, not a fallback
 }
 
@@ -129,7 +142,9 @@ TEST(ClusterMap, RanksThatOutnumberCoresScaleTheAlphas) {
       4,
       [](int rank, ncclComm_t comm) {
         int v = rank;
-        return ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr) == ncclSuccess && v == 6 ? 0 : 1;
+        return ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr) == ncclSuccess && v == 6
+                   ? 0
+                   : 1;
       },
       {{"NCCL_DEBUG", "INFO"},
        {"NCCL_DEBUG_SUBSYS", "GRAPH"},
@@ -138,7 +153,8 @@ TEST(ClusterMap, RanksThatOutnumberCoresScaleTheAlphas) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
   std::string logs = readAll("cat /tmp/braid-cores-test.*.log; rm -f /tmp/braid-cores-test.*.log");
   EXPECT_NE(logs.find("4.00 ranks per core on the most crowded machine: every alpha priced x4.00"),
-            std::string::npos) << logs;
+            std::string::npos)
+      << logs;
 }
 
 }  // namespace

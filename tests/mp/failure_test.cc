@@ -35,7 +35,8 @@ std::vector<std::string> segmentsOf(const Shared& shared, int ranks) {
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
     const std::string name = e.path().filename().string();
     for (int r = 0; r < ranks; ++r)
-      if (name.rfind("braid-", 0) == 0 && name.find("-" + std::to_string(shared.pid[r]) + "-") != std::string::npos)
+      if (name.rfind("braid-", 0) == 0 &&
+          name.find("-" + std::to_string(shared.pid[r]) + "-") != std::string::npos)
         names.push_back(e.path().string());
   }
   return names;
@@ -45,8 +46,8 @@ enum class Fault { Kill, Stall };
 
 void faultOneRank(const char* shmDisable, Fault fault) {
   constexpr int kRanks = 4, kVictim = 2, kTimeoutMs = 2000;
-  auto* shared = static_cast<Shared*>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-                                           MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* shared = static_cast<Shared*>(
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(shared, MAP_FAILED);
   new (shared) Shared{};
 
@@ -63,7 +64,8 @@ void faultOneRank(const char* shmDisable, Fault fault) {
             usleep((kTimeoutMs + 3000) * 1000);
             _exit(0);
           }
-          ncclResult_t res = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclMax, comm, nullptr);
+          ncclResult_t res =
+              ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclMax, comm, nullptr);
           if (res != ncclSuccess) {
             shared->failedAt[rank] = nowMs();
             shared->result[rank] = res;
@@ -81,7 +83,8 @@ void faultOneRank(const char* shmDisable, Fault fault) {
     int res = shared->result[r];
     EXPECT_TRUE(res == ncclRemoteError || res == ncclSystemError) << "rank " << r << ": " << res;
     if (fault == Fault::Stall) {
-      EXPECT_GE(shared->failedAt[r] - shared->killedAt, kTimeoutMs - 100) << "rank " << r << " gave up early";
+      EXPECT_GE(shared->failedAt[r] - shared->killedAt, kTimeoutMs - 100)
+          << "rank " << r << " gave up early";
     }
     EXPECT_LE(shared->failedAt[r] - shared->killedAt, kTimeoutMs + 1000) << "rank " << r;
   }

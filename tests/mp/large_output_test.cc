@@ -19,7 +19,9 @@ namespace {
 constexpr size_t kCount = (size_t{9} << 20) / sizeof(int32_t) + 5;         // 9 MiB and a bit
 constexpr size_t kReduceCount = (size_t{33} << 20) / sizeof(int32_t) + 5;  // 33 MiB and a bit
 
-int32_t input(int rank, size_t i) { return static_cast<int32_t>((i * 7 + static_cast<size_t>(rank) * 13) % 1000); }
+int32_t input(int rank, size_t i) {
+  return static_cast<int32_t>((i * 7 + static_cast<size_t>(rank) * 13) % 1000);
+}
 
 std::string allReduce(int rank, int nranks, ncclComm_t comm, bool inPlace) {
   std::vector<int32_t> in(kReduceCount), out(kReduceCount);
@@ -30,7 +32,8 @@ std::string allReduce(int rank, int nranks, ncclComm_t comm, bool inPlace) {
   for (size_t i = 0; i < kReduceCount; ++i) {
     int32_t want = 0;
     for (int r = 0; r < nranks; ++r) want += input(r, i);
-    if (dst[i] != want) return "AllReduce element " + std::to_string(i) + ": " + std::to_string(dst[i]);
+    if (dst[i] != want)
+      return "AllReduce element " + std::to_string(i) + ": " + std::to_string(dst[i]);
   }
   return "";
 }
@@ -58,7 +61,8 @@ void expectRight(int nranks) {
       for (auto* run : {allReduce, allGather}) {
         const std::string e = run(rank, nranks, comm, inPlace);
         if (!e.empty()) {
-          std::fprintf(stderr, "rank %d (%s): %s\n", rank, inPlace ? "in place" : "out of place", e.c_str());
+          std::fprintf(stderr, "rank %d (%s): %s\n", rank, inPlace ? "in place" : "out of place",
+                       e.c_str());
           return 1;
         }
       }

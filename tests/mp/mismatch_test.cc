@@ -23,10 +23,11 @@ void expectEveryRankFails(const std::vector<std::pair<std::string, std::string>>
       [](int rank, ncclComm_t comm) {
         std::vector<float> b(64, 1.0f);
         const auto t0 = std::chrono::steady_clock::now();
-        const ncclResult_t res =
-            ncclAllReduce(b.data(), b.data(), rank == 2 ? 60 : 64, ncclFloat, ncclSum, comm, nullptr);
-        const auto ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+        const ncclResult_t res = ncclAllReduce(b.data(), b.data(), rank == 2 ? 60 : 64, ncclFloat,
+                                               ncclSum, comm, nullptr);
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
         const std::string msg = ncclGetLastError(comm);
         if (res != ncclInvalidUsage) {
           std::fprintf(stderr, "rank %d returned %d: %s\n", rank, res, msg.c_str());
@@ -38,7 +39,8 @@ void expectEveryRankFails(const std::vector<std::pair<std::string, std::string>>
         }
         if (msg.find("ncclAllReduce(count=60, float, sum)") == std::string::npos ||
             msg.find("ncclAllReduce(count=64, float, sum)") == std::string::npos) {
-          std::fprintf(stderr, "rank %d: the message does not name both calls: %s\n", rank, msg.c_str());
+          std::fprintf(stderr, "rank %d: the message does not name both calls: %s\n", rank,
+                       msg.c_str());
           return 3;
         }
         return 0;

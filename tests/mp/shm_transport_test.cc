@@ -68,7 +68,8 @@ Status connectOverSocket(int sock, int rank, Transport& t, std::unique_ptr<Endpo
 // Names this test's processes created and did not remove.
 int leftoverSegments(pid_t a, pid_t b) {
   int count = 0;
-  const std::string pa = "braid-shm-" + std::to_string(a) + "-", pb = "braid-shm-" + std::to_string(b) + "-";
+  const std::string pa = "braid-shm-" + std::to_string(a) + "-",
+                    pb = "braid-shm-" + std::to_string(b) + "-";
   if (DIR* d = opendir("/dev/shm")) {
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
@@ -140,7 +141,9 @@ struct Config {
   size_t ring;
   size_t cmaMin;  // 0: always through the ring
 };
-void PrintTo(const Config& c, std::ostream* os) { *os << "ring " << c.ring << ", cmaMin " << c.cmaMin; }
+void PrintTo(const Config& c, std::ostream* os) {
+  *os << "ring " << c.ring << ", cmaMin " << c.cmaMin;
+}
 
 void setKnobs(const Config& c) {
   setenv("BRAID_SHM_BUFFSIZE", std::to_string(c.ring).c_str(), 1);
@@ -219,7 +222,8 @@ TEST(Shm, KilledPeerGivesRemoteErrorQuickly) {
       auto start = std::chrono::steady_clock::now();
       Status st = drive(ep, 1, 1, 20000);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (st.code() != ncclRemoteError) return {ncclInternalError, "expected a remote error, got: " + st.message()};
+      if (st.code() != ncclRemoteError)
+        return {ncclInternalError, "expected a remote error, got: " + st.message()};
       return Status::Ok();
     };
     Body child = [&](Endpoint&, int) -> Status {
@@ -243,7 +247,8 @@ TEST(Shm, PeerThatClosesEarlyIsARemoteError) {
   Body parent = [&](Endpoint& ep, int) -> Status {
     BRAID_TRY(ep.postRecv(in.data(), in.size(), nullptr));
     Status st = drive(ep, 0, 1, 10000);
-    if (st.code() != ncclRemoteError) return {ncclInternalError, "expected a remote error, got: " + st.message()};
+    if (st.code() != ncclRemoteError)
+      return {ncclInternalError, "expected a remote error, got: " + st.message()};
     return Status::Ok();
   };
   Body child = [&](Endpoint&, int) {

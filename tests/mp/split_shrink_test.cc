@@ -1,8 +1,8 @@
 // Split and shrink between processes. Split: two colors over shared memory, each child sums its
-// own group. Shrink: a rank is SIGKILLed; the survivors notice (their AllReduce fails within BRAID_TIMEOUT_MS),
-// shrink it away using only messages among themselves, and carry on: an AllReduce over the new
-// communicator gives the survivors' sum. The victim is rank 0 in one case, so the survivors'
-// leader is not the rank that hosted the original root.
+// own group. Shrink: a rank is SIGKILLed; the survivors notice (their AllReduce fails within
+// BRAID_TIMEOUT_MS), shrink it away using only messages among themselves, and carry on: an
+// AllReduce over the new communicator gives the survivors' sum. The victim is rank 0 in one case,
+// so the survivors' leader is not the rank that hosted the original root.
 #include <gtest/gtest.h>
 #include <signal.h>
 

@@ -10,7 +10,8 @@
 namespace braid {
 namespace {
 
-void check(const algos::Algorithm& algo, int n, size_t count, size_t chunk, bool inPlace, bool average) {
+void check(const algos::Algorithm& algo, int n, size_t count, size_t chunk, bool inPlace,
+           bool average) {
   std::vector<algos::Schedule> schedules;
   std::vector<testing::SimRank> ranks(n);
   for (int r = 0; r < n; ++r) {
@@ -25,10 +26,12 @@ void check(const algos::Algorithm& algo, int n, size_t count, size_t chunk, bool
     a.directMaxBytes = ~size_t{0};
     schedules.push_back(algo.build(a));
     ranks[r].send.resize(count);
-    for (size_t e = 0; e < count; ++e) ranks[r].send[e] = static_cast<int64_t>((r + 1) * 1000003 + e * 7);
+    for (size_t e = 0; e < count; ++e)
+      ranks[r].send[e] = static_cast<int64_t>((r + 1) * 1000003 + e * 7);
     ranks[r].recv = inPlace ? ranks[r].send : std::vector<int64_t>(count, -1);
   }
-  if (inPlace) for (auto& rk : ranks) rk.send.clear();
+  if (inPlace)
+    for (auto& rk : ranks) rk.send.clear();
   std::vector<testing::SimRank> inputs = ranks;
   std::string err = testing::simulate(schedules, ranks);
   ASSERT_EQ(err, "") << algo.name() << " n=" << n << " count=" << count << " chunk=" << chunk;
@@ -37,14 +40,16 @@ void check(const algos::Algorithm& algo, int n, size_t count, size_t chunk, bool
     for (int r = 0; r < n; ++r) sum += (inPlace ? inputs[r].recv[e] : inputs[r].send[e]);
     int64_t want = average ? sum / n : sum;
     for (int r = 0; r < n; ++r)
-      ASSERT_EQ(ranks[r].recv[e], want) << "n=" << n << " count=" << count << " rank " << r << " elem " << e;
+      ASSERT_EQ(ranks[r].recv[e], want)
+          << "n=" << n << " count=" << count << " rank " << r << " elem " << e;
   }
 }
 
 TEST(AllReduceSchedule, RingEveryRankCountAndChunk) {
   algos::RingAllReduce ring;
   for (int n = 1; n <= 17; ++n)
-    for (size_t count : {0ul, 1ul, 7ul, static_cast<size_t>(n - 1), static_cast<size_t>(n), 1000ul, 1003ul})
+    for (size_t count :
+         {0ul, 1ul, 7ul, static_cast<size_t>(n - 1), static_cast<size_t>(n), 1000ul, 1003ul})
       for (size_t chunk : {1ul, 3ul, 64ul, 100000ul})
         for (bool inPlace : {false, true}) check(ring, n, count, chunk, inPlace, false);
 }

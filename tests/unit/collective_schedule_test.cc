@@ -37,8 +37,11 @@ Case onRank(Case c, int r) {
 
 std::string describe(const Case& c) {
   std::ostringstream os;
-  os << algos::collectiveName(c.coll) << " n=" << c.n << " count=" << c.count << " chunk=" << c.chunk
-     << " root=" << c.root << (c.mixed ? " mixed" : c.inPlace ? " in-place" : " out-of-place")
+  os << algos::collectiveName(c.coll) << " n=" << c.n << " count=" << c.count
+     << " chunk=" << c.chunk << " root=" << c.root
+     << (c.mixed     ? " mixed"
+         : c.inPlace ? " in-place"
+                     : " out-of-place")
      << (c.average ? " avg" : "");
   return os.str();
 }
@@ -68,7 +71,8 @@ void check(const Case& c, testing::SendMode mode = testing::SendMode::Rendezvous
     ASSERT_NE(algo, nullptr);
     schedules.push_back(algo->build(a));
     const Case mine = onRank(c, r);
-    want.push_back(testing::expectation({mine.coll, mine.n, mine.count, mine.root, mine.inPlace, mine.average}, r));
+    want.push_back(testing::expectation(
+        {mine.coll, mine.n, mine.count, mine.root, mine.inPlace, mine.average}, r));
     ranks.push_back(want.back().before);
   }
   ASSERT_EQ(testing::simulate(schedules, ranks, mode), "");
@@ -81,9 +85,9 @@ void check(const Case& c, testing::SendMode mode = testing::SendMode::Rendezvous
 // Whether a call is in place is each rank's own business (NCCL compares that rank's pointers):
 // the messages must not change with it.
 TEST(CollectiveSchedule, RanksMixInPlaceAndOutOfPlace) {
-  for (Collective coll : {Collective::Broadcast, Collective::Reduce, Collective::AllGather,
-                          Collective::ReduceScatter, Collective::AlltoAll, Collective::Gather,
-                          Collective::Scatter})
+  for (Collective coll :
+       {Collective::Broadcast, Collective::Reduce, Collective::AllGather, Collective::ReduceScatter,
+        Collective::AlltoAll, Collective::Gather, Collective::Scatter})
     for (int n : {2, 3, 4, 7})
       for (int root = 0; root < (rooted(coll) ? n : 1); ++root)
         for (size_t chunk : {size_t{2}, size_t{1000}}) {
@@ -111,7 +115,8 @@ TEST(CollectiveSchedule, SendAndRecvChunkAlike) {
     const algos::Schedule r = algos::selectAlgorithm(argsFor(recv, 1), "")->build(argsFor(recv, 1));
     ASSERT_EQ(s.steps.size(), r.steps.size());
     EXPECT_EQ(s.steps.size(), (count + 7) / 8);
-    for (size_t i = 0; i < s.steps.size(); ++i) EXPECT_EQ(s.steps[i].src.count, r.steps[i].dst.count);
+    for (size_t i = 0; i < s.steps.size(); ++i)
+      EXPECT_EQ(s.steps[i].src.count, r.steps[i].dst.count);
   }
 }
 
@@ -147,10 +152,11 @@ TEST(CollectiveSchedule, RingPeersAreNeighbours) {
 // (The topology-aware builders registered after them are picked only by name.)
 TEST(CollectiveSchedule, EveryCollectiveHasOneDefaultBuilder) {
   const std::vector<std::pair<Collective, std::string_view>> defaults = {
-      {Collective::Broadcast, "chain"}, {Collective::Reduce, "chain"},
-      {Collective::AllGather, "ring"},  {Collective::ReduceScatter, "ring"},
+      {Collective::Broadcast, "chain"},   {Collective::Reduce, "chain"},
+      {Collective::AllGather, "ring"},    {Collective::ReduceScatter, "ring"},
       {Collective::AlltoAll, "pairwise"}, {Collective::Gather, "direct"},
-      {Collective::Scatter, "direct"}, {Collective::Send, "p2p"}, {Collective::Recv, "p2p"}};
+      {Collective::Scatter, "direct"},    {Collective::Send, "p2p"},
+      {Collective::Recv, "p2p"}};
   for (const auto& [coll, name] : defaults) {
     const algos::CollArgs a = argsFor({coll, 4, 10, 4}, 0);
     const algos::Algorithm* chosen = algos::selectAlgorithm(a, "");

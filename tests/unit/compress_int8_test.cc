@@ -22,13 +22,9 @@ std::vector<float> makeInput(Input kind, size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<float> v(n);
   switch (kind) {
-    case Input::Random:
-      return normal(n, seed);
-    case Input::Constant:
-      std::fill(v.begin(), v.end(), -3.25f);
-      return v;
-    case Input::Zero:
-      return v;
+    case Input::Random: return normal(n, seed);
+    case Input::Constant: std::fill(v.begin(), v.end(), -3.25f); return v;
+    case Input::Zero: return v;
     case Input::Huge:  // up to FLT_MAX itself
       for (float& x : v)
         x = (rng() & 1 ? -1.0f : 1.0f) * fromBits(0x7f000000u + uint32_t(rng() % 0x7fffff));

@@ -71,7 +71,8 @@ TEST(TopK, MostlyZeroInputs) {
     for (size_t nonzero : {size_t(0), size_t(1), k / 2, k - 1, k, k + 1, 3 * k}) {
       std::vector<float> v(n, 0.0f);
       std::mt19937_64 rng(nonzero);
-      for (size_t j = 0; j < nonzero; ++j) v[rng() % n] = float(int(rng() % 7) - 3 == 0 ? 1 : int(rng() % 7) - 3);
+      for (size_t j = 0; j < nonzero; ++j)
+        v[rng() % n] = float(int(rng() % 7) - 3 == 0 ? 1 : int(rng() % 7) - 3);
       for (size_t j = 0; j < n; j += 97) v[j] = -0.0f;  // negative zeros tie with zeros
       auto msg = encode(*codec, v.data(), n, ncclFloat32);
       Message m = parse(msg, k);

@@ -27,7 +27,8 @@ using testing::sparseReference;
 using testing::topkCodec;
 using testing::twoShotReference;
 
-void checkAgainst(const SimRun& run, const std::vector<float>& want, int n, const std::string& what) {
+void checkAgainst(const SimRun& run, const std::vector<float>& want, int n,
+                  const std::string& what) {
   for (int r = 0; r < n; ++r)
     for (size_t e = 0; e < want.size(); ++e)
       ASSERT_EQ(run.ranks[r].recv[e], want[e]) << what << " rank " << r << " element " << e;
@@ -43,12 +44,13 @@ TEST(CompressedSchedule, TwoShotIsTheSchemeBitForBitForEveryRankCount) {
           const bool average = (count + chunk) % 2 == 1;
           std::string error;
           SimRun run = testing::runCompressed(algo, *codec, n, count, chunk, inPlace, average,
-                                testing::SendMode::Rendezvous, &error);
+                                              testing::SendMode::Rendezvous, &error);
           const std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) +
                                    " chunk=" + std::to_string(chunk) + (inPlace ? " in place" : "");
           ASSERT_EQ(error, "") << what;
           if (n == 1) {  // one rank: nothing to exchange, the result is the input
-            for (size_t e = 0; e < count; ++e) ASSERT_EQ(run.ranks[0].recv[e], run.inputs[0][e]) << what;
+            for (size_t e = 0; e < count; ++e)
+              ASSERT_EQ(run.ranks[0].recv[e], run.inputs[0][e]) << what;
             continue;
           }
           checkAgainst(run, twoShotReference(*codec, run.inputs, count, chunk, average), n, what);
@@ -65,12 +67,13 @@ TEST(CompressedSchedule, SparseIsTheSchemeBitForBitForEveryRankCount) {
           const bool average = (count + chunk) % 2 == 0;
           std::string error;
           SimRun run = testing::runCompressed(algo, *codec, n, count, chunk, inPlace, average,
-                                testing::SendMode::Rendezvous, &error);
+                                              testing::SendMode::Rendezvous, &error);
           const std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) +
                                    " chunk=" + std::to_string(chunk) + (inPlace ? " in place" : "");
           ASSERT_EQ(error, "") << what;
           if (n == 1) {
-            for (size_t e = 0; e < count; ++e) ASSERT_EQ(run.ranks[0].recv[e], run.inputs[0][e]) << what;
+            for (size_t e = 0; e < count; ++e)
+              ASSERT_EQ(run.ranks[0].recv[e], run.inputs[0][e]) << what;
             continue;
           }
           checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
@@ -87,7 +90,8 @@ TEST(CompressedSchedule, TwoShotErrorWithinTheQuantisationBound) {
     for (int n : {2, 3, 5, 8, 13, 17}) {
       const size_t count = 4099;
       std::string error;
-      SimRun run = testing::runCompressed(algo, *codec, n, count, 1000, false, false, testing::SendMode::Buffered, &error);
+      SimRun run = testing::runCompressed(algo, *codec, n, count, 1000, false, false,
+                                          testing::SendMode::Buffered, &error);
       ASSERT_EQ(error, "");
       double maxSum = 0, bound = 0, err2 = 0, ref2 = 0;
       for (int r = 0; r < n; ++r) {
@@ -115,7 +119,8 @@ TEST(CompressedSchedule, SparseWithEveryElementIsExact) {
   algos::SparseCompressedAllReduce algo;
   auto codec = topkCodec(1.0);
   std::string error;
-  SimRun run = testing::runCompressed(algo, *codec, 6, 2001, 300, true, false, testing::SendMode::Rendezvous, &error);
+  SimRun run = testing::runCompressed(algo, *codec, 6, 2001, 300, true, false,
+                                      testing::SendMode::Rendezvous, &error);
   ASSERT_EQ(error, "");
   for (size_t e = 0; e < 2001; ++e) {
     float sum = 0;
@@ -134,7 +139,8 @@ TEST(CompressedSchedule, SparseFeedbackDelaysNothingBeyondTheLastResidual) {
   std::vector<algos::Schedule> schedules;
   std::vector<testing::FloatRank> ranks(n);
   for (int r = 0; r < n; ++r) {
-    schedules.push_back(algo.build(testing::compressedArgs(*codec, n, r, count, 128, false, false, true)));
+    schedules.push_back(
+        algo.build(testing::compressedArgs(*codec, n, r, count, 128, false, false, true)));
     ranks[r].residual.assign(count, 0.0f);
   }
   std::vector<double> sentSum(count, 0.0), inputSum(count, 0.0);
@@ -169,13 +175,15 @@ TEST(CompressedSchedule, TwoShotBeatsPerHopRequantisation) {
   for (int n : {4, 8, 16}) {
     const size_t count = 1 << 16;
     std::string error;
-    SimRun run = testing::runCompressed(algo, *codec, n, count, 1 << 20, false, false, testing::SendMode::Buffered, &error);
+    SimRun run = testing::runCompressed(algo, *codec, n, count, 1 << 20, false, false,
+                                        testing::SendMode::Buffered, &error);
     ASSERT_EQ(error, "");
     std::vector<float> ring(count, 0.0f);
     for (int j = 0; j < n; ++j) {
       const algos::Range shard = algos::evenPart(count, n, j);
-      std::vector<float> partial(run.inputs[(j + 1) % n].begin() + static_cast<long>(shard.offset),
-                                 run.inputs[(j + 1) % n].begin() + static_cast<long>(shard.offset + shard.count));
+      std::vector<float> partial(
+          run.inputs[(j + 1) % n].begin() + static_cast<long>(shard.offset),
+          run.inputs[(j + 1) % n].begin() + static_cast<long>(shard.offset + shard.count));
       for (int hop = 2; hop <= n; ++hop) {
         std::vector<float> next(shard.count, 0.0f);
         roundTripAdd(*codec, partial.data(), shard.count, next.data());
@@ -199,13 +207,16 @@ TEST(CompressedSchedule, TwoShotBeatsPerHopRequantisation) {
   }
 }
 
-// c2hier on equal racks (and hosts with several ranks): every rank the same bits, the error of three
-// quantisations at most, and no deadlock when sends complete only with their receives.
+// c2hier on equal racks (and hosts with several ranks): every rank the same bits, the error of
+// three quantisations at most, and no deadlock when sends complete only with their receives.
 TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
   algos::HierCompressedAllReduce algo;
   auto codec = int8Codec();
-  struct Shape { int racks, hostsPerRack, ranksPerHost; };
-  for (Shape shape : {Shape{2, 2, 1}, Shape{2, 4, 1}, Shape{3, 3, 1}, Shape{4, 2, 1}, Shape{2, 2, 2}, Shape{1, 3, 2}}) {
+  struct Shape {
+    int racks, hostsPerRack, ranksPerHost;
+  };
+  for (Shape shape : {Shape{2, 2, 1}, Shape{2, 4, 1}, Shape{3, 3, 1}, Shape{4, 2, 1},
+                      Shape{2, 2, 2}, Shape{1, 3, 2}}) {
     const int n = shape.racks * shape.hostsPerRack * shape.ranksPerHost;
     std::vector<int> hostOf(n), rackOf(shape.racks * shape.hostsPerRack);
     for (int r = 0; r < n; ++r) hostOf[r] = r / shape.ranksPerHost;
@@ -213,13 +224,15 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
     const algos::Topology topo = algos::Topology::hostsAndRacks(hostOf, rackOf, {}, {}, {});
     for (size_t count : {1ul, 5ul, 777ul, 4099ul})
       for (bool inPlace : {false, true}) {
-        const std::string what = std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) + "x" +
-                                 std::to_string(shape.ranksPerHost) + " count=" + std::to_string(count);
+        const std::string what =
+            std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) + "x" +
+            std::to_string(shape.ranksPerHost) + " count=" + std::to_string(count);
         std::vector<algos::Schedule> schedules;
         SimRun run;
         run.ranks.resize(n);
         for (int r = 0; r < n; ++r) {
-          algos::CollArgs a = testing::compressedArgs(*codec, n, r, count, 100, inPlace, count % 2 == 0, false);
+          algos::CollArgs a =
+              testing::compressedArgs(*codec, n, r, count, 100, inPlace, count % 2 == 0, false);
           a.topology = &topo;
           ASSERT_TRUE(algo.supports(a)) << what;
           schedules.push_back(algo.build(a));
@@ -227,7 +240,9 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
           run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
           if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1,
+                                              testing::SendMode::Rendezvous),
+                  "")
             << what;
         double err2 = 0, ref2 = 0, bound = 0, total = 0;
         for (int r = 0; r < n; ++r) {
@@ -235,13 +250,15 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
           for (float x : run.inputs[r]) m = std::max(m, static_cast<double>(std::fabs(x)));
           total += m;
         }
-        bound = 3 * total / 254.0 * 1.02 + 1e-5 * total;  // input, group sum, total: half a step each
+        bound =
+            3 * total / 254.0 * 1.02 + 1e-5 * total;  // input, group sum, total: half a step each
         const double div = count % 2 == 0 ? n : 1;
         for (size_t e = 0; e < count; ++e) {
           double exact = 0;
           for (int r = 0; r < n; ++r) exact += run.inputs[r][e];
           exact /= div;
-          for (int r = 1; r < n; ++r) ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
+          for (int r = 1; r < n; ++r)
+            ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
           const double d = run.ranks[0].recv[e] - exact;
           ASSERT_LE(std::fabs(d), bound / div) << what << " element " << e;
           err2 += d * d;
@@ -267,9 +284,10 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
 TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
   algos::HierCompressedAllReduce algo;
   auto codec = int8Codec();
-  for (std::vector<int> rackOf : {std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 1, 1, 1, 1, 2, 0},
-                                  std::vector<int>{0, 1, 2, 1, 1}, std::vector<int>{1, 0, 1, 1, 1, 1, 0, 0, 1},
-                                  std::vector<int>{0, 1, 0, 1, 0}})
+  for (std::vector<int> rackOf :
+       {std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 1, 1, 1, 1, 2, 0},
+        std::vector<int>{0, 1, 2, 1, 1}, std::vector<int>{1, 0, 1, 1, 1, 1, 0, 0, 1},
+        std::vector<int>{0, 1, 0, 1, 0}})
     for (size_t count : {1ul, 6ul, 3001ul})
       for (bool inPlace : {false, true}) {
         const int n = static_cast<int>(rackOf.size());
@@ -282,7 +300,8 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
         run.ranks.resize(n);
         const bool average = count == 6;
         for (int r = 0; r < n; ++r) {
-          algos::CollArgs a = testing::compressedArgs(*codec, n, r, count, 250, inPlace, average, false);
+          algos::CollArgs a =
+              testing::compressedArgs(*codec, n, r, count, 250, inPlace, average, false);
           a.topology = &topo;
           ASSERT_TRUE(algo.supports(a)) << what;
           schedules.push_back(algo.build(a));
@@ -290,7 +309,9 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
           run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
           if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
+        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1,
+                                              testing::SendMode::Rendezvous),
+                  "")
             << what;
         double total = 0, err2 = 0, ref2 = 0;
         for (int r = 0; r < n; ++r) {
@@ -303,7 +324,8 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
           double exact = 0;
           for (int r = 0; r < n; ++r) exact += run.inputs[r][e];
           exact /= div;
-          for (int r = 1; r < n; ++r) ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
+          for (int r = 1; r < n; ++r)
+            ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
           const double d = run.ranks[0].recv[e] - exact;
           ASSERT_LE(std::fabs(d), bound) << what << " element " << e;
           err2 += d * d;
@@ -319,7 +341,9 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
 TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
   algos::HierSparseCompressedAllReduce algo;
   auto codec = topkCodec(0.05);
-  struct Shape { int racks, hostsPerRack; };
+  struct Shape {
+    int racks, hostsPerRack;
+  };
   for (Shape shape : {Shape{2, 2}, Shape{2, 4}, Shape{3, 3}, Shape{4, 2}, Shape{5, 3}}) {
     const int n = shape.racks * shape.hostsPerRack;
     std::vector<int> hostOf(n), rackOf(n);
@@ -332,14 +356,16 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
     for (size_t count : {1ul, 29ul, 1500ul})
       for (size_t chunk : {64ul, 1ul << 20})
         for (bool inPlace : {false, true}) {
-          const std::string what = std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) +
-                                   " count=" + std::to_string(count) + " chunk=" + std::to_string(chunk);
+          const std::string what =
+              std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) +
+              " count=" + std::to_string(count) + " chunk=" + std::to_string(chunk);
           std::vector<algos::Schedule> schedules;
           SimRun run;
           run.ranks.resize(n);
           const bool average = count % 2 == 1;
           for (int r = 0; r < n; ++r) {
-            algos::CollArgs a = testing::compressedArgs(*codec, n, r, count, chunk, inPlace, average, false);
+            algos::CollArgs a =
+                testing::compressedArgs(*codec, n, r, count, chunk, inPlace, average, false);
             a.topology = &topo;
             ASSERT_TRUE(algo.supports(a)) << what;
             schedules.push_back(algo.build(a));
@@ -347,14 +373,17 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
             run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
             if (!inPlace) run.ranks[r].send = run.inputs[r];
           }
-          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
+          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1,
+                                                testing::SendMode::Rendezvous),
+                    "")
               << what;
           checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
         }
   }
   // Racks of different sizes (and a lone host): gateways wrap around the smaller racks.
-  for (std::vector<int> rackOf : {std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 1, 1, 1, 1, 2, 0},
-                                  std::vector<int>{0, 1, 2, 1, 1}, std::vector<int>{1, 0, 1, 1, 1, 1, 0, 0, 1}}) {
+  for (std::vector<int> rackOf :
+       {std::vector<int>{0, 0, 0, 1}, std::vector<int>{0, 1, 1, 1, 1, 2, 0},
+        std::vector<int>{0, 1, 2, 1, 1}, std::vector<int>{1, 0, 1, 1, 1, 1, 0, 0, 1}}) {
     const int n = static_cast<int>(rackOf.size());
     std::vector<int> hostOf(n);
     for (int r = 0; r < n; ++r) hostOf[r] = r;
@@ -372,9 +401,12 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
         run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(1500, -3.0f);
         if (!inPlace) run.ranks[r].send = run.inputs[r];
       }
-      ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1, testing::SendMode::Rendezvous), "")
+      ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1,
+                                            testing::SendMode::Rendezvous),
+                "")
           << n << " ranks";
-      checkAgainst(run, sparseReference(*codec, run.inputs, 1500, 64, false), n, std::to_string(n) + " ranks");
+      checkAgainst(run, sparseReference(*codec, run.inputs, 1500, 64, false), n,
+                   std::to_string(n) + " ranks");
     }
   }
 }

@@ -28,8 +28,7 @@ TEST(Doorbell, TheSleeperSeesTheWorkOrTheRingerRings) {
   std::atomic<int> done{0};
   std::thread sleeper([&] {
     for (int r = 0; r < kRounds; ++r) {
-      while (done.load(std::memory_order_acquire) < 2 * r) {
-      }
+      while (done.load(std::memory_order_acquire) < 2 * r) {}
       before[r] = raiseFlag(&bells[r]).value;
       fenceRingers();
       sawWork[r] = work[r].load(std::memory_order_relaxed) != 0;
@@ -38,8 +37,7 @@ TEST(Doorbell, TheSleeperSeesTheWorkOrTheRingerRings) {
   });
   std::thread ringer([&] {
     for (int r = 0; r < kRounds; ++r) {
-      while (done.load(std::memory_order_acquire) < 2 * r) {
-      }
+      while (done.load(std::memory_order_acquire) < 2 * r) {}
       work[r].store(1, std::memory_order_relaxed);
       bells[r].ringIfSleeping();
       done.fetch_add(1);

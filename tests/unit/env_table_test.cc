@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "base/env.h"
 #include "api/variables.h"
+#include "base/env.h"
 #include "core/variables.h"
 
 namespace {
@@ -28,12 +28,14 @@ TEST(EnvTable, ReadmeListsEveryVariableWithItsDefault) {
   }
   for (const braid::env::Var* v : braid::allVariables()) {
     auto it = readme.find(v->name);
-    ASSERT_NE(it, readme.end()) << v->name << " is missing from the README's table (run tools/readme_env.py)";
+    ASSERT_NE(it, readme.end()) << v->name
+                                << " is missing from the README's table (run tools/readme_env.py)";
     std::string def = v->defaultValue ? v->defaultValue : "(unset)";
     EXPECT_EQ(it->second, def) << v->name;
     readme.erase(it);
   }
-  for (const auto& [name, def] : readme) ADD_FAILURE() << name << " is in the README but not in the table";
+  for (const auto& [name, def] : readme)
+    ADD_FAILURE() << name << " is in the README but not in the table";
 }
 
 TEST(EnvTable, NamesAreUniqueAndPrefixed) {
@@ -51,10 +53,11 @@ TEST(EnvTable, NamesAreUniqueAndPrefixed) {
 TEST(EnvTable, EveryDeclaredVariableIsListedAndReadThroughEnv) {
   std::map<std::string, int> listed;
   for (const braid::env::Var* v : braid::allVariables()) listed[v->name] = 1;
-  const std::regex declared(R"re(const Var k\w+ = \{"([A-Z0-9_]+)")re");
+  const std::regex declared(R"re(const Var k\w+ = \{\s*"([A-Z0-9_]+)")re");
   const std::regex direct(R"re(getenv\("(NCCL|BRAID)_)re");
   size_t found = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(BRAID_SOURCE_DIR) + "/src")) {
+  for (const auto& e :
+       std::filesystem::recursive_directory_iterator(std::string(BRAID_SOURCE_DIR) + "/src")) {
     if (!e.is_regular_file()) continue;
     std::ifstream in(e.path());
     std::stringstream text;
@@ -62,11 +65,12 @@ TEST(EnvTable, EveryDeclaredVariableIsListedAndReadThroughEnv) {
     const std::string s = text.str();
     for (std::sregex_iterator it(s.begin(), s.end(), declared), end; it != end; ++it) {
       ++found;
-      EXPECT_TRUE(listed.count((*it)[1])) << (*it)[1] << " (" << e.path().string()
-                                          << ") is in no layer's list of variables";
+      EXPECT_TRUE(listed.count((*it)[1]))
+          << (*it)[1] << " (" << e.path().string() << ") is in no layer's list of variables";
     }
     EXPECT_FALSE(std::regex_search(s, direct))
-        << e.path().string() << " reads an NCCL_ or BRAID_ variable with getenv: declare an env::Var";
+        << e.path().string()
+        << " reads an NCCL_ or BRAID_ variable with getenv: declare an env::Var";
   }
   EXPECT_EQ(found, listed.size());
 }
@@ -77,7 +81,8 @@ TEST(EnvTable, DefaultsAndOverrides) {
   setenv("BRAID_CHUNK_BYTES", "4096", 1);
   EXPECT_EQ(braid::env::getInt(braid::env::kBraidChunkBytes), 4096);
   setenv("BRAID_CHUNK_BYTES", "lots", 1);
-  EXPECT_EQ(braid::env::getInt(braid::env::kBraidChunkBytes), 524288) << "unparsable values fall back";
+  EXPECT_EQ(braid::env::getInt(braid::env::kBraidChunkBytes), 524288)
+      << "unparsable values fall back";
   unsetenv("BRAID_CHUNK_BYTES");
 }
 

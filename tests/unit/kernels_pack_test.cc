@@ -61,7 +61,8 @@ struct Bytes {
   std::vector<unsigned char> data;
 };
 
-std::string describe(ncclDataType_t type, ncclRedOp_t op, size_t count, size_t misalign, size_t stride) {
+std::string describe(ncclDataType_t type, ncclRedOp_t op, size_t count, size_t misalign,
+                     size_t stride) {
   return std::string(typeName(type)) + " " + opName(op) + " count " + std::to_string(count) +
          " misaligned by " + std::to_string(misalign) + " element(s), " + std::to_string(stride) +
          " workers";
@@ -97,10 +98,12 @@ TEST(KernelPacks, ReduceSpanMatchesHostKernelsForEveryTypeAndOp) {
             Bytes want(bytes, 0), got(bytes + off, 0), got2(bytes + off, 0);
             reduce(want.at(0), a.at(off), b.at(off), count, type, op);
             withType(type, [&](auto t) {
-              reduceSpanAs<decltype(t)>(op, got.at(off), got2.at(off), a.at(off), b.at(off), count, stride);
+              reduceSpanAs<decltype(t)>(op, got.at(off), got2.at(off), a.at(off), b.at(off), count,
+                                        stride);
             });
             EXPECT_EQ(testing::firstDifference(type, got.at(off), want.at(0), count), "") << "dst";
-            EXPECT_EQ(testing::firstDifference(type, got2.at(off), want.at(0), count), "") << "fused second output";
+            EXPECT_EQ(testing::firstDifference(type, got2.at(off), want.at(0), count), "")
+                << "fused second output";
           }
 }
 
@@ -156,7 +159,8 @@ TEST(KernelPacks, MapSpanScaleAndFinishAvgMatchHostKernels) {
 TEST(KernelPacks, CopyMovesEveryByte) {
   for (size_t bytes : {size_t(0), size_t(1), size_t(17), size_t(4099)})
     for (size_t misalign : {size_t(0), size_t(3)}) {
-      SCOPED_TRACE("copy of " + std::to_string(bytes) + " bytes, misaligned by " + std::to_string(misalign));
+      SCOPED_TRACE("copy of " + std::to_string(bytes) + " bytes, misaligned by " +
+                   std::to_string(misalign));
       Bytes src(bytes + misalign, bytes), dst(bytes + misalign, 0);
       asGrid(9, [&](size_t w, size_t n) {
         mapSpan(FuncCopy<uint8_t>{}, dst.at(misalign), src.at(misalign), bytes, w, n);

@@ -14,9 +14,9 @@
 namespace braid::kernels::testref {
 
 // Every NCCL data type, and the built-in ops that reduce (Avg is Sum, then a division).
-inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
-                                               ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
-                                               ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+inline constexpr ncclDataType_t kAllTypes[] = {
+    ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
+    ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
 inline constexpr ncclRedOp_t kReduceOps[] = {ncclSum, ncclProd, ncclMax, ncclMin};
 
 struct FormatSpec {
@@ -115,31 +115,22 @@ inline Kind kindOf(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
     case ncclInt32:
-    case ncclInt64:
-      return Kind::Signed;
+    case ncclInt64: return Kind::Signed;
     case ncclUint8:
     case ncclUint32:
-    case ncclUint64:
-      return Kind::Unsigned;
-    case ncclFloat32:
-      return Kind::Float;
-    case ncclFloat64:
-      return Kind::Double;
-    default:
-      return Kind::Small;
+    case ncclUint64: return Kind::Unsigned;
+    case ncclFloat32: return Kind::Float;
+    case ncclFloat64: return Kind::Double;
+    default: return Kind::Small;
   }
 }
 
 inline const FormatSpec& specOf(ncclDataType_t t) {
   switch (t) {
-    case ncclFloat16:
-      return kHalf;
-    case ncclBfloat16:
-      return kBf16;
-    case ncclFloat8e4m3:
-      return kE4M3;
-    default:
-      return kE5M2;
+    case ncclFloat16: return kHalf;
+    case ncclBfloat16: return kBf16;
+    case ncclFloat8e4m3: return kE4M3;
+    default: return kE5M2;
   }
 }
 
@@ -148,17 +139,13 @@ inline int bitsOfType(ncclDataType_t t) {
     case ncclInt8:
     case ncclUint8:
     case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 8;
+    case ncclFloat8e5m2: return 8;
     case ncclFloat16:
-    case ncclBfloat16:
-      return 16;
+    case ncclBfloat16: return 16;
     case ncclInt32:
     case ncclUint32:
-    case ncclFloat32:
-      return 32;
-    default:
-      return 64;
+    case ncclFloat32: return 32;
+    default: return 64;
   }
 }
 
@@ -175,16 +162,11 @@ inline int64_t signExtend(ncclDataType_t t, uint64_t bits) {
 // The element as a real number (for the floating kinds).
 inline double valueOf(ncclDataType_t t, uint64_t bits) {
   switch (kindOf(t)) {
-    case Kind::Float:
-      return floatOf(uint32_t(bits));
-    case Kind::Double:
-      return doubleOf(bits);
-    case Kind::Small:
-      return decode(specOf(t), uint32_t(bits));
-    case Kind::Signed:
-      return double(signExtend(t, bits));
-    case Kind::Unsigned:
-      return double(bits);
+    case Kind::Float: return floatOf(uint32_t(bits));
+    case Kind::Double: return doubleOf(bits);
+    case Kind::Small: return decode(specOf(t), uint32_t(bits));
+    case Kind::Signed: return double(signExtend(t, bits));
+    case Kind::Unsigned: return double(bits);
   }
   return 0;
 }
@@ -193,12 +175,9 @@ inline double valueOf(ncclDataType_t t, uint64_t bits) {
 inline Expected roundTo(ncclDataType_t t, double v) {
   if (std::isnan(v)) return {0, true};
   switch (kindOf(t)) {
-    case Kind::Float:
-      return {bitsOf(float(v)), false};
-    case Kind::Double:
-      return {bitsOf(v), false};
-    default:
-      return {encode(specOf(t), v), false};
+    case Kind::Float: return {bitsOf(float(v)), false};
+    case Kind::Double: return {bitsOf(v), false};
+    default: return {encode(specOf(t), v), false};
   }
 }
 
@@ -209,22 +188,16 @@ inline Expected reduceOne(ncclDataType_t t, ncclRedOp_t op, uint64_t a, uint64_t
     int64_t sa = signExtend(t, a), sb = signExtend(t, b);
     bool isSigned = kind == Kind::Signed;
     switch (op) {
-      case ncclSum:
-        return {truncBits(t, a + b), false};
-      case ncclProd:
-        return {truncBits(t, a * b), false};
-      case ncclMax:
-        return {isSigned ? (sa > sb ? a : b) : (a > b ? a : b), false};
-      default:
-        return {isSigned ? (sa < sb ? a : b) : (a < b ? a : b), false};
+      case ncclSum: return {truncBits(t, a + b), false};
+      case ncclProd: return {truncBits(t, a * b), false};
+      case ncclMax: return {isSigned ? (sa > sb ? a : b) : (a > b ? a : b), false};
+      default: return {isSigned ? (sa < sb ? a : b) : (a < b ? a : b), false};
     }
   }
   double x = valueOf(t, a), y = valueOf(t, b);
   switch (op) {
-    case ncclSum:
-      return roundTo(t, x + y);
-    case ncclProd:
-      return roundTo(t, x * y);
+    case ncclSum: return roundTo(t, x + y);
+    case ncclProd: return roundTo(t, x * y);
     case ncclMax:
       if (std::isnan(x) || std::isnan(y)) return {0, true};
       return roundTo(t, x > y ? x : y);
@@ -238,14 +211,10 @@ inline Expected reduceOne(ncclDataType_t t, ncclRedOp_t op, uint64_t a, uint64_t
 // (float for float and the small formats, double for double); integers divide truncating.
 inline Expected avgOne(ncclDataType_t t, uint64_t a, int nranks) {
   switch (kindOf(t)) {
-    case Kind::Signed:
-      return {truncBits(t, uint64_t(signExtend(t, a) / nranks)), false};
-    case Kind::Unsigned:
-      return {a / uint64_t(nranks), false};
-    case Kind::Double:
-      return roundTo(t, doubleOf(a) * (1.0 / nranks));
-    default:
-      return roundTo(t, valueOf(t, a) * double(1.0f / float(nranks)));
+    case Kind::Signed: return {truncBits(t, uint64_t(signExtend(t, a) / nranks)), false};
+    case Kind::Unsigned: return {a / uint64_t(nranks), false};
+    case Kind::Double: return roundTo(t, doubleOf(a) * (1.0 / nranks));
+    default: return roundTo(t, valueOf(t, a) * double(1.0f / float(nranks)));
   }
 }
 

@@ -274,7 +274,8 @@ TEST(Kernels, EveryIsaMatchesGenericBitForBit) {
         for (int op = 0; op < kNumBasicOps; ++op) {
           generic.reduce[type][op](want.data(), a.data(), b.data(), count);
           table.reduce[type][op](got.data(), a.data(), b.data(), count);
-          EXPECT_EQ(firstDifference(got, want, a, b, type, count), count) << opName(ncclRedOp_t(op));
+          EXPECT_EQ(firstDifference(got, want, a, b, type, count), count)
+              << opName(ncclRedOp_t(op));
         }
         generic.scale[type](want.data(), a.data(), count, b.data());
         table.scale[type](got.data(), a.data(), count, b.data());
@@ -305,8 +306,10 @@ TEST(Kernels, EveryIsaStreamCopyIsMemcpy) {
           unsigned char* d = dst.data() + 64 + dstOff;
           kernelTable(Isa(i)).streamCopy(d, src.data() + srcOff, n);
           EXPECT_EQ(std::memcmp(d, src.data() + srcOff, n), 0);
-          for (unsigned char* p = dst.data(); p < d; ++p) ASSERT_EQ(*p, 0xee) << "before, at " << d - p;
-          for (unsigned char* p = d + n; p < dst.data() + dst.size(); ++p) ASSERT_EQ(*p, 0xee) << "after";
+          for (unsigned char* p = dst.data(); p < d; ++p)
+            ASSERT_EQ(*p, 0xee) << "before, at " << d - p;
+          for (unsigned char* p = d + n; p < dst.data() + dst.size(); ++p)
+            ASSERT_EQ(*p, 0xee) << "after";
         }
   }
 }
@@ -317,7 +320,8 @@ TEST(Kernels, ReduceStreamedIsReduce) {
   for (ncclDataType_t type : kTypes)
     for (ncclRedOp_t op : kOps)
       for (size_t count : {size_t(1), size_t(7), size_t(4096 + 3), size_t(100003)}) {
-        SCOPED_TRACE(std::string(typeName(type)) + " " + opName(op) + " count " + std::to_string(count));
+        SCOPED_TRACE(std::string(typeName(type)) + " " + opName(op) + " count " +
+                     std::to_string(count));
         const size_t size = typeSize(type);
         Buffer a = randomBuffer(type, count + 1, 41 + type, op == ncclProd);
         Buffer b = randomBuffer(type, count + 1, 42 + type, op == ncclProd);

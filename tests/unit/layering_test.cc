@@ -43,12 +43,14 @@ TEST(Layering, LayersTableNamesEveryFolderOfSrcOnce) {
   std::map<std::string, int> seen;
   for (const auto& l : layers) {
     EXPECT_EQ(seen[l]++, 0) << l << " is listed twice in src/layers.txt";
-    EXPECT_TRUE(fs::is_directory(kSrc / l)) << "src/layers.txt names " << l << ", which is not a folder of src/";
+    EXPECT_TRUE(fs::is_directory(kSrc / l))
+        << "src/layers.txt names " << l << ", which is not a folder of src/";
   }
   for (const auto& entry : fs::directory_iterator(kSrc))
     if (entry.is_directory())
       EXPECT_TRUE(seen.count(entry.path().filename().string()))
-          << "src/" << entry.path().filename().string() << " is in no layer: add it to src/layers.txt";
+          << "src/" << entry.path().filename().string()
+          << " is in no layer: add it to src/layers.txt";
 }
 
 TEST(Layering, NoFileIncludesAHigherLayer) {
@@ -82,8 +84,8 @@ TEST(Layering, NoFileIncludesAHigherLayer) {
         layer = layerOf(besideRel);
       }
       EXPECT_LE(rank[layer], rank[own])
-          << "src/" << rel.string() << ":" << n << ": the " << own << " layer includes \"" << m[1].str()
-          << "\" of the higher " << layer << " layer (order: src/layers.txt)";
+          << "src/" << rel.string() << ":" << n << ": the " << own << " layer includes \""
+          << m[1].str() << "\" of the higher " << layer << " layer (order: src/layers.txt)";
     }
   }
   EXPECT_GT(files, 100u);

@@ -34,7 +34,9 @@ using testing::SendMode;
 // 7i mod n where 7 is coprime to n), so no level lines up with rank order.
 enum class Shape { Flat, Hosts, Racks };
 
-const char* shapeName(Shape s) { return s == Shape::Flat ? "Flat" : s == Shape::Hosts ? "Hosts" : "Racks"; }
+const char* shapeName(Shape s) {
+  return s == Shape::Flat ? "Flat" : s == Shape::Hosts ? "Hosts" : "Racks";
+}
 
 const Topology* topologyFor(Shape shape, int n) {
   if (shape == Shape::Flat) return nullptr;
@@ -58,7 +60,8 @@ const Topology* topologyFor(Shape shape, int n) {
       if (++filled == kRackSizes[rack % 3]) ++rack, filled = 0;
     }
   }
-  slot = std::make_unique<Topology>(Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3}));
+  slot = std::make_unique<Topology>(
+      Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3}));
   return slot.get();
 }
 
@@ -80,10 +83,13 @@ struct Point {
 
 std::string describe(std::string_view algo, const Point& p) {
   std::ostringstream os;
-  os << algo << " " << algos::collectiveName(p.coll) << " n=" << p.n << " count=" << p.count << " chunk=" << p.chunk
-     << " root=" << p.root << (p.mixed ? " mixed" : p.inPlace ? " in-place" : " out-of-place")
-     << (p.average ? " avg" : "") << (p.mode == SendMode::Buffered ? " buffered" : " rendezvous") << " "
-     << shapeName(p.shape);
+  os << algo << " " << algos::collectiveName(p.coll) << " n=" << p.n << " count=" << p.count
+     << " chunk=" << p.chunk << " root=" << p.root
+     << (p.mixed     ? " mixed"
+         : p.inPlace ? " in-place"
+                     : " out-of-place")
+     << (p.average ? " avg" : "") << (p.mode == SendMode::Buffered ? " buffered" : " rendezvous")
+     << " " << shapeName(p.shape);
   if (p.coll == Collective::Send) os << " shift=" << p.shift << (p.recvFirst ? " recv first" : "");
   if (const Topology* t = topologyFor(p.shape, p.n)) os << "\n" << t->describe();
   return os.str();
@@ -100,7 +106,8 @@ algos::CollArgs argsFor(const Point& p, int rank, Collective coll, int root) {
   a.nranks = p.n;
   a.chunkCount = p.chunk;
   a.typeSize = 8;
-  a.directMaxBytes = SIZE_MAX;  // direct and hierdirect at every size: the builders, not the threshold
+  a.directMaxBytes =
+      SIZE_MAX;  // direct and hierdirect at every size: the builders, not the threshold
   a.topology = topologyFor(p.shape, p.n);
   return a;
 }
@@ -141,13 +148,16 @@ void forEachPoint(Collective coll, Shape shape, const std::function<bool(const P
       counts = flat ? std::vector<size_t>{1, ns + 3, 130} : std::vector<size_t>{1, ns + 3};
       chunks = {16};
     } else {
-      counts = flat ? std::vector<size_t>{0, 1, ns - 1, 7, 5 * ns + 3, 203} : std::vector<size_t>{0, 1, ns - 1, 5 * ns + 3};
+      counts = flat ? std::vector<size_t>{0, 1, ns - 1, 7, 5 * ns + 3, 203}
+                    : std::vector<size_t>{0, 1, ns - 1, 5 * ns + 3};
       chunks = flat ? std::vector<size_t>{1, 3, 64, 1 << 20} : std::vector<size_t>{1, 4, 1 << 20};
     }
     std::vector<int> roots = {0};
     if (testing::rooted(coll)) {
-      if (big) roots = {0, n / 2, n - 1};
-      else roots.resize(ns), std::iota(roots.begin(), roots.end(), 0);
+      if (big)
+        roots = {0, n / 2, n - 1};
+      else
+        roots.resize(ns), std::iota(roots.begin(), roots.end(), 0);
     }
     for (size_t count : counts)
       for (size_t chunk : chunks)
@@ -156,7 +166,8 @@ void forEachPoint(Collective coll, Shape shape, const std::function<bool(const P
           if (chunk == 1 && count > (flat ? 5 * ns + 3 : ns)) continue;
           for (bool inPlace : {false, true})
             for (SendMode mode : {SendMode::Rendezvous, SendMode::Buffered}) {
-              if (mode == SendMode::Buffered && n > 8) continue;  // early sends change nothing either
+              if (mode == SendMode::Buffered && n > 8)
+                continue;  // early sends change nothing either
               Point p{coll, shape, n, count, chunk, root, inPlace};
               p.mode = mode;
               if (!visit(p)) return;
@@ -186,29 +197,33 @@ std::string firstDifference(const std::vector<int64_t>& got, const std::vector<i
     return "size " + std::to_string(got.size()) + ", expected " + std::to_string(want.size());
   for (size_t e = 0; e < got.size(); ++e)
     if (got[e] != want[e])
-      return "element " + std::to_string(e) + ": " + std::to_string(got[e]) + ", expected " + std::to_string(want[e]);
+      return "element " + std::to_string(e) + ": " + std::to_string(got[e]) + ", expected " +
+             std::to_string(want[e]);
   return "";
 }
 
 // Whether `algo` supports the call as every rank sees it; a failure where ranks disagree.
-bool supportedByAll(const algos::Algorithm& algo, const std::vector<algos::CollArgs>& args, const Point& p) {
+bool supportedByAll(const algos::Algorithm& algo, const std::vector<algos::CollArgs>& args,
+                    const Point& p) {
   size_t yes = 0;
   for (const algos::CollArgs& a : args) yes += algo.supports(a);
-  EXPECT_TRUE(yes == 0 || yes == args.size()) << "ranks disagree whether it supports " << describe(algo.name(), p);
+  EXPECT_TRUE(yes == 0 || yes == args.size())
+      << "ranks disagree whether it supports " << describe(algo.name(), p);
   return yes == args.size();
 }
 
 // Runs `schedules` from `before` and checks every rank's buffers against `after`.
-void runAndCheck(const std::vector<algos::Schedule>& schedules, const std::vector<testing::Expectation>& want,
-                 std::string_view algo, const Point& p) {
+void runAndCheck(const std::vector<algos::Schedule>& schedules,
+                 const std::vector<testing::Expectation>& want, std::string_view algo,
+                 const Point& p) {
   std::vector<testing::SimRank> ranks;
   for (const testing::Expectation& w : want) ranks.push_back(w.before);
   ASSERT_EQ(testing::simulate(schedules, ranks, p.mode), "") << describe(algo, p);
   for (size_t r = 0; r < ranks.size(); ++r) {
-    ASSERT_EQ(firstDifference(ranks[r].recv, want[r].after.recv), "") << "recvbuff of rank " << r << ", "
-                                                                       << describe(algo, p);
-    ASSERT_EQ(firstDifference(ranks[r].send, want[r].after.send), "") << "sendbuff of rank " << r << ", "
-                                                                       << describe(algo, p);
+    ASSERT_EQ(firstDifference(ranks[r].recv, want[r].after.recv), "")
+        << "recvbuff of rank " << r << ", " << describe(algo, p);
+    ASSERT_EQ(firstDifference(ranks[r].send, want[r].after.send), "")
+        << "sendbuff of rank " << r << ", " << describe(algo, p);
   }
 }
 
@@ -221,7 +236,8 @@ void runCollective(const Point& p) {
     if (algo->compressed() || !supportedByAll(*algo, args, p)) continue;
     if (want.empty())
       for (int r = 0; r < p.n; ++r)
-        want.push_back(testing::expectation({p.coll, p.n, p.count, p.root, args[r].inPlace, p.average}, r));
+        want.push_back(
+            testing::expectation({p.coll, p.n, p.count, p.root, args[r].inPlace, p.average}, r));
     std::vector<algos::Schedule> schedules;
     for (const algos::CollArgs& a : args) schedules.push_back(algo->build(a));
     runAndCheck(schedules, want, algo->name(), p);
@@ -263,7 +279,9 @@ struct SweepParam {
   Shape shape;
 };
 
-void PrintTo(const SweepParam& p, std::ostream* os) { *os << algos::collectiveName(p.coll) << " " << shapeName(p.shape); }
+void PrintTo(const SweepParam& p, std::ostream* os) {
+  *os << algos::collectiveName(p.coll) << " " << shapeName(p.shape);
+}
 void PrintTo(Shape shape, std::ostream* os) { *os << shapeName(shape); }
 
 class Sweep : public ::testing::TestWithParam<SweepParam> {};
@@ -271,17 +289,19 @@ class Sweep : public ::testing::TestWithParam<SweepParam> {};
 TEST_P(Sweep, EveryAlgorithmMatchesNccl) {
   const SweepParam param = GetParam();
   forEachPoint(param.coll, param.shape, [&](const Point& p) {
-    if (p.coll == Collective::Send) runPointToPoint(p);
-    else runCollective(p);
+    if (p.coll == Collective::Send)
+      runPointToPoint(p);
+    else
+      runCollective(p);
     return !HasFailure();
   });
 }
 
 std::vector<SweepParam> sweepParams() {
   std::vector<SweepParam> out;
-  for (Collective coll : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce, Collective::AllGather,
-                          Collective::ReduceScatter, Collective::AlltoAll, Collective::Gather, Collective::Scatter,
-                          Collective::Send})
+  for (Collective coll : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
+                          Collective::AllGather, Collective::ReduceScatter, Collective::AlltoAll,
+                          Collective::Gather, Collective::Scatter, Collective::Send})
     for (Shape shape : {Shape::Flat, Shape::Hosts, Shape::Racks}) out.push_back({coll, shape});
   return out;
 }
@@ -310,12 +330,14 @@ void forEachCodecPoint(Shape shape, const std::vector<const compress::Codec*>& c
   for (const compress::Codec* codec : codecs)
     for (int n : {1, 2, 3, 4, 5, 7, 8, 12, 16, 17}) {
       if (shape != Shape::Flat && n == 1) continue;
-      for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(std::max(1, n - 1)), size_t{333}, size_t{1031}})
+      for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(std::max(1, n - 1)),
+                           size_t{333}, size_t{1031}})
         for (size_t chunk : {size_t{7}, size_t{100}, size_t{1} << 20})
           for (bool inPlace : {false, true})
             for (SendMode mode : {SendMode::Rendezvous, SendMode::Buffered}) {
               if (mode == SendMode::Buffered && (n > 4 || chunk != 7)) continue;
-              if (!visit({codec, shape, n, count, chunk, inPlace, (count + chunk) % 2 == 1, mode})) return;
+              if (!visit({codec, shape, n, count, chunk, inPlace, (count + chunk) % 2 == 1, mode}))
+                return;
             }
     }
 }
@@ -323,7 +345,8 @@ void forEachCodecPoint(Shape shape, const std::vector<const compress::Codec*>& c
 std::vector<algos::CollArgs> codecArgs(const CodecPoint& p) {
   std::vector<algos::CollArgs> args;
   for (int r = 0; r < p.n; ++r) {
-    args.push_back(testing::compressedArgs(*p.codec, p.n, r, p.count, p.chunk, p.inPlace, p.average, false));
+    args.push_back(
+        testing::compressedArgs(*p.codec, p.n, r, p.count, p.chunk, p.inPlace, p.average, false));
     args.back().topology = topologyFor(p.shape, p.n);
   }
   return args;
@@ -340,19 +363,22 @@ TEST_P(CompressedSweep, EveryAlgorithmIsItsSchemeBitForBit) {
       if (!algo->compressed()) continue;
       size_t yes = 0;
       for (const algos::CollArgs& a : args) yes += algo->supports(a);
-      const std::string what = std::string(algo->name()) + " " + p.codec->name() + " n=" + std::to_string(p.n) +
-                               " count=" + std::to_string(p.count) + " chunk=" + std::to_string(p.chunk) +
-                               (p.inPlace ? " in place" : "") + (p.average ? " avg" : "") +
-                               (p.mode == SendMode::Buffered ? " buffered " : " rendezvous ") + shapeName(p.shape);
+      const std::string what =
+          std::string(algo->name()) + " " + p.codec->name() + " n=" + std::to_string(p.n) +
+          " count=" + std::to_string(p.count) + " chunk=" + std::to_string(p.chunk) +
+          (p.inPlace ? " in place" : "") + (p.average ? " avg" : "") +
+          (p.mode == SendMode::Buffered ? " buffered " : " rendezvous ") + shapeName(p.shape);
       EXPECT_TRUE(yes == 0 || yes == args.size()) << "ranks disagree whether it supports " << what;
       if (yes != args.size()) continue;
       std::string error;
-      const testing::SimRun run = testing::runCompressed(*algo, *p.codec, p.n, p.count, p.chunk, p.inPlace, p.average,
-                                                         p.mode, &error, args[0].topology);
+      const testing::SimRun run =
+          testing::runCompressed(*algo, *p.codec, p.n, p.count, p.chunk, p.inPlace, p.average,
+                                 p.mode, &error, args[0].topology);
       EXPECT_EQ(error, "") << what;
       std::vector<float> want;
       EXPECT_TRUE(testing::compressedReference(algo->name(), *p.codec, args[0], run.inputs, &want))
-          << "no reference scheme for " << what << ": add one to tests/common/compressed_reference.h";
+          << "no reference scheme for " << what
+          << ": add one to tests/common/compressed_reference.h";
       if (HasFailure()) return false;
       for (int r = 0; r < p.n; ++r)
         for (size_t e = 0; e < p.count; ++e) {
@@ -364,8 +390,11 @@ TEST_P(CompressedSweep, EveryAlgorithmIsItsSchemeBitForBit) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, CompressedSweep, ::testing::Values(Shape::Flat, Shape::Hosts, Shape::Racks),
-                         [](const ::testing::TestParamInfo<Shape>& info) { return shapeName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Registry, CompressedSweep,
+                         ::testing::Values(Shape::Flat, Shape::Hosts, Shape::Racks),
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return shapeName(info.param);
+                         });
 
 // Every registered algorithm supports some point of the sweeps above (so they ran it), and
 // every compressed one some point of the compressed sweep.
@@ -387,7 +416,8 @@ TEST(Registry, EveryAlgorithmIsExercised) {
              see(argsFor(p, 0, Collective::Recv, algos::mod(-p.shift, p.n)), false);
     });
   for (Shape shape : {Shape::Flat, Shape::Hosts, Shape::Racks})
-    forEachCodecPoint(shape, {int8.get(), topk.get()}, [&](const CodecPoint& p) { return see(codecArgs(p)[0], true); });
+    forEachCodecPoint(shape, {int8.get(), topk.get()},
+                      [&](const CodecPoint& p) { return see(codecArgs(p)[0], true); });
   for (const auto& [algo, ran] : seen)
     EXPECT_TRUE(ran) << algo->name() << " (" << (algo->compressed() ? "compressed" : "exact")
                      << ") supports no call of the registry sweeps: give them one it serves";

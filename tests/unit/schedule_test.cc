@@ -17,11 +17,13 @@ using testing::SendMode;
 
 // The dependencies of step i, as a list.
 std::vector<uint32_t> depsOf(const Schedule& s, uint32_t i) {
-  return {s.deps.begin() + s.steps[i].depBegin, s.deps.begin() + s.steps[i].depBegin + s.steps[i].depCount};
+  return {s.deps.begin() + s.steps[i].depBegin,
+          s.deps.begin() + s.steps[i].depBegin + s.steps[i].depCount};
 }
 
 std::vector<uint32_t> dependentsOf(const Schedule& s, uint32_t i) {
-  return {s.dependents.begin() + s.dependentsBegin[i], s.dependents.begin() + s.dependentsBegin[i + 1]};
+  return {s.dependents.begin() + s.dependentsBegin[i],
+          s.dependents.begin() + s.dependentsBegin[i + 1]};
 }
 
 TEST(ConcatSchedules, PartsKeepTheirOwnDependenciesInOrder) {
@@ -110,25 +112,30 @@ TEST(ScheduleSim, RendezvousExposesReceivesWaitingOnSends) {
 TEST(ScheduleSim, SizeMismatchAndBadRegions) {
   for (SendMode mode : {SendMode::Buffered, SendMode::Rendezvous}) {
     auto ranks = inputs(3);
-    EXPECT_NE(testing::simulate(exchange(2, 3, false), ranks, mode).find("received 16 bytes, expected 24"),
+    EXPECT_NE(testing::simulate(exchange(2, 3, false), ranks, mode)
+                  .find("received 16 bytes, expected 24"),
               std::string::npos);
     ranks = inputs(3);
-    EXPECT_NE(testing::simulate(exchange(4, 4, false), ranks, mode).find("out of bounds"), std::string::npos);
+    EXPECT_NE(testing::simulate(exchange(4, 4, false), ranks, mode).find("out of bounds"),
+              std::string::npos);
   }
   // A buffer NCCL does not give the rank is empty: touching it is out of bounds.
   ScheduleBuilder b("copy");
   b.copy({Buffer::Send, 0, 1}, {Buffer::Recv, 0, 1});
   std::vector<testing::SimRank> one(1);
   one[0].recv = {7};
-  EXPECT_NE(testing::simulate({std::move(b).finish()}, one).find("region out of bounds"), std::string::npos);
+  EXPECT_NE(testing::simulate({std::move(b).finish()}, one).find("region out of bounds"),
+            std::string::npos);
   // A send nobody receives.
   ScheduleBuilder lonely("lonely");
   lonely.send(1, {Buffer::Send, 0, 1});
   std::vector<Schedule> unmatched = {std::move(lonely).finish(), ScheduleBuilder("idle").finish()};
   auto ranks = inputs(1);
-  EXPECT_EQ(testing::simulate(unmatched, ranks, SendMode::Buffered), "unreceived messages from rank 0 to rank 1");
+  EXPECT_EQ(testing::simulate(unmatched, ranks, SendMode::Buffered),
+            "unreceived messages from rank 0 to rank 1");
   ranks = inputs(1);
-  EXPECT_EQ(testing::simulate(unmatched, ranks, SendMode::Rendezvous), "deadlock: 1 steps cannot run");
+  EXPECT_EQ(testing::simulate(unmatched, ranks, SendMode::Rendezvous),
+            "deadlock: 1 steps cannot run");
 }
 
 // The k-th send to a peer meets the peer's k-th receive from us, whichever is ready first: the
@@ -146,7 +153,9 @@ TEST(ScheduleSim, MatchesSendsToReceivesInOrderPerPair) {
     ranks[0].send = {5, 6, 7};
     ranks[1].send = {10, 20};
     ranks[1].recv = {0, 0, 0};
-    ASSERT_EQ(testing::simulate({std::move(sender).finish(), std::move(receiver).finish()}, ranks, mode), "");
+    ASSERT_EQ(
+        testing::simulate({std::move(sender).finish(), std::move(receiver).finish()}, ranks, mode),
+        "");
     EXPECT_EQ(ranks[1].recv, (std::vector<int64_t>{5, 16, 27}));
   }
 }

@@ -66,8 +66,9 @@ TEST(Selector, SmallCallsTakeOneHopLargeOnesTheRing) {
 // the tie goes to the one whose messages and reductions alone finish first (rhd, 4 ranks,
 // 8 MiB: measured 10-15% faster), not to the one listed first.
 TEST(Selector, MemoryBoundTiesGoToTheFasterLinks) {
-  Topology topo = Topology::hostsAndRacks({0, 0, 0, 0}, {}, braid::transport::kShmLinkCost, braid::transport::kTcpLinkCost,
-                                          braid::transport::kTcpLinkCost);
+  Topology topo =
+      Topology::hostsAndRacks({0, 0, 0, 0}, {}, braid::transport::kShmLinkCost,
+                              braid::transport::kTcpLinkCost, braid::transport::kTcpLinkCost);
   const CollArgs a = allReduce((8 << 20) / 4, 4, topo);
   double ringLinks = 0, rhdLinks = 0;
   const Algorithm* ring = selectAlgorithm(a, "ring");
@@ -77,7 +78,8 @@ TEST(Selector, MemoryBoundTiesGoToTheFasterLinks) {
   const double ringFree = priceOperation(*ring, a), rhdFree = priceOperation(*rhd, a);
   topo.memoryUsPerByte = kHostMemoryUsPerByte;
   topo.cacheBytes = kDefaultCacheBytes;
-  const double ringUs = priceOperation(*ring, a, &ringLinks), rhdUs = priceOperation(*rhd, a, &rhdLinks);
+  const double ringUs = priceOperation(*ring, a, &ringLinks),
+               rhdUs = priceOperation(*rhd, a, &rhdLinks);
   EXPECT_EQ(ringLinks, ringFree);  // the links' price is the price without the bound
   EXPECT_EQ(rhdLinks, rhdFree);
   EXPECT_GT(ringUs, ringLinks);  // both memory-bound, and alike
@@ -100,7 +102,6 @@ TEST(Selector, ForcedAndFiltered) {
   ASSERT_TRUE(chooseAlgorithm(allReduce(2, 4, topo), onlyRing, "", &c).ok());
   EXPECT_EQ(c.algorithm->name(), "ring");
 }
-
 
 // An algorithm that is only a name, for the tie rule.
 class Named final : public Algorithm {
@@ -128,7 +129,8 @@ std::string winnerInEveryOrder(const std::vector<Candidate>& candidates) {
   std::string first;
   do {
     std::vector<Priced> priced;
-    for (size_t i : order) priced.push_back({algos[i].get(), candidates[i].us, candidates[i].linksUs});
+    for (size_t i : order)
+      priced.push_back({algos[i].get(), candidates[i].us, candidates[i].linksUs});
     const std::string won(priced[pickCheapest(priced)].algorithm->name());
     if (first.empty()) first = won;
     EXPECT_EQ(won, first) << "order changed the winner";
@@ -141,18 +143,27 @@ std::string winnerInEveryOrder(const std::vector<Candidate>& candidates) {
 TEST(Selector, TiesAreDecidedByTheRuleNotByOrder) {
   const double inf = std::numeric_limits<double>::infinity();
   // Everything alike: the preference (each collective's default first).
-  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 100}, {"hier", 100, 100}, {"rhd", 100, 100}, {"tree", 100, 100},
+  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 100},
+                                {"hier", 100, 100},
+                                {"rhd", 100, 100},
+                                {"tree", 100, 100},
                                 {"rackring", 100, 100}}),
             "ring");
   // The cheapest by more than 1% wins whatever its links or preference.
-  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 50}, {"hierdirect", 98.9, 98.9}, {"tree", 100, 60}}), "hierdirect");
+  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 50}, {"hierdirect", 98.9, 98.9}, {"tree", 100, 60}}),
+            "hierdirect");
   // Memory-bound alike: links decide, and links within 1% of each other tie again.
-  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 80}, {"rhd", 100.5, 70}, {"tree", 100, 70.5}, {"hier", 100.9, 80}}),
+  EXPECT_EQ(winnerInEveryOrder(
+                {{"ring", 100, 80}, {"rhd", 100.5, 70}, {"tree", 100, 70.5}, {"hier", 100.9, 80}}),
             "rhd");
-  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 80}, {"tree", 100, 70}, {"rackring", 100.2, 69.5}}), "tree");
+  EXPECT_EQ(winnerInEveryOrder({{"ring", 100, 80}, {"tree", 100, 70}, {"rackring", 100.2, 69.5}}),
+            "tree");
   // The band is 1% of the cheapest price, not of its neighbour's: hier (1.2% above) is out.
-  EXPECT_EQ(winnerInEveryOrder({{"hier", 101, 101}, {"rhd", 100.5, 100.5}, {"tree", 99.8, 99.8}}), "rhd");
-  EXPECT_EQ(winnerInEveryOrder({{"hier", 100.7, 100.7}, {"rhd", 100.5, 100.5}, {"tree", 99.8, 99.8}}), "hier");
+  EXPECT_EQ(winnerInEveryOrder({{"hier", 101, 101}, {"rhd", 100.5, 100.5}, {"tree", 99.8, 99.8}}),
+            "rhd");
+  EXPECT_EQ(
+      winnerInEveryOrder({{"hier", 100.7, 100.7}, {"rhd", 100.5, 100.5}, {"tree", 99.8, 99.8}}),
+      "hier");
   // Names the preference does not list come after those it does, alphabetically among them.
   EXPECT_EQ(winnerInEveryOrder({{"zeta", 10, 10}, {"alpha", 10, 10}, {"beta", 10, 10}}), "alpha");
   EXPECT_EQ(winnerInEveryOrder({{"aaa", 10, 10}, {"hierdirect", 10, 10}}), "hierdirect");
@@ -175,7 +186,8 @@ TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
   orders.emplace_back(registry.rbegin(), registry.rend());
   for (size_t k = 1; k < registry.size(); ++k) {
     orders.emplace_back(registry.begin(), registry.end());
-    std::rotate(orders.back().begin(), orders.back().begin() + static_cast<long>(k), orders.back().end());
+    std::rotate(orders.back().begin(), orders.back().begin() + static_cast<long>(k),
+                orders.back().end());
   }
   // As communicators on this machine see them (src/core/comm/comm.cc): n ranks on 2 cores.
   auto onThisMachine = [](Topology t) {
@@ -186,13 +198,14 @@ TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
     return t;
   };
   auto oneHost = [&](int n) {
-    return onThisMachine(Topology::hostsAndRacks(std::vector<int>(static_cast<size_t>(n), 0), {},
-                                                 braid::transport::kShmLinkCost, braid::transport::kTcpLinkCost, braid::transport::kTcpLinkCost));
+    return onThisMachine(Topology::hostsAndRacks(
+        std::vector<int>(static_cast<size_t>(n), 0), {}, braid::transport::kShmLinkCost,
+        braid::transport::kTcpLinkCost, braid::transport::kTcpLinkCost));
   };
   std::vector<int> host(8), rack(8);
   for (int r = 0; r < 8; ++r) host[r] = r, rack[r] = r % 2;
-  const Topology racks = onThisMachine(
-      Topology::hostsAndRacks(host, rack, braid::transport::kShmLinkCost, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64}));
+  const Topology racks = onThisMachine(Topology::hostsAndRacks(
+      host, rack, braid::transport::kShmLinkCost, {7, 8e-3 / 1.9}, {9, 8e-3 / 0.64}));
   const Topology two = oneHost(2), four = oneHost(4);
   struct Call {
     const Topology* topo;
@@ -201,14 +214,14 @@ TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
     const char* want;
   };
   const Call calls[] = {
-      {&four, Collective::AllReduce, 8 << 20, "rhd"},          // memory-bound alike: the links
-      {&four, Collective::AllReduce, 1 << 20, "ring"},         // ring, hier, rhd, rackring alike
-      {&two, Collective::AllReduce, 1 << 20, "ring"},          // five alike
-      {&racks, Collective::AllReduce, 1024, "tree"},           // tree and hierdirect alike
-      {&racks, Collective::AllReduce, 4 << 20, "hierpipe"},    // cheapest by far
-      {&racks, Collective::Broadcast, 1024, "chain"},          // chain and hier alike
-      {&four, Collective::AllGather, 4096, "ring"},            // ring and hier alike
-      {nullptr, Collective::AllReduce, 1 << 20, "ring"},       // no topology: the preference
+      {&four, Collective::AllReduce, 8 << 20, "rhd"},        // memory-bound alike: the links
+      {&four, Collective::AllReduce, 1 << 20, "ring"},       // ring, hier, rhd, rackring alike
+      {&two, Collective::AllReduce, 1 << 20, "ring"},        // five alike
+      {&racks, Collective::AllReduce, 1024, "tree"},         // tree and hierdirect alike
+      {&racks, Collective::AllReduce, 4 << 20, "hierpipe"},  // cheapest by far
+      {&racks, Collective::Broadcast, 1024, "chain"},        // chain and hier alike
+      {&four, Collective::AllGather, 4096, "ring"},          // ring and hier alike
+      {nullptr, Collective::AllReduce, 1 << 20, "ring"},     // no topology: the preference
   };
   for (const Call& call : calls) {
     const int n = call.topo ? call.topo->nranks() : 4;
@@ -218,12 +231,13 @@ TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
     a.topology = call.topo;
     Choice want;
     ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &want).ok());
-    EXPECT_EQ(want.algorithm->name(), call.want) << collectiveName(call.coll) << " " << call.bytes << ": "
-                                                << want.reason;
+    EXPECT_EQ(want.algorithm->name(), call.want)
+        << collectiveName(call.coll) << " " << call.bytes << ": " << want.reason;
     for (const auto& order : orders) {
       Choice c;
       ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", order, &c).ok());
-      EXPECT_EQ(c.algorithm, want.algorithm) << collectiveName(call.coll) << " " << call.bytes << ": " << c.reason;
+      EXPECT_EQ(c.algorithm, want.algorithm)
+          << collectiveName(call.coll) << " " << call.bytes << ": " << c.reason;
       EXPECT_EQ(c.estimateUs, want.estimateUs);
     }
   }

@@ -15,7 +15,9 @@
 namespace braid::topo {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/" + name;
+}
 
 ClusterMap load(const std::string& name) {
   ClusterMap map;
@@ -50,7 +52,9 @@ TEST(ClusterMap, ShapedLevelsCarryTheirBurst) {
   ASSERT_TRUE(parseClusterMap(XmlSource::fromText("t", R"(<cluster>
     <level name="host" bw_gbps="2" latency_us="0"/>
     <level name="rack" bw_gbps="0.667" latency_us="0" burst_kib="81.5"/>
-    <rack name="r0"><host name="a"/></rack></cluster>)"), &map).ok());
+    <rack name="r0"><host name="a"/></rack></cluster>)"),
+                              &map)
+                  .ok());
   EXPECT_EQ(map.levels[0].link().burstBytes, 0);
   EXPECT_DOUBLE_EQ(map.levels[1].link().burstBytes, 81.5 * 1024);
 }
@@ -62,8 +66,11 @@ TEST(ClusterMap, HostsMatchByFullOrShortName) {
   EXPECT_EQ(map.findHost("node03.other.net"), 2);
   EXPECT_EQ(map.findHost("node09"), -1);
   ClusterMap twins;
-  ASSERT_TRUE(parseClusterMap(XmlSource::fromText("t", R"(<cluster><level name="host" bw_gbps="1" latency_us="1"/>
-    <host name="a.x"/><host name="a.y"/></cluster>)"), &twins).ok());
+  ASSERT_TRUE(parseClusterMap(XmlSource::fromText(
+                                  "t", R"(<cluster><level name="host" bw_gbps="1" latency_us="1"/>
+    <host name="a.x"/><host name="a.y"/></cluster>)"),
+                              &twins)
+                  .ok());
   EXPECT_EQ(twins.findHost("a.y"), 1);
   EXPECT_EQ(twins.findHost("a"), -1) << "two hosts share the short name: no guess";
 }
@@ -83,9 +90,9 @@ TEST(ClusterMap, ThreeLevelsBuildTheTopology) {
   EXPECT_EQ(topo.groupOf[2], (std::vector<int>{0, 1, 1, 0, 1, 1}));  // west, east
   EXPECT_EQ(t.groupNames[1], (std::vector<std::string>{"w0", "e0", "e1"}));
   EXPECT_DOUBLE_EQ(topo.link[0].alphaUs, 0.3);
-  EXPECT_DOUBLE_EQ(topo.link[1].alphaUs, 1.5);   // hosts of one rack
-  EXPECT_DOUBLE_EQ(topo.link[2].alphaUs, 4);     // racks of one pod
-  EXPECT_DOUBLE_EQ(topo.link[3].alphaUs, 20);    // pods
+  EXPECT_DOUBLE_EQ(topo.link[1].alphaUs, 1.5);  // hosts of one rack
+  EXPECT_DOUBLE_EQ(topo.link[2].alphaUs, 4);    // racks of one pod
+  EXPECT_DOUBLE_EQ(topo.link[3].alphaUs, 20);   // pods
   EXPECT_DOUBLE_EQ(topo.link[3].betaUsPerByte, 8e-3 / 12.5);
   EXPECT_EQ(topo.commonLevel(1, 2), 0);
   EXPECT_EQ(topo.commonLevel(1, 4), 1);
@@ -102,27 +109,33 @@ TEST(ClusterMap, RankOnAnUnknownHostFails) {
   CommTopology t;
   Status s = topologyFromClusterMap(map, {"node01", "node99"}, {}, &t);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("cluster_two_racks.xml: rank 1 runs on host \"node99\""), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("expected a <host name=\"node99\">"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("cluster_two_racks.xml: rank 1 runs on host \"node99\""),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("expected a <host name=\"node99\">"), std::string::npos)
+      << s.message();
 }
 
 TEST(ClusterMap, FixtureErrorsNameLineAndExpectation) {
   ClusterMap map;
   Status s = loadClusterMap(fixture("cluster_bad_duplicate_host.xml"), &map);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("cluster_bad_duplicate_host.xml:10: duplicate host \"h1\" (first at line 6); expected each host once"),
+  EXPECT_NE(s.message().find("cluster_bad_duplicate_host.xml:10: duplicate host \"h1\" (first at "
+                             "line 6); expected each host once"),
             std::string::npos)
       << s.message();
   s = loadClusterMap(fixture("cluster_bad_missing_bw.xml"), &map);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("cluster_bad_missing_bw.xml:3: <level> has no bw_gbps attribute; expected bw_gbps=\"<number>\""),
+  EXPECT_NE(s.message().find("cluster_bad_missing_bw.xml:3: <level> has no bw_gbps attribute; "
+                             "expected bw_gbps=\"<number>\""),
             std::string::npos)
       << s.message();
 }
 
 TEST(ClusterMap, InlineErrorsNameLineAndExpectation) {
-  const std::string levels = "<cluster>\n<level name=\"host\" bw_gbps=\"100\" latency_us=\"2\"/>\n"
-                             "<level name=\"rack\" bw_gbps=\"10\" latency_us=\"9\"/>\n";
+  const std::string levels =
+      "<cluster>\n<level name=\"host\" bw_gbps=\"100\" latency_us=\"2\"/>\n"
+      "<level name=\"rack\" bw_gbps=\"10\" latency_us=\"9\"/>\n";
   struct Case {
     std::string text;
     const char* expected;
@@ -135,7 +148,8 @@ TEST(ClusterMap, InlineErrorsNameLineAndExpectation) {
        "map.xml:4: <host> directly inside <cluster>; expected <rack> there"},
       {levels + "<rack name=\"r\">\n<switch name=\"s\"/></rack>\n</cluster>",
        "map.xml:5: <switch> is not a declared level; expected <host> directly inside <rack>"},
-      {levels + "<rack>\n<host name=\"h\"/></rack>\n</cluster>", "map.xml:4: <rack> has no name; expected name="},
+      {levels + "<rack>\n<host name=\"h\"/></rack>\n</cluster>",
+       "map.xml:4: <rack> has no name; expected name="},
       {levels + "<rack name=\"r\"><host name=\"h\" ip=\"10.0.0.1\"/></rack>\n</cluster>",
        "map.xml:4: <host> has an attribute ip; expected only name"},
       {levels + "<rack name=\"r\"><host name=\"h\"><gpu/></host></rack>\n</cluster>",
@@ -144,13 +158,15 @@ TEST(ClusterMap, InlineErrorsNameLineAndExpectation) {
        "map.xml:2: <level bw_gbps=\"fast\">: expected a positive number"},
       {"<cluster>\n<level name=\"host\" bw_gbps=\"0\" latency_us=\"2\"/>\n</cluster>",
        "map.xml:2: <level bw_gbps=\"0\">: expected a positive number"},
-      {"<cluster>\n<level name=\"host\"\n       latency_us=\"2\"\n       bw_gbps=\"x\"/>\n</cluster>",
+      {"<cluster>\n<level name=\"host\"\n       latency_us=\"2\"\n       "
+       "bw_gbps=\"x\"/>\n</cluster>",
        "map.xml:4: <level bw_gbps=\"x\">: expected a positive number"},  // the attribute's own line
       {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"-1\"/>\n</cluster>",
        "map.xml:2: <level latency_us=\"-1\">: expected a non-negative number"},
       {"<cluster>\n<level name=\"host\" bw_gbps=\"1\"/>\n</cluster>",
        "map.xml:2: <level> has no latency_us attribute"},
-      {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"1\" burst_kib=\"-4\"/>\n</cluster>",
+      {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"1\" "
+       "burst_kib=\"-4\"/>\n</cluster>",
        "map.xml:2: <level burst_kib=\"-4\">: expected a non-negative number"},
       {levels + "<level name=\"rack\" bw_gbps=\"1\" latency_us=\"1\"/></cluster>",
        "map.xml:4: level \"rack\" declared twice"},
@@ -173,7 +189,9 @@ TEST(ClusterMap, OneLevelMapHasHostsAtTheTop) {
   ASSERT_TRUE(parseClusterMap(XmlSource::fromText("flat", R"(<cluster version="1">
   <level name="host" bw_gbps="10" latency_us="5"/>
   <host name="x"/><host name="y"/>
-</cluster>)"), &map).ok());
+</cluster>)"),
+                              &map)
+                  .ok());
   CommTopology t;
   ASSERT_TRUE(topologyFromClusterMap(map, {"x", "y", "x"}, {}, &t).ok());
   EXPECT_EQ(t.topology.levels(), 1);
@@ -219,9 +237,11 @@ TEST_F(ClusterEnv, TheMapIsLoggedUnderGraph) {
   std::stringstream text;
   text << in2.rdbuf();
   std::remove(logPath.c_str());
-  EXPECT_NE(text.str().find("NCCL INFO topology from cluster map"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("NCCL INFO topology from cluster map"), std::string::npos)
+      << text.str();
   EXPECT_NE(text.str().find("NCCL INFO   rack r1: ranks 1,3\n"), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("NCCL INFO     host node05.example.org: ranks 1\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("NCCL INFO     host node05.example.org: ranks 1\n"), std::string::npos)
+      << text.str();
 }
 
 TEST_F(ClusterEnv, ABrokenMapFailsTheBuild) {

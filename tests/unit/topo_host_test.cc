@@ -54,7 +54,8 @@ TEST(TopoHost, CacheSizesParse) {
   EXPECT_EQ(sysfs::parseCacheSize("99999999999999G"), 0u);  // past size_t once shifted
   // On a machine that reports its caches, the last level is at least as large as any other.
   const size_t llc = sysfs::lastLevelCacheBytes();
-  const size_t l1 = sysfs::parseCacheSize(sysfs::firstLine("/sys/devices/system/cpu/cpu0/cache/index0/size"));
+  const size_t l1 =
+      sysfs::parseCacheSize(sysfs::firstLine("/sys/devices/system/cpu/cpu0/cache/index0/size"));
   if (llc == 0 || l1 == 0) GTEST_SKIP() << "this kernel reports no cache sizes";
   EXPECT_GE(llc, l1);
 }

@@ -36,7 +36,8 @@ struct Synthetic {
   std::vector<PairSample> allPairs() {
     std::vector<PairSample> out;
     for (int a = 0; a < static_cast<int>(rack.size()); ++a)
-      for (int b = a + 1; b < static_cast<int>(rack.size()); ++b) out.push_back({a, b, measure(a, b)});
+      for (int b = a + 1; b < static_cast<int>(rack.size()); ++b)
+        out.push_back({a, b, measure(a, b)});
     return out;
   }
 };
@@ -72,8 +73,9 @@ TEST(Racks, EightHostsTwoRacksFromAllPairsWithNoise) {
 // Each side's link cost is the median of its samples, the token bucket and CPU per byte too.
 TEST(Racks, LinkCostsAreMediansOfEachSide) {
   std::vector<PairSample> samples = {
-      {0, 1, {2, 100, 200e3, 0.3e-3}}, {2, 3, {3, 90, 220e3, 0.5e-3}}, {0, 2, {9, 30, 70e3, 0.4e-3}},
-      {1, 3, {7, 33, 80e3, 0.6e-3}},   {0, 3, {8, 31, 75e3, 0.2e-3}},
+      {0, 1, {2, 100, 200e3, 0.3e-3}}, {2, 3, {3, 90, 220e3, 0.5e-3}},
+      {0, 2, {9, 30, 70e3, 0.4e-3}},   {1, 3, {7, 33, 80e3, 0.6e-3}},
+      {0, 3, {8, 31, 75e3, 0.2e-3}},
   };
   RackClustering c = clusterRacks(4, samples);
   ASSERT_EQ(c.racks, 2);
@@ -105,11 +107,10 @@ TEST(Racks, NoMeasurementsIsOneRack) {
 
 TEST(Racks, BadSamplesAreIgnored) {
   std::vector<PairSample> samples = {
-      {0, 1, {2, 100}}, {2, 3, {2, 100}}, {1, 2, {10, 10}},
-      {0, 0, {1, 1}},           // self
-      {0, 9, {1, 1}},           // no such host
-      {0, 3, {1, 0}},           // no bandwidth
-      {1, 3, {1, -5}},          // nonsense
+      {0, 1, {2, 100}}, {2, 3, {2, 100}}, {1, 2, {10, 10}}, {0, 0, {1, 1}},  // self
+      {0, 9, {1, 1}},                                                        // no such host
+      {0, 3, {1, 0}},                                                        // no bandwidth
+      {1, 3, {1, -5}},                                                       // nonsense
   };
   RackClustering c = clusterRacks(4, samples);
   EXPECT_EQ(c.racks, 2);
@@ -139,18 +140,20 @@ TEST_P(Probe, FindsTheRacksWithFewMeasurements) {
     EXPECT_LE(s.calls, 4 * n) << "the probe is bounded, not all pairs";
     EXPECT_LT(s.calls, n * (n - 1) / 2) << "fewer than all pairs";
     std::set<std::pair<int, int>> pairs;
-    for (const PairSample& p : samples) EXPECT_TRUE(pairs.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second);
+    for (const PairSample& p : samples)
+      EXPECT_TRUE(pairs.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Clusters, Probe,
-    ::testing::Values(ProbeCase{{0, 0, 0, 0, 1, 1, 1, 1}, 2},            // contiguous
-                      ProbeCase{{0, 1, 0, 1, 0, 1, 0, 1}, 2},            // interleaved: the ring sees only slow pairs
-                      ProbeCase{{1, 0, 0, 0, 0, 0, 0, 0}, 2},            // host 0 alone: the star sees only slow pairs
-                      ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0}, 1},            // uniform
-                      ProbeCase{{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, 4}, // four racks of three
-                      ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2}, 3}));
+    ::testing::Values(
+        ProbeCase{{0, 0, 0, 0, 1, 1, 1, 1}, 2},  // contiguous
+        ProbeCase{{0, 1, 0, 1, 0, 1, 0, 1}, 2},  // interleaved: the ring sees only slow pairs
+        ProbeCase{{1, 0, 0, 0, 0, 0, 0, 0}, 2},  // host 0 alone: the star sees only slow pairs
+        ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0}, 1},  // uniform
+        ProbeCase{{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, 4},  // four racks of three
+        ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2}, 3}));
 
 TEST(ProbeLimits, StopsAtTheBudget) {
   Synthetic s{{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1}};
@@ -183,12 +186,16 @@ TEST(ProbeLimits, MeasurementFailureNamesThePair) {
     return a == 2 || b == 2 ? systemError("host unreachable") : Status::Ok();
   };
   RackClustering c;
-  Status s = probeRacks(4, [&](int a, int b, LinkSample* out) {
-    *out = {1, 10};
-    return broken(a, b, out);
-  }, {}, &c);
+  Status s = probeRacks(
+      4,
+      [&](int a, int b, LinkSample* out) {
+        *out = {1, 10};
+        return broken(a, b, out);
+      },
+      {}, &c);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("probe between hosts 1 and 2: host unreachable"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("probe between hosts 1 and 2: host unreachable"), std::string::npos)
+      << s.message();
 }
 
 class ProbeEnv : public ::testing::Test {
@@ -204,7 +211,8 @@ TEST_F(ProbeEnv, CommunicatorTopologyFromTheProbe) {
   Synthetic s{{0, 0, 0, 0, 1, 1, 1, 1}};
   CommTopologyInputs in;
   for (int h = 0; h < 8; ++h)
-    for (int local = 0; local < 2; ++local) in.rankHosts.push_back(std::string("h").append(std::to_string(h)));
+    for (int local = 0; local < 2; ++local)
+      in.rankHosts.push_back(std::string("h").append(std::to_string(h)));
   in.intraHost = {0.2, 1e-5};
   in.interHost = {50, 1e-3};
   in.measure = s.fn();
@@ -212,7 +220,8 @@ TEST_F(ProbeEnv, CommunicatorTopologyFromTheProbe) {
   ASSERT_TRUE(buildCommTopology(in, &t).ok());
   ASSERT_EQ(t.topology.levels(), 2);
   EXPECT_EQ(t.topology.groupOf[0][5], 2);
-  EXPECT_EQ(t.topology.groupOf[1], (std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(t.topology.groupOf[1],
+            (std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}));
   EXPECT_DOUBLE_EQ(t.topology.link[0].alphaUs, 0.2);
   EXPECT_NEAR(8e-3 / t.topology.link[1].betaUsPerByte, 100, 20);
   EXPECT_NEAR(8e-3 / t.topology.link[2].betaUsPerByte, 12.5, 2.5);

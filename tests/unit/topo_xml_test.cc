@@ -14,7 +14,9 @@
 namespace braid::topo {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(BRAID_SOURCE_DIR) + "/tests/fixtures/topo/" + name;
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -101,12 +103,14 @@ TEST_P(BadFixture, FailsWithLineAndExpectation) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, BadFixture,
-    ::testing::Values(BadCase{"bad_malformed.xml", true, "bad_malformed.xml:4:", "expected a well-formed XML document"},
+    ::testing::Values(BadCase{"bad_malformed.xml", true,
+                              "bad_malformed.xml:4:", "expected a well-formed XML document"},
                       BadCase{"bad_gpu_outside_pci.xml", false, "bad_gpu_outside_pci.xml:5:",
                               "<gpu> inside <cpu>; expected it inside <pci>"},
-                      BadCase{"bad_speed.xml", false, "bad_speed.xml:6:",
-                              "<net speed=\"fast\">: expected an integer"},
-                      BadCase{"bad_root.xml", false, "bad_root.xml:1:", "root element <topology>; expected <system>"},
+                      BadCase{"bad_speed.xml", false,
+                              "bad_speed.xml:6:", "<net speed=\"fast\">: expected an integer"},
+                      BadCase{"bad_root.xml", false,
+                              "bad_root.xml:1:", "root element <topology>; expected <system>"},
                       BadCase{"no_such_file.xml", true, "no_such_file.xml", "cannot open"}));
 
 TEST(TopoXml, BadValuesOfEachKindAreRefused) {
@@ -115,9 +119,11 @@ TEST(TopoXml, BadValuesOfEachKindAreRefused) {
     const char* expected;
   } cases[] = {
       {"<system version=\"one\"/>", "<system version=\"one\">: expected an integer"},
-      {"<system>\n<cpu affinity=\"0000fffg\"/></system>", ":2: <cpu affinity=\"0000fffg\">: expected a CPU mask"},
+      {"<system>\n<cpu affinity=\"0000fffg\"/></system>",
+       ":2: <cpu affinity=\"0000fffg\">: expected a CPU mask"},
       {"<system><cpu><pci class=\"0x03\"/></cpu></system>", "<pci> has no busid attribute"},
-      {"<system><cpu><pci busid=\"0000:01:00.0\" class=\"vga\"/></cpu></system>", "expected a hexadecimal number"},
+      {"<system><cpu><pci busid=\"0000:01:00.0\" class=\"vga\"/></cpu></system>",
+       "expected a hexadecimal number"},
       {"<system><cpu><pci busid=\"b\"><gpu><c2c bw=\"x\"/></gpu></pci></cpu></system>",
        "<c2c bw=\"x\">: expected a number"},
       {"<system><nic/></system>", "<nic> inside <system>; expected it inside <cpu> or <pci>"},
@@ -138,8 +144,11 @@ TEST(TopoXml, BadValuesOfEachKindAreRefused) {
 TEST(TopoXml, SpecialCharactersSurviveTheRoundTrip) {
   HostTopology t;
   bool advisory = false;
-  ASSERT_TRUE(parseTopoXml(XmlSource::fromText("x", "<system><cpu vendor=\"A&amp;B &quot;q&quot; &lt;t&gt;\"/></system>"),
-                           &t, &advisory).ok());
+  ASSERT_TRUE(
+      parseTopoXml(XmlSource::fromText(
+                       "x", "<system><cpu vendor=\"A&amp;B &quot;q&quot; &lt;t&gt;\"/></system>"),
+                   &t, &advisory)
+          .ok());
   EXPECT_EQ(t.system.children.at(0).get("vendor"), "A&B \"q\" <t>");
   HostTopology again;
   ASSERT_TRUE(parseTopoXml(XmlSource::fromText("y", topoXml(t)), &again, &advisory).ok());

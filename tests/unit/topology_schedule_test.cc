@@ -52,8 +52,10 @@ struct Case {
 std::string describe(const algos::Algorithm& algo, const Case& c, SendMode mode) {
   std::ostringstream os;
   os << algo.name() << " n=" << c.n << " count=" << c.count << " chunk=" << c.chunk
-     << (c.mixed ? " mixed" : c.inPlace ? " in-place" : " out-of-place") << (c.average ? " avg" : "")
-     << (mode == SendMode::Buffered ? " buffered" : " rendezvous");
+     << (c.mixed     ? " mixed"
+         : c.inPlace ? " in-place"
+                     : " out-of-place")
+     << (c.average ? " avg" : "") << (mode == SendMode::Buffered ? " buffered" : " rendezvous");
   if (c.topo) os << "\n" << c.topo->describe();
   return os.str();
 }
@@ -87,7 +89,9 @@ class Unrestricted final : public algos::Algorithm {
  public:
   explicit Unrestricted(const algos::Algorithm& inner) : inner_(inner) {}
   std::string_view name() const override { return inner_.name(); }
-  bool supports(const algos::CollArgs& args) const override { return args.coll == algos::Collective::AllReduce; }
+  bool supports(const algos::CollArgs& args) const override {
+    return args.coll == algos::Collective::AllReduce;
+  }
   algos::Schedule build(const algos::CollArgs& args) const override { return inner_.build(args); }
 
  private:
@@ -115,9 +119,11 @@ void check(const algos::Algorithm& algo, const Case& c, SendMode mode = SendMode
     int64_t sum = 0;
     for (int r = 0; r < c.n; ++r) sum += value(r, e);
     const int64_t want = c.average ? sum / c.n : sum;
-    for (int r = 0; r < c.n; ++r) ASSERT_EQ(ranks[r].recv[e], want) << "rank " << r << " element " << e;
+    for (int r = 0; r < c.n; ++r)
+      ASSERT_EQ(ranks[r].recv[e], want) << "rank " << r << " element " << e;
   }
-  for (int r = 0; r < c.n; ++r) ASSERT_EQ(ranks[r].send, before[r].send) << "sendbuff of rank " << r;
+  for (int r = 0; r < c.n; ++r)
+    ASSERT_EQ(ranks[r].send, before[r].send) << "sendbuff of rank " << r;
 }
 
 // Broadcast, AllGather and ReduceScatter: every element of every rank's buffers ends as NCCL
@@ -144,7 +150,8 @@ void checkBlocks(const algos::Algorithm& algo, const Case& c, SendMode mode) {
         (inPlace ? ranks[r].recv[rank * count + e] : ranks[r].send.emplace_back()) = value(r, e);
       want[r] = ranks[r];
       for (size_t b = 0; b < n; ++b)
-        for (size_t e = 0; e < count; ++e) want[r].recv[b * count + e] = value(static_cast<int>(b), e);
+        for (size_t e = 0; e < count; ++e)
+          want[r].recv[b * count + e] = value(static_cast<int>(b), e);
     } else {
       for (size_t e = 0; e < n * count; ++e) ranks[r].send.push_back(value(r, e));
       if (!inPlace) ranks[r].recv.assign(count, -1);
@@ -174,9 +181,10 @@ void sweep(const algos::Algorithm& algo, const std::function<const Topology*(int
     const bool small = n <= 16;
     // AllGather and ReduceScatter move p blocks of `count`: smaller counts keep them as fast.
     const bool blocks = coll != algos::Collective::AllReduce;
-    const std::vector<size_t> counts = small ? std::vector<size_t>{0, 1, ns - 1, 7, blocks ? 13 : 3 * ns + 5}
-                                       : blocks ? std::vector<size_t>{0, 1, 5}
-                                                : std::vector<size_t>{0, ns - 1, 3 * ns + 5};
+    const std::vector<size_t> counts =
+        small    ? std::vector<size_t>{0, 1, ns - 1, 7, blocks ? 13 : 3 * ns + 5}
+        : blocks ? std::vector<size_t>{0, 1, 5}
+                 : std::vector<size_t>{0, ns - 1, 3 * ns + 5};
     const std::vector<size_t> chunks =
         small ? std::vector<size_t>{1, 4, 1 << 20} : std::vector<size_t>{3, 1 << 20};
     for (size_t count : counts)
@@ -312,7 +320,8 @@ TEST(TopologySchedule, BinaryTreeShape) {
       roots += parent < 0;
       ASSERT_LE(algos::binaryTreeChildren(q, m).size(), 2u) << "m=" << m << " q=" << q;
       int depth = 0;
-      for (int v = q; algos::binaryTreeParent(v, m) >= 0; v = algos::binaryTreeParent(v, m)) ++depth;
+      for (int v = q; algos::binaryTreeParent(v, m) >= 0; v = algos::binaryTreeParent(v, m))
+        ++depth;
       ASSERT_LE(1 << depth, 2 * m) << "m=" << m << " q=" << q;
       if (q % 2 == 0) {
         ASSERT_TRUE(algos::binaryTreeChildren(q, m).empty()) << "m=" << m << " q=" << q;
@@ -399,7 +408,9 @@ TEST(TopologySchedule, HierBroadcastEveryRankAndRoot) {
           for (size_t chunk : {size_t{1}, size_t{8}, size_t{1000}})
             for (bool inPlace : {false, true}) {
               if (n > 16 && chunk == 1) continue;
-              Case c{n, count, chunk, inPlace, false, false, topoFor(n), algos::Collective::Broadcast, root};
+              Case c{n,     count, chunk,      inPlace,
+                     false, false, topoFor(n), algos::Collective::Broadcast,
+                     root};
               check(algo, c);
               if (n <= 8) check(algo, c, SendMode::Buffered);
               if (HasFatalFailure()) return;
@@ -421,8 +432,10 @@ TEST(TopologySchedule, HierShapes) {
   shapes.push_back(
       Topology::hostsAndRacks({0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, {0, 0, 1, 1}, fast, mid, slow));
   shapes.push_back(Topology::hostsAndRacks({0, 0, 0, 0, 1, 1, 2, 2, 2}, {}, fast, mid, slow));
-  shapes.push_back(Topology::hostsAndRacks({0, 1, 2, 3, 4, 0, 1, 2, 3, 4}, {0, 1, 1, 1, 0}, fast, mid, slow));
-  shapes.push_back(Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6}, {0, 0, 0, 1, 1, 2, 2}, fast, mid, slow));
+  shapes.push_back(
+      Topology::hostsAndRacks({0, 1, 2, 3, 4, 0, 1, 2, 3, 4}, {0, 1, 1, 1, 0}, fast, mid, slow));
+  shapes.push_back(
+      Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6}, {0, 0, 0, 1, 1, 2, 2}, fast, mid, slow));
   Topology three = Topology::hostsAndRacks({0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7},
                                            {0, 0, 1, 1, 2, 2, 3, 3}, fast, mid, slow);
   three.groupOf.push_back({0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1});
@@ -438,7 +451,8 @@ TEST(TopologySchedule, HierShapes) {
           for (bool average : {false, true}) {
             for (int pieces : {1, 3}) {
               const algos::HierAllReduce hier(pieces);
-              check(Unrestricted(hier), {topo.nranks(), count, chunk, inPlace, average, false, &topo});
+              check(Unrestricted(hier),
+                    {topo.nranks(), count, chunk, inPlace, average, false, &topo});
               if (HasFatalFailure()) return;
             }
           }
@@ -454,7 +468,8 @@ Topology scatteredRacks() {
 
 // Distinct (from, to) pairs of every message that leaves a group at `level`, per group.
 std::vector<std::set<std::pair<int, int>>> crossings(const std::vector<algos::Schedule>& schedules,
-                                                     const Topology& topo, int level, bool leaving) {
+                                                     const Topology& topo, int level,
+                                                     bool leaving) {
   std::vector<std::set<std::pair<int, int>>> out;
   for (int r = 0; r < static_cast<int>(schedules.size()); ++r)
     for (const algos::Step& st : schedules[r].steps) {
@@ -478,7 +493,8 @@ TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
       for (bool leaving : {true, false}) {
         const auto pairs = crossings(rackring, topo, level, leaving);
         for (size_t g = 0; g < pairs.size(); ++g)
-          EXPECT_EQ(pairs[g].size(), 1u) << "level " << level << " group " << g << (leaving ? " out" : " in");
+          EXPECT_EQ(pairs[g].size(), 1u)
+              << "level " << level << " group " << g << (leaving ? " out" : " in");
       }
     // Messages leaving rack 0: one rank's share of the ring's traffic, against several ranks'
     // for the rank-order ring on the same placement.
@@ -504,7 +520,8 @@ TEST(TopologySchedule, RackRingCrossesEachBoundaryOncePerDirection) {
 // per rank and 16 across each way. It is offered for what direct serves, with two stages.
 TEST(TopologySchedule, HierDirectCrossesRacksOncePerRank) {
   const algos::LinkCost link{};
-  const Topology topo = Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 0, 1, 0, 1, 0, 1}, link, link, link);
+  const Topology topo =
+      Topology::hostsAndRacks({0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 0, 1, 0, 1, 0, 1}, link, link, link);
   const Case c{8, 64, 64, false, false, false, &topo};
   const auto schedules = buildAll(algos::HierDirectAllReduce(), c);
   for (int r = 0; r < 8; ++r) {
@@ -542,7 +559,8 @@ TEST(TopologySchedule, HierDirectCrossesRacksOncePerRank) {
 double price(std::string_view algo, const Topology& topo, size_t bytes,
              algos::Collective coll = algos::Collective::AllReduce) {
   // AllGather and ReduceScatter: `bytes` is the whole buffer of p blocks.
-  const bool blocks = coll == algos::Collective::AllGather || coll == algos::Collective::ReduceScatter;
+  const bool blocks =
+      coll == algos::Collective::AllGather || coll == algos::Collective::ReduceScatter;
   const size_t count = bytes / 4 / (blocks ? static_cast<size_t>(topo.nranks()) : 1);
   Case c{topo.nranks(), count, (size_t{1} << 20) / 4, false, false, false, &topo, coll};
   algos::CollArgs a = argsFor(c, 0);
@@ -564,13 +582,14 @@ double price(std::string_view algo, const Topology& topo, size_t bytes,
 Topology twoRacksSlowUplinks() {
   std::vector<int> hostOf(32);
   for (int r = 0; r < 32; ++r) hostOf[r] = r % 8;
-  return Topology::hostsAndRacks(hostOf, {0, 0, 0, 0, 1, 1, 1, 1}, {0.5, 1.0 / 20e3}, {3, 1.0 / 10e3},
-                                 {6, 1.0 / 1e3});
+  return Topology::hostsAndRacks(hostOf, {0, 0, 0, 0, 1, 1, 1, 1}, {0.5, 1.0 / 20e3},
+                                 {3, 1.0 / 10e3}, {6, 1.0 / 1e3});
 }
 
 void printPrices(const char* title, const Topology& topo, size_t bytes) {
   std::printf("%s, %zu bytes:", title, bytes);
-  for (const char* algo : {"ring", "rhd", "tree", "hier", "hierpipe", "rackring", "direct", "hierdirect"}) {
+  for (const char* algo :
+       {"ring", "rhd", "tree", "hier", "hierpipe", "rackring", "direct", "hierdirect"}) {
     Case c{topo.nranks(), bytes / 4, (size_t{1} << 20) / 4, false, false, false, &topo};
     algos::CollArgs a = argsFor(c, 0);
     a.directMaxBytes = SIZE_MAX;
@@ -610,7 +629,8 @@ TEST(TopologyCost, HierBlockCollectivesWinOnSlowUplinks) {
 TEST(TopologyCost, HierBroadcastCrossesRacksOnce) {
   const Topology topo = twoRacksSlowUplinks();
   for (int root : {0, 5, 31}) {
-    Case c{topo.nranks(), 1000, 100, false, false, false, &topo, algos::Collective::Broadcast, root};
+    Case c{topo.nranks(), 1000, 100, false, false, false, &topo, algos::Collective::Broadcast,
+           root};
     const auto pairs = crossings(buildAll(algos::HierBroadcast(), c), topo, 1, true);
     size_t crossingPairs = 0;
     for (const auto& rack : pairs) crossingPairs += rack.size();
@@ -619,16 +639,17 @@ TEST(TopologyCost, HierBroadcastCrossesRacksOnce) {
   const double chain = price("chain", topo, size_t{64} << 20, algos::Collective::Broadcast);
   const double hier = price("hier", topo, size_t{64} << 20, algos::Collective::Broadcast);
   EXPECT_LT(hier, chain);
-  std::printf("two racks, slow uplinks, 67108864 bytes, ncclBroadcast: chain %.0f us hier %.0f us\n", chain,
-              hier);
+  std::printf(
+      "two racks, slow uplinks, 67108864 bytes, ncclBroadcast: chain %.0f us hier %.0f us\n", chain,
+      hier);
 }
 
 // The ranks of a host share its memory: a call whose buffers outgrow the cache costs at least
 // the bytes its steps read and write there, in the share the cache cannot hold, at the
 // memory's rate (4 ranks, one host, 128 MiB: measured 47-49 ms where links alone priced 17-25).
 TEST(TopologyCost, HostMemoryBoundsLargeLocalCalls) {
-  Topology topo = Topology::hostsAndRacks({0, 0, 0, 0}, {}, {0.5, 1.0 / 8e3}, {20, 1.0 / 2e3},
-                                          {20, 1.0 / 2e3});
+  Topology topo =
+      Topology::hostsAndRacks({0, 0, 0, 0}, {}, {0.5, 1.0 / 8e3}, {20, 1.0 / 2e3}, {20, 1.0 / 2e3});
   const size_t bytes = size_t{128} << 20;
   const double links = price("ring", topo, bytes);
   topo.memoryUsPerByte = 1.0 / 40e3;
@@ -643,8 +664,8 @@ TEST(TopologyCost, HostMemoryBoundsLargeLocalCalls) {
   EXPECT_GT(expected, links);
   EXPECT_NEAR(bounded, expected, expected * 1e-9);
   // Spread over four hosts, each memory carries a quarter: the network is the limit again.
-  Topology spread = Topology::hostsAndRacks({0, 1, 2, 3}, {}, {0.5, 1.0 / 8e3}, {20, 1.0 / 2e3},
-                                            {20, 1.0 / 2e3});
+  Topology spread =
+      Topology::hostsAndRacks({0, 1, 2, 3}, {}, {0.5, 1.0 / 8e3}, {20, 1.0 / 2e3}, {20, 1.0 / 2e3});
   const double network = price("ring", spread, bytes);
   spread.memoryUsPerByte = topo.memoryUsPerByte;
   spread.cacheBytes = topo.cacheBytes;
@@ -684,12 +705,14 @@ TEST(TopologyCost, PricesWholeOperations) {
     // (all between hosts: every rank has its own) costs its two ends an alpha each, four ranks
     // to a core: 4 x 2 (n - 1) x 2 x 10 us.
     flat.alphaScale = 4;
-    EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 4 * 2 * (n - 1) * 2 * 10.0, 1.0) << n;
+    EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)), 4 * 2 * (n - 1) * 2 * 10.0, 1.0)
+        << n;
     // With signatures checked, a rank's signature to each of the n - 2 peers it sends no data
     // to (all but its successor) travels alone: 4 x (n - 2) x 2 x 10 us more.
     flat.signatures = true;
     EXPECT_NEAR(price("ring", flat, 4 * static_cast<size_t>(n)),
-                4 * 2 * (n - 1) * 2 * 10.0 + 4 * (n - 2) * 2 * 10.0, 1.0) << n;
+                4 * 2 * (n - 1) * 2 * 10.0 + 4 * (n - 2) * 2 * 10.0, 1.0)
+        << n;
     // A measured CPU cost per byte adds each message's bytes: 1 MiB in 2 (n - 1) messages of
     // 1/n of it per rank, 1 us per KiB, four ranks to a core.
     flat.signatures = false;
@@ -703,7 +726,8 @@ TEST(TopologyCost, PricesWholeOperations) {
   lonely.send(1, {algos::Buffer::Send, 0, 1});
   const std::vector<algos::Schedule> unmatched = {std::move(lonely).finish(),
                                                   algos::ScheduleBuilder("idle").finish()};
-  EXPECT_EQ(algos::estimateMicroseconds(unmatched, 4, two), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(algos::estimateMicroseconds(unmatched, 4, two),
+            std::numeric_limits<double>::infinity());
   algos::ScheduleBuilder waiting("waiting");
   waiting.recv(0, {algos::Buffer::Recv, 0, 1});
   const std::vector<algos::Schedule> unsent = {algos::ScheduleBuilder("idle").finish(),
@@ -723,7 +747,8 @@ TEST(TopologyCost, ShapedLinksPassWhatTheirBucketRegainsBetweenMessages) {
   auto schedules = [&](size_t copyFloats, size_t messages) {
     algos::ScheduleBuilder sender("s"), receiver("r");
     // The copy writes what the sends read, so they wait for it.
-    if (copyFloats > 0) sender.copy({algos::Buffer::Recv, 0, copyFloats}, {algos::Buffer::Send, 0, copyFloats});
+    if (copyFloats > 0)
+      sender.copy({algos::Buffer::Recv, 0, copyFloats}, {algos::Buffer::Send, 0, copyFloats});
     for (size_t i = 0; i < messages; ++i) {
       sender.send(1, {algos::Buffer::Send, i * floats, floats});
       receiver.recv(0, {algos::Buffer::Recv, i * floats, floats});
@@ -750,7 +775,8 @@ TEST(TopologyCost, ShapedLinksPassWhatTheirBucketRegainsBetweenMessages) {
   topo.link[1].burstBytes = floats * 4;
   EXPECT_NEAR(algos::estimateMicroseconds(copyFirst, 4, topo), 2 * message + alpha, 1e-6);
   topo.link[1].burstBytes = floats * 2;
-  EXPECT_NEAR(algos::estimateMicroseconds(copyFirst, 4, topo), 2 * message + alpha + message / 2, 1e-6);
+  EXPECT_NEAR(algos::estimateMicroseconds(copyFirst, 4, topo), 2 * message + alpha + message / 2,
+              1e-6);
 }
 
 }  // namespace

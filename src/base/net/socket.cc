@@ -271,9 +271,10 @@ Status chooseInterface(Interface* out) {
   int family = parseFamily(env::get(env::kNcclSocketFamily));
   std::vector<Interface> found = selectInterfaces(listInterfaces(), ifname, family);
   if (found.empty())
-    return systemError("no usable network interface (NCCL_SOCKET_IFNAME=%s NCCL_SOCKET_FAMILY=%s)",
-                       ifname ? ifname : "<unset>",
-                       env::get(env::kNcclSocketFamily) ? env::get(env::kNcclSocketFamily) : "<unset>");
+    return systemError(
+        "no usable network interface (NCCL_SOCKET_IFNAME=%s NCCL_SOCKET_FAMILY=%s)",
+        ifname ? ifname : "<unset>",
+        env::get(env::kNcclSocketFamily) ? env::get(env::kNcclSocketFamily) : "<unset>");
   *out = found.front();
   out->address.setPort(0);
   return Status::Ok();

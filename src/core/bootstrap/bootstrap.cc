@@ -13,10 +13,10 @@
 #include <mutex>
 #include <vector>
 
-#include "core/bootstrap/bootstrap_root.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "base/net/socket.h"
+#include "core/bootstrap/bootstrap_root.h"
 #include "core/variables.h"
 
 namespace braid {
@@ -289,13 +289,15 @@ class BootstrapImpl final : public Bootstrap {
                              Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
     if (!st.ok()) {
       if (waiter.aborted() || aborted_) return st;
-      BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_, st.message().c_str());
+      BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_,
+                 st.message().c_str());
       return Status::Ok();
     }
     uint32_t from = net::getU32(hello + 8), k = net::getU32(hello + 12);
     if (net::getU64(hello) != magic_ || from >= static_cast<uint32_t>(nranks_) ||
         (k != static_cast<uint32_t>(ConnKind::Ring) && k != static_cast<uint32_t>(ConnKind::P2P))) {
-      BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello (rank %u kind %u)", rank_, from, k);
+      BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello (rank %u kind %u)",
+                 rank_, from, k);
       return Status::Ok();
     }
     auto fromKey = std::make_pair(static_cast<int>(from), static_cast<ConnKind>(k));

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/bootstrap/bootstrap.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/bootstrap/bootstrap.h"
 #include "core/variables.h"
 
 namespace braid::bootstrap {

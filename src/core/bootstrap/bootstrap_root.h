@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
+#include "base/net/socket.h"
 #include "base/status.h"
 #include "nccl.h"
-#include "base/net/socket.h"
 
 namespace braid::bootstrap {
 

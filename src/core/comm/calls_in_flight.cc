@@ -58,7 +58,8 @@ Deep& deep() {
 
 // Whether waiters can fence every thread of the process (registered once, before first use).
 bool asymmetric() {
-  static const bool ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  static const bool ok =
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   return ok;
 }
 
@@ -76,8 +77,10 @@ int enter(const ncclComm* comm) {
   }
   // The entry before anything the call reads: the waiter's membarrier orders the two on the
   // waiter's side, so only the compiler needs telling here.
-  if (asymmetric()) std::atomic_signal_fence(std::memory_order_seq_cst);
-  else std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (asymmetric())
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   return token;
 }
 
@@ -95,8 +98,10 @@ void leave(const ncclComm* comm, int token) {
 
 bool inFlight(const ncclComm* comm, bool firstLook) {
   if (firstLook) {
-    if (asymmetric()) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-    else std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (asymmetric())
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    else
+      std::atomic_thread_fence(std::memory_order_seq_cst);
   }
   {
     Registry& r = registry();

@@ -3,8 +3,8 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -13,15 +13,15 @@
 #include <unordered_map>
 
 #include "algos/selector.h"
-#include "core/comm/calls_in_flight.h"
 #include "base/env.h"
-#include "topo/probe.h"
+#include "base/log.h"
+#include "core/comm/calls_in_flight.h"
 #include "topo/comm_topology.h"
 #include "topo/host_topology.h"
+#include "topo/probe.h"
 #include "topo/sysfs.h"
-#include "base/log.h"
-#include "transport/registry.h"
 #include "topo/variables.h"
+#include "transport/registry.h"
 
 namespace braid {
 namespace {
@@ -52,7 +52,8 @@ uint64_t machineHash() {
 
 // Differs between processes even when a pid is reused.
 uint64_t processHash() {
-  static const uint64_t nonce = std::random_device{}() * 0x9e3779b97f4a7c15ull ^ std::random_device{}();
+  static const uint64_t nonce =
+      std::random_device{}() * 0x9e3779b97f4a7c15ull ^ std::random_device{}();
   return fnv1a(std::to_string(getpid())) ^ nonce;
 }
 
@@ -83,7 +84,9 @@ class CommProbeNetwork final : public topo::ProbeNetwork {
     return comm_.bootstrap->recv(peer, tag, data, bytes);
   }
   // Without BRAID_TIMEOUT_MS a probe still gives up on a silent peer, after 10 s.
-  Waiter waiter() const override { return Waiter(comm_.timeoutMs > 0 ? comm_.timeoutMs : 10000, &comm_.abortFlag); }
+  Waiter waiter() const override {
+    return Waiter(comm_.timeoutMs > 0 ? comm_.timeoutMs : 10000, &comm_.abortFlag);
+  }
 
  private:
   ncclComm& comm_;
@@ -131,8 +134,8 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   const int localRanks = machines[peers[rank].machineHash].first;
   const int cores = std::max(1, peers[rank].cores);
   spinRounds = localRanks <= cores ? 1u << 16 : 0;
-  BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks, cores,
-             localRanks <= cores ? "spinning" : "not spinning");
+  BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks,
+             cores, localRanks <= cores ? "spinning" : "not spinning");
   BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
   BRAID_TRY(buildTopology());
@@ -156,7 +159,8 @@ Status ncclComm::buildTopology() {
   });
   BRAID_TRY(hostStatus);
   braid::topo::CommTopologyInputs in;
-  for (const auto& p : peers) in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
+  for (const auto& p : peers)
+    in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
   in.intraHost = pairLinkCost(true);
   in.interHost = pairLinkCost(false);
   braid::topo::RackClustering racks;
@@ -172,7 +176,8 @@ Status ncclComm::buildTopology() {
   // Every host is priced with this one's memory and cache (ranks do not exchange them).
   static const size_t cacheBytes = braid::topo::sysfs::lastLevelCacheBytes();
   topology.memoryUsPerByte = braid::algos::kHostMemoryUsPerByte;
-  topology.cacheBytes = cacheBytes ? static_cast<double>(cacheBytes) : braid::algos::kDefaultCacheBytes;
+  topology.cacheBytes =
+      cacheBytes ? static_cast<double>(cacheBytes) : braid::algos::kDefaultCacheBytes;
   if (ranksPerCore > 1.0)
     BRAID_INFO(kGraph, "%.2f ranks per core on the most crowded machine: every alpha priced x%.2f",
                ranksPerCore, ranksPerCore);
@@ -205,8 +210,9 @@ braid::transport::LinkCost ncclComm::pairLinkCost(bool sameHost) const {
   return {};
 }
 
-// Connects to every peer (send/recv to self is a local copy in the executor). Three phases with bootstrap exchanges between them, as the transport
-// interface requires: listen (blobs out), connect (blobs in), finish (after a barrier).
+// Connects to every peer (send/recv to self is a local copy in the executor). Three phases with
+// bootstrap exchanges between them, as the transport interface requires: listen (blobs out),
+// connect (blobs in), finish (after a barrier).
 Status ncclComm::connectAll(const braid::Waiter& waiter) {
   channels.clear();
   channels.resize(nranks);
@@ -238,12 +244,13 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
     if (p == rank) continue;
     uint64_t size = 0;
     BRAID_TRY(bootstrap->recv(p, kTagBlob, &size, sizeof(size)));
-    if (size > (1u << 20)) return braid::remoteError("rank %d sent a %llu-byte connection handle", p,
-                                                     static_cast<unsigned long long>(size));
+    if (size > (1u << 20))
+      return braid::remoteError("rank %d sent a %llu-byte connection handle", p,
+                                static_cast<unsigned long long>(size));
     braid::transport::Blob blob(size);
     if (size) BRAID_TRY(bootstrap->recv(p, kTagBlob, blob.data(), blob.size()));
-    BRAID_TRY(transports[chosen[p]]->connect(peers[rank], peers[p], blob, waiter,
-                                             &channels[p].endpoint));
+    BRAID_TRY(
+        transports[chosen[p]]->connect(peers[rank], peers[p], blob, waiter, &channels[p].endpoint));
     BRAID_INFO(kInit, "rank %d -> rank %d via %s", rank, p,
                channels[p].endpoint->describe().c_str());
   }
@@ -271,9 +278,10 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
   } else {
     BRAID_TRY(braid::algos::chooseAlgorithm(a, algoFilter, forcedAlgorithm, &choice));
   }
-  BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %.*s (%s)", braid::algos::collectiveName(a.coll),
-             a.count, a.typeSize, a.nranks, static_cast<int>(choice.algorithm->name().size()),
-             choice.algorithm->name().data(), choice.reason.c_str());
+  BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %.*s (%s)",
+             braid::algos::collectiveName(a.coll), a.count, a.typeSize, a.nranks,
+             static_cast<int>(choice.algorithm->name().size()), choice.algorithm->name().data(),
+             choice.reason.c_str());
   auto built = std::make_shared<const braid::algos::Schedule>(choice.algorithm->build(a));
   schedules_.insert({a, choice.algorithm, choice.estimateUs, built});
   *estimateUs = choice.estimateUs;
@@ -301,7 +309,8 @@ void ncclComm::broadcastFailure(const std::string& text) {
   for (int p = 0; p < nranks; ++p) {
     if (p == rank) continue;
     Status st = bootstrap->send(p, kTagFailure, text.data(), text.size());
-    if (!st.ok()) BRAID_INFO(kInit, "could not tell rank %d about the failure: %s", p, st.message().c_str());
+    if (!st.ok())
+      BRAID_INFO(kInit, "could not tell rank %d about the failure: %s", p, st.message().c_str());
   }
 }
 

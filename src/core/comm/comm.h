@@ -12,13 +12,13 @@
 
 #include "algos/algorithm.h"
 #include "algos/selector.h"
+#include "base/status.h"
 #include "core/bootstrap/bootstrap.h"
+#include "core/comm/memory_registry.h"
+#include "core/comm/redop.h"
 #include "core/plan/compression.h"
 #include "core/plan/plan.h"
-#include "core/comm/redop.h"
-#include "core/comm/memory_registry.h"
 #include "core/plan/schedule_cache.h"
-#include "base/status.h"
 #include "nccl.h"
 #include "transport/transport.h"
 
@@ -81,9 +81,9 @@ struct ncclComm {
   uint32_t spinRounds = 0;
   double ranksPerCore = 1.0;  // on the most crowded machine: Topology::alphaScale
   braid::RedOpTable redOps;
-  braid::CommCompression compression;  // BRAID_COMPRESS and the residuals of this communicator
-  std::string forcedAlgorithm;             // BRAID_ALGO
-  braid::algos::AlgoFilter algoFilter;     // NCCL_ALGO
+  braid::CommCompression compression;   // BRAID_COMPRESS and the residuals of this communicator
+  std::string forcedAlgorithm;          // BRAID_ALGO
+  braid::algos::AlgoFilter algoFilter;  // NCCL_ALGO
 
   std::atomic<bool> abortFlag{false};
   // ncclCommRevoke: collectives in flight fail and new ones are refused; shrink, split,
@@ -119,6 +119,7 @@ struct ncclComm {
     ~CallScope();
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
+
    private:
     ncclComm* comm_;
     int token_;

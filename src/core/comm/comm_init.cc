@@ -5,9 +5,9 @@
 #include <mutex>
 #include <thread>
 
-#include "core/device/device.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/device/device.h"
 #include "core/variables.h"
 
 namespace braid {
@@ -39,7 +39,8 @@ Status applyEnvironment(ncclComm* comm) {
     BRAID_TRY(parseCompressPolicy(spec, "BRAID_COMPRESS", &policy));
   comm->compression.setDefaultPolicy(policy);
   if (policy.codec != braidCompressNone)
-    BRAID_INFO(kInit, "rank %d: compression %s", comm->rank, describeCompressPolicy(policy).c_str());
+    BRAID_INFO(kInit, "rank %d: compression %s", comm->rank,
+               describeCompressPolicy(policy).c_str());
   return Status::Ok();
 }
 

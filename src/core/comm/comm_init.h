@@ -5,8 +5,8 @@
 
 #include <functional>
 
-#include "core/comm/comm.h"
 #include "base/status.h"
+#include "core/comm/comm.h"
 #include "nccl.h"
 
 namespace braid {

@@ -15,8 +15,10 @@ Status readConfig(const ncclConfig_t* user, CommConfig* out) {
   if (size < offsetof(ncclConfig_t, blocking))
     return invalidArgument("config->size %zu is too small for an ncclConfig_t", size);
   if (user->magic != kConfigMagic)
-    return invalidArgument("config->magic 0x%x is not 0xcafebeef: initialise the config with "
-                           "NCCL_CONFIG_INITIALIZER", user->magic);
+    return invalidArgument(
+        "config->magic 0x%x is not 0xcafebeef: initialise the config with "
+        "NCCL_CONFIG_INITIALIZER",
+        user->magic);
   std::memcpy(&cfg, user, std::min(size, sizeof(cfg)));
   const unsigned v = cfg.version;
   // Fields newer than the caller's header are undefined, whatever bytes follow.

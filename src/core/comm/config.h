@@ -2,8 +2,8 @@
 // older headers (smaller structs) keep working, and a missing initializer is caught by magic.
 #pragma once
 
-#include "core/comm/comm.h"
 #include "base/status.h"
+#include "core/comm/comm.h"
 #include "nccl.h"
 
 namespace braid {

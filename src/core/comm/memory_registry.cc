@@ -38,7 +38,8 @@ MemoryRegistry::~MemoryRegistry() {
 }
 
 Status MemoryRegistry::add(void* base, size_t size,
-                           std::span<const std::unique_ptr<transport::Transport>> transports, void** handle) {
+                           std::span<const std::unique_ptr<transport::Transport>> transports,
+                           void** handle) {
   auto reg = std::make_unique<Registration>(Registration{base, size, {}});
   for (const auto& t : transports) {
     transport::MemoryHandle h;

@@ -50,8 +50,8 @@ class MemoryRegistry {
   MemoryRegistry& operator=(const MemoryRegistry&) = delete;
   ~MemoryRegistry();
 
-  Status add(void* base, size_t size, std::span<const std::unique_ptr<transport::Transport>> transports,
-             void** handle);
+  Status add(void* base, size_t size,
+             std::span<const std::unique_ptr<transport::Transport>> transports, void** handle);
   Status remove(void* handle);
   Status addWindow(void* base, size_t size, int flags, int rank, ncclWindow_t* win);
   Status removeWindow(ncclWindow_t win);

@@ -38,10 +38,12 @@ Status RedOpTable::create(const void* scalar, ncclDataType_t type, ncclScalarRes
   return Status::Ok();
 }
 
-Status RedOpTable::createCompressed(ncclRedOp_t base, const braidCompressPolicy_t& policy, ncclRedOp_t* out) {
+Status RedOpTable::createCompressed(ncclRedOp_t base, const braidCompressPolicy_t& policy,
+                                    ncclRedOp_t* out) {
   if (!out) return invalidArgument("op is NULL");
   if (base != ncclSum && base != ncclAvg)
-    return invalidArgument("base op %d: only ncclSum and ncclAvg can be compressed", static_cast<int>(base));
+    return invalidArgument("base op %d: only ncclSum and ncclAvg can be compressed",
+                           static_cast<int>(base));
   std::lock_guard<std::mutex> lock(mu_);
   Entry* e = nullptr;
   BRAID_TRY(allocate(out, &e));
@@ -67,10 +69,13 @@ Status RedOpTable::allocate(ncclRedOp_t* out, Entry** entry) {
 
 Status RedOpTable::find(ncclRedOp_t op, const Entry** entry) const {
   const int64_t v = static_cast<int64_t>(op) - ncclNumOps;
-  const uint32_t salt = static_cast<uint32_t>(v >> kIndexBits), index = v & ((1u << kIndexBits) - 1);
+  const uint32_t salt = static_cast<uint32_t>(v >> kIndexBits),
+                 index = v & ((1u << kIndexBits) - 1);
   if (v < 0 || salt != salt_)
-    return invalidArgument("op %d is neither a built-in reduction nor one created on this "
-                           "communicator", static_cast<int>(op));
+    return invalidArgument(
+        "op %d is neither a built-in reduction nor one created on this "
+        "communicator",
+        static_cast<int>(op));
   if (index >= entries_.size() || !entries_[index].live)
     return invalidArgument("op %d was destroyed (ncclRedOpDestroy)", static_cast<int>(op));
   *entry = &entries_[index];
@@ -79,7 +84,8 @@ Status RedOpTable::find(ncclRedOp_t op, const Entry** entry) const {
 
 Status RedOpTable::destroy(ncclRedOp_t op) {
   if (static_cast<int>(op) >= 0 && static_cast<int>(op) < ncclNumOps)
-    return invalidArgument("op %d is a built-in reduction and cannot be destroyed", static_cast<int>(op));
+    return invalidArgument("op %d is a built-in reduction and cannot be destroyed",
+                           static_cast<int>(op));
   std::lock_guard<std::mutex> lock(mu_);
   const Entry* e = nullptr;
   BRAID_TRY(find(op, &e));

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <vector>
 
-#include "braid/braid.h"
 #include "base/status.h"
+#include "braid/braid.h"
 #include "nccl.h"
 
 namespace braid {
@@ -17,8 +17,8 @@ namespace braid {
 struct ResolvedOp {
   ncclRedOp_t reduce = ncclSum;  // the built-in op the reduce steps apply (Avg and PreMulSum: Sum)
   bool average = false;
-  bool preMul = false;           // inputs are multiplied by the scalar first
-  uint64_t scalarBits = 0;       // HostImmediate: the scalar's bytes, copied at creation
+  bool preMul = false;              // inputs are multiplied by the scalar first
+  uint64_t scalarBits = 0;          // HostImmediate: the scalar's bytes, copied at creation
   const void* scalarPtr = nullptr;  // Device residence: read when the collective runs
   // braidRedOpCreateCompressed: Sum or Avg with this compression policy.
   bool compressed = false;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/bootstrap/bootstrap.h"
 #include "base/log.h"
+#include "core/bootstrap/bootstrap.h"
 
 namespace braid {
 namespace {
@@ -38,7 +38,7 @@ Status joinChild(ncclComm* parent, const std::vector<int>& members, int leader, 
   BRAID_TRY(shareId(parent, leader, members, tag, &request.id));
   request.nranks = static_cast<int>(members.size());
   request.rank = static_cast<int>(self - members.begin());
-  request.hostRoot = false;  // the leader's createUniqueId started the root
+  request.hostRoot = false;           // the leader's createUniqueId started the root
   request.cudaDev = parent->cudaDev;  // NCCL: the child lives on its parent's device
   request.staggered = true;
   return createComm(request, out);

@@ -91,7 +91,8 @@ class CudaStreamOps final : public device::StreamOps {
     BRAID_TRY(cudaStatus(cudaHostAlloc(&flag, 64, cudaHostAllocMapped | cudaHostAllocPortable),
                          "cudaHostAlloc (flag)"));
     flag_ = static_cast<uint32_t*>(flag);
-    BRAID_TRY(cudaStatus(cudaHostGetDevicePointer(&flagDevice_, flag, 0), "cudaHostGetDevicePointer"));
+    BRAID_TRY(
+        cudaStatus(cudaHostGetDevicePointer(&flagDevice_, flag, 0), "cudaHostGetDevicePointer"));
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
     void* fn = nullptr;
     if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault,

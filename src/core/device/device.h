@@ -1,7 +1,7 @@
 // Device memory behind one interface. src/cuda/ implements it with the CUDA runtime when Braid is
-// built with CUDA; src/core/device/device_off.cc implements it for host-only builds. Callers never test
-// for CUDA themselves: without device support (no CUDA build, no driver, no device) enabled() is
-// false and the host path runs exactly as before, paying one load per call.
+// built with CUDA; src/core/device/device_off.cc implements it for host-only builds. Callers never
+// test for CUDA themselves: without device support (no CUDA build, no driver, no device) enabled()
+// is false and the host path runs exactly as before, paying one load per call.
 #pragma once
 
 #include <atomic>

@@ -10,14 +10,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/comm/comm.h"
 #include "base/env.h"
-#include "core/exec/executor.h"
 #include "base/log.h"
-#include "kernels/cuda/kernels.h"
-#include "core/device/stream_proxy.h"
+#include "core/comm/comm.h"
 #include "core/device/cuda_stream_ops.h"
+#include "core/device/stream_proxy.h"
+#include "core/exec/executor.h"
 #include "core/variables.h"
+#include "kernels/cuda/kernels.h"
 
 namespace braid::device {
 namespace {
@@ -100,15 +100,17 @@ Status classify(const ncclComm* comm, const Buffers& b, bool* onDevice) {
   if (useSend) BRAID_TRY(kindOf(b.send, "sendbuff", &send));
   if (useRecv) BRAID_TRY(kindOf(b.recv, "recvbuff", &recv));
   if (useSend && useRecv && send.device != recv.device)
-    return invalidArgument("sendbuff %p is %s memory but recvbuff %p is %s memory; one call cannot "
-                           "mix host and device buffers", b.send, send.device ? "device" : "host",
-                           b.recv, recv.device ? "device" : "host");
+    return invalidArgument(
+        "sendbuff %p is %s memory but recvbuff %p is %s memory; one call cannot "
+        "mix host and device buffers",
+        b.send, send.device ? "device" : "host", b.recv, recv.device ? "device" : "host");
   for (const Kind* k : {&send, &recv}) {
     if (!k->device) continue;
     if (k->ordinal != comm->cudaDev)
-      return invalidArgument("%s is memory of CUDA device %d, but the communicator is bound to "
-                             "device %d", k == &send ? "sendbuff" : "recvbuff", k->ordinal,
-                             comm->cudaDev);
+      return invalidArgument(
+          "%s is memory of CUDA device %d, but the communicator is bound to "
+          "device %d",
+          k == &send ? "sendbuff" : "recvbuff", k->ordinal, comm->cudaDev);
     *onDevice = true;
   }
   return Status::Ok();
@@ -119,14 +121,16 @@ Status checkStream(cudaStream_t stream) {
   cudaError_t err = cudaStreamIsCapturing(stream, &status);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    return invalidUsage("stream %p: cudaStreamIsCapturing failed: %s (a collective cannot join a "
-                        "CUDA graph capture in Braid yet)", static_cast<void*>(stream),
-                        cudaGetErrorString(err));
+    return invalidUsage(
+        "stream %p: cudaStreamIsCapturing failed: %s (a collective cannot join a "
+        "CUDA graph capture in Braid yet)",
+        static_cast<void*>(stream), cudaGetErrorString(err));
   }
   if (status != cudaStreamCaptureStatusNone)
-    return invalidUsage("stream %p is being captured into a CUDA graph: Braid cannot capture "
-                        "collectives yet; run them outside the capture",
-                        static_cast<void*>(stream));
+    return invalidUsage(
+        "stream %p is being captured into a CUDA graph: Braid cannot capture "
+        "collectives yet; run them outside the capture",
+        static_cast<void*>(stream));
   return Status::Ok();
 }
 

@@ -32,9 +32,7 @@ Status classify(const ncclComm*, const Buffers&, bool* onDevice) {
 
 Status checkStream(cudaStream_t) { return Status::Ok(); }
 
-Status submit(std::span<Plan>) {
-  return internalError("device plans in a build without CUDA");
-}
+Status submit(std::span<Plan>) { return internalError("device plans in a build without CUDA"); }
 
 Status drain(ncclComm*) { return Status::Ok(); }
 

@@ -1,6 +1,6 @@
-// What the stream proxy (core/device/stream_proxy.h) needs from a device runtime, and nothing else. The
-// CUDA runtime implements it (src/core/device/cuda_stream_ops.cc); the tests implement it with host
-// threads as streams (tests/common/fake_streams.h), so the proxy's logic (staging, in-place
+// What the stream proxy (core/device/stream_proxy.h) needs from a device runtime, and nothing else.
+// The CUDA runtime implements it (src/core/device/cuda_stream_ops.cc); the tests implement it with
+// host threads as streams (tests/common/fake_streams.h), so the proxy's logic (staging, in-place
 // aliasing, ordering, failures, aborts) runs in every build, GPU or not.
 #pragma once
 

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/comm/comm.h"
 #include "base/log.h"
 #include "base/waiter.h"
+#include "core/comm/comm.h"
 #include "kernels/reduce.h"
 
 namespace braid::device {
@@ -219,8 +219,10 @@ Status Proxy::waitInputs(const Batch& batch) {
       BRAID_TRY(ops_->query(ev, &done).withContext("waiting for the input copies"));
       if (done) break;
       BRAID_TRY(waiter.check("waiting for the input copies"));
-      if (round < 64) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(20));
+      if (round < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
   return Status::Ok();
@@ -282,8 +284,10 @@ void Proxy::reap(bool wait) {
       bool done = true;
       for (Event ev : retired_.front()->outputsDone) {
         bool finished = false;
-        if (wait) ops_->synchronize(ev);
-        else if (!ops_->query(ev, &finished).ok() || !finished) done = false;
+        if (wait)
+          ops_->synchronize(ev);
+        else if (!ops_->query(ev, &finished).ok() || !finished)
+          done = false;
       }
       if (!done) return;
       batch = std::move(retired_.front());

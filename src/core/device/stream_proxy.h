@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/exec/executor.h"
 #include "base/status.h"
 #include "core/device/stream_ops.h"
+#include "core/exec/executor.h"
 
 struct ncclComm;
 

@@ -16,7 +16,8 @@ struct Plan;
 
 // Runs a codec step of `plan` (whose codec it uses) from src to dst. `stepIndex` makes the
 // stochastic-rounding stream differ per step of one call.
-Status runCodecStep(const algos::Step& step, const Plan& plan, const char* src, char* dst, uint32_t stepIndex);
+Status runCodecStep(const algos::Step& step, const Plan& plan, const char* src, char* dst,
+                    uint32_t stepIndex);
 
 // A Copy of `count` elements between Accum (fp32) and a buffer of `type` (either direction).
 void convertCopy(bool fromAccum, ncclDataType_t type, const char* src, char* dst, size_t count);

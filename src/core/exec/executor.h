@@ -18,7 +18,7 @@ struct ncclComm;
 namespace braid::compress {
 class Codec;
 struct Residual;
-}
+}  // namespace braid::compress
 
 namespace braid {
 
@@ -42,11 +42,11 @@ struct Plan {
   // PreMulSum: the executor multiplies inputCount elements of sendbuff by the scalar into a
   // buffer of its own first (the schedule was built out of place for that).
   bool preMul = false;
-  uint64_t scalarBits = 0;           // the scalar, when it was copied at creation
-  const void* scalarPtr = nullptr;   // else read here when the plan runs
+  uint64_t scalarBits = 0;          // the scalar, when it was copied at creation
+  const void* scalarPtr = nullptr;  // else read here when the plan runs
   size_t inputCount = 0;
-  // Device memory (core/device/device.h): the call's stream, and the bytes of sendbuff and recvbuff the
-  // call reads and writes on this rank (0: unused). The proxy that runs such a plan points
+  // Device memory (core/device/device.h): the call's stream, and the bytes of sendbuff and recvbuff
+  // the call reads and writes on this rank (0: unused). The proxy that runs such a plan points
   // sendbuff and recvbuff at host staging copies first.
   bool onDevice = false;
   cudaStream_t stream = nullptr;

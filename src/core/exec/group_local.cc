@@ -61,8 +61,9 @@ Status Run::sendToSelf() {
         break;
     }
     if (s == plans_.size())
-      return mismatch(recv, invalidUsage("a receive from this rank itself needs a matching ncclSend "
-                                       "to itself in the same group"));
+      return mismatch(recv,
+                      invalidUsage("a receive from this rank itself needs a matching ncclSend "
+                                   "to itself in the same group"));
     const Plan& send = plans_[s];
     if (send.count != recv.count || send.type != recv.type)
       return mismatch(recv, invalidUsage("%s from itself meets %s", describe(recv).c_str(),
@@ -73,8 +74,9 @@ Status Run::sendToSelf() {
   for (uint32_t s = 0; s < plans_.size(); ++s) {
     const Plan& send = plans_[s];
     if (send.coll == algos::Collective::Send && send.root == send.comm->rank && !state_[s].done)
-      return mismatch(send, invalidUsage("a send to this rank itself needs a matching ncclRecv from "
-                                       "itself in the same group"));
+      return mismatch(send,
+                      invalidUsage("a send to this rank itself needs a matching ncclRecv from "
+                                   "itself in the same group"));
   }
   return Status::Ok();
 }

@@ -38,7 +38,8 @@ Status Run::addSignatures(uint32_t plan) {
 Status Run::announceReceives() {
   for (uint32_t p = 0; p < plans_.size(); ++p) {
     const Plan& plan = plans_[p];
-    const bool send = plan.coll == algos::Collective::Send, recv = plan.coll == algos::Collective::Recv;
+    const bool send = plan.coll == algos::Collective::Send,
+               recv = plan.coll == algos::Collective::Recv;
     if (!plan.comm->checkMismatch || state_[p].done || !(send || recv)) continue;
     ChannelQueue* q = queueFor(plan.comm, plan.root);
     if (!q) return failed(plan, internalError("no connection to rank %d", plan.root));
@@ -47,7 +48,8 @@ Status Run::announceReceives() {
   return Status::Ok();
 }
 
-void Run::addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives, bool announcement) {
+void Run::addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives,
+                       bool announcement) {
   const Plan& p = plans_[plan];
   PeerChannel& ch = p.comm->channels[q.peer];
   SignatureSlot slot{};

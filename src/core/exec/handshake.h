@@ -35,10 +35,11 @@ inline Status Run::checkSignature(const ChannelQueue& q, StepRef ref) const {
     return invalidUsage("rank %d called %s where rank %d called %s", q.peer,
                         describeSignature(s.in[0]).c_str(), me, describe(p).c_str());
   if ((s.in[1] & kNumberMask) != s.expected[1])
-    return invalidUsage("rank %d is at its operation #%llu with rank %d, which is at #%llu: one of "
-                        "them skipped or added a call", q.peer,
-                        static_cast<unsigned long long>(s.in[1] & kNumberMask), me,
-                        static_cast<unsigned long long>(s.expected[1]));
+    return invalidUsage(
+        "rank %d is at its operation #%llu with rank %d, which is at #%llu: one of "
+        "them skipped or added a call",
+        q.peer, static_cast<unsigned long long>(s.in[1] & kNumberMask), me,
+        static_cast<unsigned long long>(s.expected[1]));
   return Status::Ok();
 }
 
@@ -83,8 +84,8 @@ inline Status Run::takeInline(const SignatureSlot& slot, StepRef ref) {
   const void* data = &slot.in[2];
   if (st.kind == algos::StepKind::RecvReduce) {
     const Plan& plan = plans_[ref.plan];
-    ReduceSink(address(ref.plan, st.dst), address(ref.plan, st.src), state_[ref.plan].typeSize, plan.type,
-               plan.op, st.incomingFirst)
+    ReduceSink(address(ref.plan, st.dst), address(ref.plan, st.src), state_[ref.plan].typeSize,
+               plan.type, plan.op, st.incomingFirst)
         .consume(0, data, bytes);
   } else {
     smallCopy(address(ref.plan, st.dst), data, bytes);

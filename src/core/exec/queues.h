@@ -23,7 +23,12 @@ class ReduceSink final : public transport::RecvSink {
   // `streamed`: write the results around the cache (kernels::reduceStreamed).
   ReduceSink(char* dst, const char* src, size_t typeSize, ncclDataType_t type, ncclRedOp_t op,
              bool incomingFirst, bool streamed = false)
-      : dst_(dst), src_(src), typeSize_(typeSize), type_(type), op_(op), incomingFirst_(incomingFirst),
+      : dst_(dst),
+        src_(src),
+        typeSize_(typeSize),
+        type_(type),
+        op_(op),
+        incomingFirst_(incomingFirst),
         streamed_(streamed) {}
 
   void consume(size_t offset, const void* data, size_t bytes) override {
@@ -63,8 +68,10 @@ class ReduceSink final : public transport::RecvSink {
   void apply(size_t at, const void* incoming, size_t count) {
     const void* a = incomingFirst_ ? incoming : src_ + at;
     const void* b = incomingFirst_ ? src_ + at : incoming;
-    if (streamed_) kernels::reduceStreamed(dst_ + at, a, b, count, type_, op_);
-    else kernels::reduce(dst_ + at, a, b, count, type_, op_);
+    if (streamed_)
+      kernels::reduceStreamed(dst_ + at, a, b, count, type_, op_);
+    else
+      kernels::reduce(dst_ + at, a, b, count, type_, op_);
   }
 };
 

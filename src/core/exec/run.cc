@@ -72,7 +72,8 @@ void Run::replay() {
     PeerChannel& ch = q.comm->channels[q.peer];
     q.sendsPosted = q.sendsDone = q.recvsPosted = q.recvsDone = 0;
     for (SignatureSlot& slot : q.signatures) {
-      if (slot.sends) slot.out[1] = slot.announcement ? ++ch.announcementsSent : ++ch.signaturesSent;
+      if (slot.sends)
+        slot.out[1] = slot.announcement ? ++ch.announcementsSent : ++ch.signaturesSent;
       if (slot.receives)
         slot.expected[1] = slot.announcement ? ++ch.announcementsReceived : ++ch.signaturesReceived;
     }
@@ -170,16 +171,20 @@ Status Run::runLocal(StepRef ref) {
     const size_t bytes = bytesOf(ref.plan, step.dst);
     char* dst = address(ref.plan, step.dst);
     const char* src = address(ref.plan, step.src);
-    if (fromAccum != (step.dst.buffer == Buffer::Accum)) convertCopy(fromAccum, plan.type, src, dst, step.dst.count);
-    else if (bytes <= 64) smallCopy(dst, src, bytes);  // (overlap-safe too)
-    else std::memmove(dst, src, bytes);
+    if (fromAccum != (step.dst.buffer == Buffer::Accum))
+      convertCopy(fromAccum, plan.type, src, dst, step.dst.count);
+    else if (bytes <= 64)
+      smallCopy(dst, src, bytes);  // (overlap-safe too)
+    else
+      std::memmove(dst, src, bytes);
   } else if (step.kind == StepKind::Reduce) {
     char* dst = address(ref.plan, step.dst);
     kernels::reduce(dst, dst, address(ref.plan, step.src), step.dst.count, plan.type, plan.op);
   } else if (step.kind == StepKind::FinishAvg) {
     kernels::finishAvg(address(ref.plan, step.dst), step.dst.count, dstType, plan.comm->nranks);
   } else {
-    BRAID_TRY(runCodecStep(step, plan, address(ref.plan, step.src), address(ref.plan, step.dst), ref.step));
+    BRAID_TRY(runCodecStep(step, plan, address(ref.plan, step.src), address(ref.plan, step.dst),
+                           ref.step));
   }
   complete(ref);
   return Status::Ok();
@@ -243,7 +248,8 @@ bool Run::streamed(StepRef ref) const {
   if (st.kind == StepKind::RecvReduce)
     return st.src.buffer != Buffer::Recv &&
            plans_[ref.plan].count * state_[ref.plan].typeSize >= kStreamReduceBytes;
-  return st.kind == StepKind::Recv && s.dependentsBegin[ref.step] == s.dependentsBegin[ref.step + 1];
+  return st.kind == StepKind::Recv &&
+         s.dependentsBegin[ref.step] == s.dependentsBegin[ref.step + 1];
 }
 
 Status Run::pump(ChannelQueue& q, bool* moved) {

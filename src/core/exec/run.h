@@ -32,8 +32,8 @@ class Run {
     std::vector<uint32_t> unmet;
     std::vector<ReduceSink> sinks;
     std::vector<char> scratchOwner;
-    std::vector<char> packed;   // compressed messages (Buffer::Packed)
-    std::vector<float> accum;   // fp32 sums (Buffer::Accum)
+    std::vector<char> packed;  // compressed messages (Buffer::Packed)
+    std::vector<float> accum;  // fp32 sums (Buffer::Accum)
     size_t typeSize = 0;
     bool largeOutput = false;  // the call's own data exceeds kStreamOutputBytes
     char* scratch = nullptr;
@@ -62,7 +62,8 @@ class Run {
   // handshake.h (inline: on every small call's path) and handshake.cc
   Status addSignatures(uint32_t plan);
   Status announceReceives();
-  void addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives, bool announcement = false);
+  void addSignature(ChannelQueue& q, uint32_t plan, bool sends, bool receives,
+                    bool announcement = false);
   bool readyToSend(const ChannelQueue& q, size_t k) const;
   Status checkSignature(const ChannelQueue& q, StepRef ref) const;
   bool inlineCandidate(const std::vector<StepRef>& refs, size_t k) const;
@@ -92,8 +93,12 @@ class Run {
   size_t bytesOf(uint32_t plan, const algos::Region& r) const {
     return r.count * algos::unitBytes(r.buffer, state_[plan].typeSize);
   }
-  const algos::Step& stepOf(StepRef ref) const { return plans_[ref.plan].schedule->steps[ref.step]; }
-  bool ready(StepRef ref) const { return ref.step >= kSignature || state_[ref.plan].unmet[ref.step] == 0; }
+  const algos::Step& stepOf(StepRef ref) const {
+    return plans_[ref.plan].schedule->steps[ref.step];
+  }
+  bool ready(StepRef ref) const {
+    return ref.step >= kSignature || state_[ref.plan].unmet[ref.step] == 0;
+  }
 
   std::span<Plan> plans_;
   std::vector<PlanState> state_;      // [0, plans_.size()) in use

@@ -5,16 +5,16 @@
 #include <cstring>
 
 #include "algos/algorithm.h"
-#include "compress/int8_block.h"
-#include "compress/topk.h"
-#include "core/comm/comm.h"
 #include "base/env.h"
-#include "core/exec/executor.h"
 #include "base/log.h"
 #include "base/strfmt.h"
-#include "kernels/reduce.h"
+#include "compress/int8_block.h"
+#include "compress/topk.h"
 #include "compress/variables.h"
+#include "core/comm/comm.h"
+#include "core/exec/executor.h"
 #include "core/variables.h"
+#include "kernels/reduce.h"
 
 namespace braid {
 namespace {
@@ -78,11 +78,16 @@ Status parseCompressPolicy(std::string_view text, const char* what, CompressPoli
     return invalidArgument("%s=\"%.*s\": expected none, int8, topk, topk:<ratio in (0, 1]> or auto",
                            what, static_cast<int>(text.size()), text.data());
   };
-  if (name == "none" || name.empty()) out->codec = braidCompressNone;
-  else if (name == "int8") out->codec = braidCompressInt8;
-  else if (name == "auto") out->codec = braidCompressAuto;
-  else if (name == "topk") out->codec = braidCompressTopK;
-  else return bad();
+  if (name == "none" || name.empty())
+    out->codec = braidCompressNone;
+  else if (name == "int8")
+    out->codec = braidCompressInt8;
+  else if (name == "auto")
+    out->codec = braidCompressAuto;
+  else if (name == "topk")
+    out->codec = braidCompressTopK;
+  else
+    return bad();
   if (!arg.empty()) {
     if (out->codec != braidCompressTopK) return bad();
     std::string s(arg);
@@ -96,14 +101,17 @@ Status parseCompressPolicy(std::string_view text, const char* what, CompressPoli
 
 Status checkCompressPolicy(const CompressPolicy& p, const char* what) {
   if (p.codec < braidCompressNone || p.codec > braidCompressAuto)
-    return invalidArgument("%s: codec %d is not a braidCompressCodec_t", what, static_cast<int>(p.codec));
+    return invalidArgument("%s: codec %d is not a braidCompressCodec_t", what,
+                           static_cast<int>(p.codec));
   if (!(p.topkRatio > 0.0 && p.topkRatio <= 1.0))
     return invalidArgument("%s: topkRatio %g is not in (0, 1]", what, p.topkRatio);
   if (p.blockSize < static_cast<int>(compress::Int8BlockOptions::kMinBlock) ||
       p.blockSize > static_cast<int>(compress::Int8BlockOptions::kMaxBlock))
-    return invalidArgument("%s: blockSize %d is not in [32, 256] (BRAID_COMPRESS_BLOCK)", what, p.blockSize);
+    return invalidArgument("%s: blockSize %d is not in [32, 256] (BRAID_COMPRESS_BLOCK)", what,
+                           p.blockSize);
   if (p.stochasticRounding != 0 && p.stochasticRounding != 1)
-    return invalidArgument("%s: stochasticRounding %d is neither 0 nor 1", what, p.stochasticRounding);
+    return invalidArgument("%s: stochasticRounding %d is neither 0 nor 1", what,
+                           p.stochasticRounding);
   if (p.errorFeedback != 0 && p.errorFeedback != 1)
     return invalidArgument("%s: errorFeedback %d is neither 0 nor 1", what, p.errorFeedback);
   return Status::Ok();
@@ -111,19 +119,24 @@ Status checkCompressPolicy(const CompressPolicy& p, const char* what) {
 
 std::string describeCompressPolicy(const CompressPolicy& p) {
   std::string out = codecName(p.codec);
-  if (p.codec == braidCompressTopK) out += strfmt(" (ratio %g", p.topkRatio);
+  if (p.codec == braidCompressTopK)
+    out += strfmt(" (ratio %g", p.topkRatio);
   else if (p.codec == braidCompressInt8 || p.codec == braidCompressAuto)
     out += strfmt(" (block %d, %s", p.blockSize, p.stochasticRounding ? "stochastic" : "nearest");
-  else return out;
-  return out + strfmt(", %s, from %zu B)", p.errorFeedback ? "feedback" : "no feedback", p.minBytes);
+  else
+    return out;
+  return out +
+         strfmt(", %s, from %zu B)", p.errorFeedback ? "feedback" : "no feedback", p.minBytes);
 }
 
 compress::ResidualStore& residualStore() {
-  static compress::ResidualStore* store = new compress::ResidualStore(compress::ResidualStore::capacityFromEnv());
+  static compress::ResidualStore* store =
+      new compress::ResidualStore(compress::ResidualStore::capacityFromEnv());
   return *store;
 }
 
-CommCompression::CommCompression() : id_(nextCommId.fetch_add(1)), default_(defaultCompressPolicy()) {
+CommCompression::CommCompression()
+    : id_(nextCommId.fetch_add(1)), default_(defaultCompressPolicy()) {
   defaultOn_.store(default_.codec != braidCompressNone);
 }
 
@@ -145,8 +158,9 @@ Status CommCompression::codecFor(const CompressPolicy& p, const compress::Codec*
   std::lock_guard<std::mutex> lock(mu_);
   for (const CodecEntry& e : codecs_) {
     if (e.codec != codec) continue;
-    if (codec == braidCompressTopK ? e.ratio == p.topkRatio
-                                   : e.blockSize == p.blockSize && e.stochastic == p.stochasticRounding) {
+    if (codec == braidCompressTopK
+            ? e.ratio == p.topkRatio
+            : e.blockSize == p.blockSize && e.stochastic == p.stochasticRounding) {
       *out = e.instance.get();
       return Status::Ok();
     }
@@ -159,7 +173,8 @@ Status CommCompression::codecFor(const CompressPolicy& p, const compress::Codec*
   } else {
     compress::Int8BlockOptions o;
     o.blockSize = static_cast<uint32_t>(p.blockSize);
-    o.rounding = p.stochasticRounding ? compress::Rounding::Stochastic : compress::Rounding::Nearest;
+    o.rounding =
+        p.stochasticRounding ? compress::Rounding::Stochastic : compress::Rounding::Nearest;
     std::unique_ptr<compress::Int8BlockCodec> c;
     BRAID_TRY(compress::Int8BlockCodec::create(o, &c));
     e.instance = std::move(c);
@@ -179,8 +194,10 @@ bool CommCompression::firstAutoDecision(size_t count, size_t typeSize, bool aver
 }
 
 void CommCompression::logFallback(int rank, const std::string& why) {
-  BRAID_INFO(kInit, "rank %d: compression requested but %s: the call runs exact "
-             "(logged once per communicator)", rank, why.c_str());
+  BRAID_INFO(kInit,
+             "rank %d: compression requested but %s: the call runs exact "
+             "(logged once per communicator)",
+             rank, why.c_str());
 }
 
 Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* args, Plan* plan) {
@@ -197,13 +214,16 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
   };
   if (args->coll != algos::Collective::AllReduce)
     return exact([&] { return strfmt("%s is not ncclAllReduce", call); });
-  if (!c.sumOrAvg) return exact([] { return std::string("the op is neither ncclSum nor ncclAvg"); });
+  if (!c.sumOrAvg)
+    return exact([] { return std::string("the op is neither ncclSum nor ncclAvg"); });
   if (!compress::isCompressibleType(c.type))
-    return exact([&] { return strfmt("%s is not float, half or bfloat16", kernels::typeName(c.type)); });
+    return exact(
+        [&] { return strfmt("%s is not float, half or bfloat16", kernels::typeName(c.type)); });
   if (args->nranks == 1) return exact([] { return std::string("the communicator has one rank"); });
   if (bytes < policy.minBytes)
     return exact([&] {
-      return strfmt("%zu bytes is below the minimum of %zu (BRAID_COMPRESS_MIN_BYTES)", bytes, policy.minBytes);
+      return strfmt("%zu bytes is below the minimum of %zu (BRAID_COMPRESS_MIN_BYTES)", bytes,
+                    policy.minBytes);
     });
   const compress::Codec* codec = nullptr;
   BRAID_TRY(cc.codecFor(policy, &codec));
@@ -213,8 +233,9 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
         compress::estimateExchange(topk->keptCount(args->count), args->count, args->nranks);
     if (e.denseCheaper)
       return exact([&] {
-        return strfmt("top-k at ratio %g on %d ranks receives %.0f bytes, more than a dense exchange's %.0f",
-                      policy.topkRatio, args->nranks, e.sparseBytes, e.denseBytes);
+        return strfmt(
+            "top-k at ratio %g on %d ranks receives %.0f bytes, more than a dense exchange's %.0f",
+            policy.topkRatio, args->nranks, e.sparseBytes, e.denseBytes);
       });
   }
   algos::CollArgs compressed = *args;
@@ -223,7 +244,8 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
   compressed.type = c.type;
   if (policy.codec == braidCompressAuto) {
     if (allOneHost(comm->topology))
-      return exact([] { return std::string("auto never compresses between ranks that share memory"); });
+      return exact(
+          [] { return std::string("auto never compresses between ranks that share memory"); });
     std::shared_ptr<const algos::Schedule> exactSchedule, compressedSchedule;
     double exactUs = 0, compressedUs = 0;
     BRAID_TRY(comm->schedule(*args, &exactSchedule, &exactUs));
@@ -231,19 +253,25 @@ Status applyCompression(ncclComm* comm, const CompressCall& c, algos::CollArgs* 
     const bool gain = compressedUs < exactUs;
     // The line that says what runs (logged after both choices, so it is the last for the call).
     if (cc.firstAutoDecision(args->count, args->typeSize, args->average))
-      BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %s (auto compression: exact %s %.1f us, "
-               "compressed %s %.1f us)", call, args->count, args->typeSize, args->nranks,
-               (gain ? compressedSchedule : exactSchedule)->algorithm.c_str(),
-               exactSchedule->algorithm.c_str(), exactUs, compressedSchedule->algorithm.c_str(), compressedUs);
+      BRAID_INFO(kTuning,
+                 "%s count %zu x %zu B, %d ranks: %s (auto compression: exact %s %.1f us, "
+                 "compressed %s %.1f us)",
+                 call, args->count, args->typeSize, args->nranks,
+                 (gain ? compressedSchedule : exactSchedule)->algorithm.c_str(),
+                 exactSchedule->algorithm.c_str(), exactUs, compressedSchedule->algorithm.c_str(),
+                 compressedUs);
     if (!gain)
       return exact([&] {
-        return strfmt("auto: the cost model prices it exact at %.1f us, compressed at %.1f us", exactUs, compressedUs);
+        return strfmt("auto: the cost model prices it exact at %.1f us, compressed at %.1f us",
+                      exactUs, compressedUs);
       });
   }
   *args = compressed;
   plan->codec = codec;
-  plan->seed = (cc.seed.fetch_add(1, std::memory_order_relaxed) << 16) ^ static_cast<uint64_t>(comm->rank);
-  plan->compressTag = compressTag(policy, policy.codec == braidCompressAuto ? braidCompressInt8 : policy.codec);
+  plan->seed =
+      (cc.seed.fetch_add(1, std::memory_order_relaxed) << 16) ^ static_cast<uint64_t>(comm->rank);
+  plan->compressTag =
+      compressTag(policy, policy.codec == braidCompressAuto ? braidCompressInt8 : policy.codec);
   if (compressed.feedback)
     plan->residual = residualStore().acquire(
         {cc.id(), reinterpret_cast<uintptr_t>(c.sendbuff), args->count, c.type});

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "braid/braid.h"
 #include "compress/codec.h"
 #include "compress/error_feedback.h"
-#include "base/status.h"
 
 struct ncclComm;
 
@@ -100,6 +100,7 @@ struct CompressCall {
   bool sumOrAvg = false;
   const void* sendbuff = nullptr;
 };
-Status applyCompression(ncclComm* comm, const CompressCall& call, algos::CollArgs* args, Plan* plan);
+Status applyCompression(ncclComm* comm, const CompressCall& call, algos::CollArgs* args,
+                        Plan* plan);
 
 }  // namespace braid

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-
+#include "base/thread_local.h"
 #include "core/comm/comm.h"
 #include "core/device/device.h"
-#include "base/thread_local.h"
 
 namespace braid::group {
 namespace {
@@ -75,9 +74,12 @@ Status simulateEnd(float* estimatedUs) {
   std::vector<std::pair<const ncclComm*, double>> perComm;
   for (const Plan& p : plans) {
     const double us = p.estimateUs;  // priced on the communicator's topology when planned
-    auto it = std::find_if(perComm.begin(), perComm.end(), [&](auto& e) { return e.first == p.comm; });
-    if (it == perComm.end()) perComm.emplace_back(p.comm, us);
-    else it->second += us;
+    auto it =
+        std::find_if(perComm.begin(), perComm.end(), [&](auto& e) { return e.first == p.comm; });
+    if (it == perComm.end())
+      perComm.emplace_back(p.comm, us);
+    else
+      it->second += us;
   }
   double total = 0.0;
   for (auto& [comm, us] : perComm) total = std::max(total, us);

@@ -2,8 +2,8 @@
 // per thread and then executed together by one executor call.
 #pragma once
 
-#include "core/exec/executor.h"
 #include "base/status.h"
+#include "core/exec/executor.h"
 
 namespace braid::group {
 

@@ -65,7 +65,9 @@ Status makePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const vo
   plan->coll = call.coll;
   plan->count = call.count;
   // A compressed op is Sum or Avg to the other ranks (its compression travels separately).
-  plan->userOp = !call.reduces ? ncclSum : op.compressed ? (op.average ? ncclAvg : ncclSum) : call.op;
+  plan->userOp = !call.reduces   ? ncclSum
+                 : op.compressed ? (op.average ? ncclAvg : ncclSum)
+                                 : call.op;
   plan->reduces = call.reduces;
   plan->root = call.root;
   if (op.preMul) {

@@ -6,10 +6,10 @@
 #include <cstddef>
 
 #include "algos/algorithm.h"
+#include "base/status.h"
+#include "core/comm/redop.h"
 #include "core/device/device.h"
 #include "core/exec/executor.h"
-#include "core/comm/redop.h"
-#include "base/status.h"
 #include "nccl.h"
 
 namespace braid {
@@ -21,9 +21,9 @@ struct Call {
   ncclDataType_t type;
   ncclRedOp_t op = ncclSum;  // reductions only
   bool reduces = false;
-  int root = -1;             // root or peer; -1 when the collective has none
+  int root = -1;  // root or peer; -1 when the collective has none
   bool inPlace = false;
-  size_t inputCount = 0;     // elements of sendbuff this rank contributes (PreMulSum scales them)
+  size_t inputCount = 0;  // elements of sendbuff this rank contributes (PreMulSum scales them)
 
   bool operator==(const Call&) const = default;
 };

@@ -11,8 +11,9 @@ size_t stepsOf(const ScheduleCache::Entry& e) { return e.schedule ? e.schedule->
 
 ScheduleCache::Key ScheduleCache::keyOf(const algos::CollArgs& a, bool inPlace) {
   const bool codec = a.codec != nullptr;
-  return Key{a.coll,          a.count, a.typeSize, a.chunkCount, a.root, a.average, inPlace,
-             codec && a.feedback, a.codec, codec ? static_cast<int>(a.type) : 0};
+  return Key{
+      a.coll,    a.count, a.typeSize,          a.chunkCount, a.root,
+      a.average, inPlace, codec && a.feedback, a.codec,      codec ? static_cast<int>(a.type) : 0};
 }
 
 size_t ScheduleCache::KeyHash::operator()(const Key& k) const {

@@ -44,7 +44,8 @@ unsigned gridFor(size_t count, size_t perPack) {
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) dev = 0;
   int sms = smCount[dev].load(std::memory_order_relaxed);
   if (sms == 0) {
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        sms <= 0)
       sms = 16;
     smCount[dev].store(sms, std::memory_order_relaxed);
   }
@@ -54,8 +55,8 @@ unsigned gridFor(size_t count, size_t perPack) {
 }
 
 struct DeviceTable {
-  using ReduceFn = cudaError_t (*)(void* dst, void* dst2, const void* a, const void* b, size_t count,
-                                   cudaStream_t stream);
+  using ReduceFn = cudaError_t (*)(void* dst, void* dst2, const void* a, const void* b,
+                                   size_t count, cudaStream_t stream);
   using ScaleFn = cudaError_t (*)(void* dst, const void* src, size_t count, const void* scalar,
                                   cudaStream_t stream);
   using AvgFn = cudaError_t (*)(void* data, size_t count, int nranks, cudaStream_t stream);
@@ -129,22 +130,26 @@ bool validType(ncclDataType_t type) { return int(type) >= 0 && int(type) < 12; }
 int rowOf(ncclRedOp_t op) { return op == ncclAvg ? int(ncclSum) : int(op); }
 
 Status notBuilt(ncclDataType_t type, ncclRedOp_t op) {
-  return invalidUsage("no CUDA kernel for datatype %d op %d in this build (BRAID_CUDA_TYPES=%s, "
-                      "BRAID_CUDA_OPS=%s)", int(type), int(op), kTypesOption, kOpsOption);
+  return invalidUsage(
+      "no CUDA kernel for datatype %d op %d in this build (BRAID_CUDA_TYPES=%s, "
+      "BRAID_CUDA_OPS=%s)",
+      int(type), int(op), kTypesOption, kOpsOption);
 }
 
 Status reduceImpl(void* dst, void* dst2, const void* a, const void* b, size_t count,
                   ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
   if (!built(type, op)) return notBuilt(type, op);
   if (count == 0) return Status::Ok();
-  return cudaStatus(table().reduce[type][rowOf(op)](dst, dst2, a, b, count, stream), "reduce kernel");
+  return cudaStatus(table().reduce[type][rowOf(op)](dst, dst2, a, b, count, stream),
+                    "reduce kernel");
 }
 
 }  // namespace
 
 Status cudaStatus(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status::Ok();
-  return {ncclUnhandledCudaError, strfmt("%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err))};
+  return {ncclUnhandledCudaError,
+          strfmt("%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err))};
 }
 
 bool built(ncclDataType_t type, ncclRedOp_t op) {
@@ -165,7 +170,8 @@ Status reduceCopy(void* dst, void* dst2, const void* a, const void* b, size_t co
 Status copy(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return Status::Ok();
   mapKernel<uint8_t><<<gridFor(bytes, 16), kThreads, 0, stream>>>(
-      kernels::FuncCopy<uint8_t>{}, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes);
+      kernels::FuncCopy<uint8_t>{}, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src),
+      bytes);
   return cudaStatus(cudaGetLastError(), "copy kernel");
 }
 

@@ -14,9 +14,10 @@
 #include "transport/shm/shm_transport.h"
 
 namespace braid::env {
-const Var kBraidLoopbackDirectMinBytes = {"BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384",
+const Var kBraidLoopbackDirectMinBytes = {
+    "BRAID_LOOPBACK_DIRECT_MIN_BYTES", "16384",
     "between threads, messages from this size are copied once, sender buffer to receiver buffer; "
-     "smaller ones go through the ring (0: always the ring)"};
+    "smaller ones go through the ring (0: always the ring)"};
 }  // namespace braid::env
 
 namespace braid::transport {
@@ -97,21 +98,26 @@ class LoopbackTransport final : public Transport {
   }
   Status connect(const PeerInfo& self, const PeerInfo& peer, const Blob& peerHandle,
                  const Waiter& waiter, std::unique_ptr<Endpoint>* endpoint) override {
-    return noThrow("LOOPBACK connect", [&] { return connectImpl(self, peer, peerHandle, endpoint); });
+    return noThrow("LOOPBACK connect",
+                   [&] { return connectImpl(self, peer, peerHandle, endpoint); });
   }
 
  private:
   Status listenImpl(const PeerInfo& self, const PeerInfo& peer, Blob* handle) {
     if (listens_.count(peer.rank))
-      return invalidUsage("LOOPBACK listen: rank %d already has a pending listen for rank %d", self.rank, peer.rank);
-    const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidShmBuffsize))));
+      return invalidUsage("LOOPBACK listen: rank %d already has a pending listen for rank %d",
+                          self.rank, peer.rank);
+    const size_t capacity = Ring::roundCapacity(
+        static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidShmBuffsize))));
     auto ch = std::make_shared<Channel>();
-    BRAID_TRY(Segment::anonymous(Ring::bytesFor(capacity), &ch->memory).withContext("LOOPBACK listen"));
+    BRAID_TRY(
+        Segment::anonymous(Ring::bytesFor(capacity), &ch->memory).withContext("LOOPBACK listen"));
     Ring ring;
     BRAID_TRY(Ring::init(ch->memory.data(), ch->memory.size(), capacity, &ring));
     ring.ctl()->directOk.store(Ring::kDirectYes, std::memory_order_relaxed);
     LoopbackBlob blob{kBlobMagic, Registry::get().add(ch), static_cast<int64_t>(getpid())};
-    handle->assign(reinterpret_cast<const uint8_t*>(&blob), reinterpret_cast<const uint8_t*>(&blob) + sizeof blob);
+    handle->assign(reinterpret_cast<const uint8_t*>(&blob),
+                   reinterpret_cast<const uint8_t*>(&blob) + sizeof blob);
     listens_[peer.rank] = Pending{ch, blob.token};
     return Status::Ok();
   }
@@ -121,18 +127,22 @@ class LoopbackTransport final : public Transport {
                      std::unique_ptr<Endpoint>* endpoint) {
     LoopbackBlob blob;
     if (peerHandle.size() != sizeof blob)
-      return invalidArgument("LOOPBACK connect: rank %d's handle has %zu bytes, expected %zu", peer.rank,
-                             peerHandle.size(), sizeof blob);
+      return invalidArgument("LOOPBACK connect: rank %d's handle has %zu bytes, expected %zu",
+                             peer.rank, peerHandle.size(), sizeof blob);
     std::memcpy(&blob, peerHandle.data(), sizeof blob);
     if (blob.magic != kBlobMagic || blob.pid != static_cast<int64_t>(getpid()))
-      return invalidArgument("LOOPBACK connect: rank %d's handle is not a loopback handle of this process", peer.rank);
+      return invalidArgument(
+          "LOOPBACK connect: rank %d's handle is not a loopback handle of this process", peer.rank);
     auto it = listens_.find(peer.rank);
     if (it == listens_.end())
-      return invalidUsage("LOOPBACK connect: rank %d connects to rank %d without listening first", self.rank, peer.rank);
+      return invalidUsage("LOOPBACK connect: rank %d connects to rank %d without listening first",
+                          self.rank, peer.rank);
     std::shared_ptr<Channel> tx = Registry::get().take(blob.token);
     if (!tx)
-      return invalidUsage("LOOPBACK connect: rank %d's ring is unknown (already connected, or its transport is gone)",
-                          peer.rank);
+      return invalidUsage(
+          "LOOPBACK connect: rank %d's ring is unknown (already connected, or its transport is "
+          "gone)",
+          peer.rank);
     std::shared_ptr<Channel> rx = it->second.channel;
 
     RingEndpointConfig config;
@@ -165,7 +175,8 @@ class LoopbackTransport final : public Transport {
 std::unique_ptr<Transport> makeLoopbackTransport() { return std::make_unique<LoopbackTransport>(); }
 
 namespace {
-const env::Var* const kLoopbackVariables[] = {&env::kBraidShmBuffsize, &env::kBraidLoopbackDirectMinBytes};
+const env::Var* const kLoopbackVariables[] = {&env::kBraidShmBuffsize,
+                                              &env::kBraidLoopbackDirectMinBytes};
 }  // namespace
 
 const TransportEntry kLoopbackTransport = {"loopback",

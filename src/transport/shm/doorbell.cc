@@ -13,7 +13,8 @@ namespace braid {
 // Shared futexes (no FUTEX_PRIVATE_FLAG): the bells live in memory other processes map.
 void Doorbell::ring() {
   bell.fetch_add(1, std::memory_order_seq_cst);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&bell), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&bell), FUTEX_WAKE, INT32_MAX, nullptr, nullptr,
+          0);
 }
 
 namespace {
@@ -41,7 +42,8 @@ bool canWaitForBells() {
 
 bool waitForBells(std::span<const BellWait> bells, std::chrono::microseconds timeout) {
 #ifdef SYS_futex_waitv
-  if (bells.empty() || bells.size() > FUTEX_WAITV_MAX || unsupported.load(std::memory_order_relaxed))
+  if (bells.empty() || bells.size() > FUTEX_WAITV_MAX ||
+      unsupported.load(std::memory_order_relaxed))
     return false;
   futex_waitv waits[FUTEX_WAITV_MAX] = {};
   for (size_t i = 0; i < bells.size(); ++i) {
@@ -54,7 +56,8 @@ bool waitForBells(std::span<const BellWait> bells, std::chrono::microseconds tim
   const long long ns = deadline.tv_nsec + static_cast<long long>(timeout.count()) * 1000;
   deadline.tv_sec += static_cast<time_t>(ns / 1000000000);
   deadline.tv_nsec = static_cast<long>(ns % 1000000000);
-  if (syscall(SYS_futex_waitv, waits, bells.size(), 0, &deadline, CLOCK_MONOTONIC) < 0 && errno == ENOSYS) {
+  if (syscall(SYS_futex_waitv, waits, bells.size(), 0, &deadline, CLOCK_MONOTONIC) < 0 &&
+      errno == ENOSYS) {
     unsupported.store(true, std::memory_order_relaxed);
     return false;
   }

@@ -27,7 +27,8 @@ Status Ring::init(void* mem, size_t memBytes, size_t capacity, Ring* out) {
   uint64_t nonce = 0;
   // Any value works for correctness except a guessable one; the clock is the fallback.
   if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof nonce))
-    nonce = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9e3779b97f4a7c15ull;
+    nonce = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) *
+            0x9e3779b97f4a7c15ull;
   ctl->nonce = nonce ? nonce : 1;  // a zeroed slot must never look stamped
   return attach(mem, memBytes, out);
 }

@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "transport/shm/doorbell.h"
 #include "base/small_copy.h"
 #include "base/status.h"
+#include "transport/shm/doorbell.h"
 
 namespace braid::transport {
 
@@ -48,8 +48,8 @@ struct RingControl {
 class Ring {
  public:
   static constexpr uint64_t kMagic = 0x6272616964524e47ull;  // "braidRNG"
-  static constexpr size_t kDataOffset = 4096;  // data starts page aligned
-  static constexpr size_t kAlign = 16;         // records start on 16-byte positions
+  static constexpr size_t kDataOffset = 4096;                // data starts page aligned
+  static constexpr size_t kAlign = 16;                       // records start on 16-byte positions
   static constexpr uint32_t kDirectUnknown = 0, kDirectYes = 1, kDirectNo = 2;
 
   // Memory needed for a ring of `capacity` data bytes (capacity: a multiple of kAlign).
@@ -72,7 +72,8 @@ class Ring {
   // False while the record at `pos` is not published yet.
   bool readHeader(uint64_t pos, uint64_t* word) const {
     auto* slot = reinterpret_cast<uint64_t*>(data_ + pos % capacity_);
-    if (std::atomic_ref<uint64_t>(slot[0]).load(std::memory_order_acquire) != (pos ^ nonce_)) return false;
+    if (std::atomic_ref<uint64_t>(slot[0]).load(std::memory_order_acquire) != (pos ^ nonce_))
+      return false;
     *word = slot[1];
     return true;
   }
@@ -106,7 +107,9 @@ class Ring {
   uint64_t nonce_ = 0;
 };
 
-inline uint64_t alignUp(uint64_t pos) { return (pos + Ring::kAlign - 1) & ~uint64_t{Ring::kAlign - 1}; }
+inline uint64_t alignUp(uint64_t pos) {
+  return (pos + Ring::kAlign - 1) & ~uint64_t{Ring::kAlign - 1};
+}
 
 // The producer's view. Caches the consumer's tail so that the common case touches only its own
 // line; reloads it only when the cached value says the ring is full.
@@ -169,7 +172,9 @@ class RingReader {
     tail_ += n;
   }
   template <typename F>
-  void visit(size_t n, F&& f) const { ring_.visit(tail_, n, f); }
+  void visit(size_t n, F&& f) const {
+    ring_.visit(tail_, n, f);
+  }
   void skip(size_t n) { tail_ += n; }
   void skipTo(uint64_t pos) { tail_ = pos; }
   void release() { ring_.ctl()->tail.store(tail_, std::memory_order_release); }

@@ -102,7 +102,9 @@ RingEndpoint::~RingEndpoint() {
   rx_.ring().ctl()->consumerClosed.store(1, std::memory_order_release);
 }
 
-void RingEndpoint::addWakeups(WaitSet& set) { set.addDoorbell(&rx_.ring().ctl()->consumerDoorbell); }
+void RingEndpoint::addWakeups(WaitSet& set) {
+  set.addDoorbell(&rx_.ring().ctl()->consumerDoorbell);
+}
 
 std::string RingEndpoint::describe() const {
   std::string s = strfmt("%s/ring %llu KiB to %s", config_.name.c_str(),
@@ -112,7 +114,9 @@ std::string RingEndpoint::describe() const {
     // The peer decides in its own connect(), which may not have run yet.
     const uint32_t ok = tx_.ring().ctl()->directOk.load(std::memory_order_relaxed);
     s += strfmt(", direct from %zu bytes%s", config_.directMinBytes,
-                ok == Ring::kDirectYes ? "" : ok == Ring::kDirectNo ? " (peer cannot)" : " (if the peer can)");
+                ok == Ring::kDirectYes  ? ""
+                : ok == Ring::kDirectNo ? " (peer cannot)"
+                                        : " (if the peer can)");
   }
   return s;
 }
@@ -127,9 +131,11 @@ Status RingEndpoint::fail(Status st) {
 
 Status RingEndpoint::postSend(const void* data, size_t bytes) {
   if (!error_.ok()) return error_;
-  if (!data && bytes) return invalidArgument("%s postSend: null buffer for %zu bytes", config_.name.c_str(), bytes);
+  if (!data && bytes)
+    return invalidArgument("%s postSend: null buffer for %zu bytes", config_.name.c_str(), bytes);
   if (bytes > kBytesMask)
-    return invalidArgument("%s postSend: %zu bytes is more than one message can carry", config_.name.c_str(), bytes);
+    return invalidArgument("%s postSend: %zu bytes is more than one message can carry",
+                           config_.name.c_str(), bytes);
   return noThrow("postSend", [&] {
     sends_.push_back(SendOp{static_cast<const char*>(data), bytes});
     return Status::Ok();
@@ -139,7 +145,8 @@ Status RingEndpoint::postSend(const void* data, size_t bytes) {
 Status RingEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink, bool streamed) {
   if (!error_.ok()) return error_;
   if (!data && !sink && bytes)
-    return invalidArgument("%s postRecv: null buffer and no sink for %zu bytes", config_.name.c_str(), bytes);
+    return invalidArgument("%s postRecv: null buffer and no sink for %zu bytes",
+                           config_.name.c_str(), bytes);
   return noThrow("postRecv", [&] {
     RecvOp op{static_cast<char*>(data), bytes, sink};
     op.streamed = streamed || bytes >= kStreamMinBytes;
@@ -202,19 +209,24 @@ bool RingEndpoint::pumpSends() {
       const bool byReference = config_.zeroCopyMinBytes && op.bytes >= config_.zeroCopyMinBytes &&
                                ctl->mapOk.load(std::memory_order_relaxed) == 1 &&
                                config_.registered(op.data, op.bytes, &handle);
-      const bool direct = byReference ||
-                          (config_.directMinBytes && op.bytes >= config_.directMinBytes &&
-                           ctl->directOk.load(std::memory_order_relaxed) == Ring::kDirectYes);
+      const bool direct =
+          byReference || (config_.directMinBytes && op.bytes >= config_.directMinBytes &&
+                          ctl->directOk.load(std::memory_order_relaxed) == Ring::kDirectYes);
       // A message up to one slice goes in whole before its stamp; a larger one streams after it.
       // (At most half the ring, so that it never waits for the whole ring to drain.)
-      const bool whole = !direct && op.bytes <= std::min<uint64_t>(kPublishSlice, tx_.ring().capacity() / 2);
+      const bool whole =
+          !direct && op.bytes <= std::min<uint64_t>(kPublishSlice, tx_.ring().capacity() / 2);
       const size_t body = direct ? sizeof(DirectDescriptor) : whole ? op.bytes : 0;
       if (tx_.writable(pad + kHeaderBytes + body) < pad + kHeaderBytes + body) break;
       tx_.zero(pad);
       const Ring& ring = tx_.ring();
       if (direct) {
-        DirectDescriptor d{reinterpret_cast<uint64_t>(op.data), ++directPosted_, handle.id,
-                           handle.base, handle.size, handle.key};
+        DirectDescriptor d{reinterpret_cast<uint64_t>(op.data),
+                           ++directPosted_,
+                           handle.id,
+                           handle.base,
+                           handle.size,
+                           handle.key};
         ring.copyIn(start + kHeaderBytes, &d, sizeof d);
         op.directSeq = d.seq;
       } else if (body) {
@@ -259,7 +271,8 @@ bool RingEndpoint::pumpSends() {
     tx_.publish();
   }
   // Sends complete in order: a copied one at once, a direct one when the consumer acknowledged it.
-  if (directAckSeen_ < directPosted_) directAckSeen_ = ctl->directDone.load(std::memory_order_acquire);
+  if (directAckSeen_ < directPosted_)
+    directAckSeen_ = ctl->directDone.load(std::memory_order_acquire);
   while (sendCursor_ > 0) {
     const SendOp& op = sends_.front();
     if (op.directSeq > directAckSeen_) break;
@@ -279,12 +292,15 @@ Status RingEndpoint::pumpRecvs(bool* moved) {
       uint64_t word;
       if (!rx_.ring().readHeader(start, &word)) break;
       const uint64_t kind = word >> 56, bytes = word & kBytesMask;
-      if ((kind != kData && kind != kDirect) || (word & ~(kBytesMask | kWhole | uint64_t{0xff} << 56)))
+      if ((kind != kData && kind != kDirect) ||
+          (word & ~(kBytesMask | kWhole | uint64_t{0xff} << 56)))
         return fail(systemError("corrupt ring: record word %#llx at position %llu",
-                                static_cast<unsigned long long>(word), static_cast<unsigned long long>(start)));
+                                static_cast<unsigned long long>(word),
+                                static_cast<unsigned long long>(start)));
       if (bytes != op.bytes)
-        return fail(invalidUsage("size mismatch: the peer sent %llu bytes to a receive of %zu bytes",
-                                 static_cast<unsigned long long>(bytes), op.bytes));
+        return fail(
+            invalidUsage("size mismatch: the peer sent %llu bytes to a receive of %zu bytes",
+                         static_cast<unsigned long long>(bytes), op.bytes));
       size_t recordBytes = kHeaderBytes;
       if (kind == kDirect) {
         DirectDescriptor d;
@@ -358,9 +374,12 @@ Status RingEndpoint::directRecv(RecvOp& op, bool* moved) {
     const uint64_t addr = op.directAddr + op.received;
     const void* shared = op.handle.valid() ? config_.peer->mapped(op.handle, addr) : nullptr;
     if (shared) {
-      if (op.sink) op.sink->consume(op.received, shared, n);
-      else if (op.streamed) kernels::streamCopy(op.data + op.received, shared, n);
-      else std::memcpy(op.data + op.received, shared, n);
+      if (op.sink)
+        op.sink->consume(op.received, shared, n);
+      else if (op.streamed)
+        kernels::streamCopy(op.data + op.received, shared, n);
+      else
+        std::memcpy(op.data + op.received, shared, n);
     } else if (!op.sink) {
       Status st = config_.peer->read(addr, op.data + op.received, n);
       if (!st.ok()) return fail(st);

@@ -62,7 +62,7 @@ struct RingEndpointConfig {
   // receiver copies from it only under the lock its destructor takes (null between processes,
   // where a stale read fails or is detected instead of crashing).
   std::shared_ptr<std::mutex> txDirectLock, rxDirectLock;
-  std::string name;           // "SHM", "LOOPBACK"
+  std::string name;  // "SHM", "LOOPBACK"
 };
 
 class RingEndpoint final : public Endpoint {
@@ -84,9 +84,9 @@ class RingEndpoint final : public Endpoint {
   struct SendOp {
     const char* data;
     size_t bytes;
-    size_t written = 0;        // payload bytes in the ring (or all of them, once direct is posted)
+    size_t written = 0;  // payload bytes in the ring (or all of them, once direct is posted)
     bool headerDone = false;
-    uint64_t directSeq = 0;    // nonzero: completes when the consumer acknowledged this many
+    uint64_t directSeq = 0;  // nonzero: completes when the consumer acknowledged this many
   };
   struct RecvOp {
     char* data;
@@ -97,7 +97,7 @@ class RingEndpoint final : public Endpoint {
     uint64_t directAddr = 0;
     MemoryHandle handle{};  // id 0: not in registered memory
     bool direct = false;
-    bool whole = false;  // the payload was in the ring before the header was stamped
+    bool whole = false;     // the payload was in the ring before the header was stamped
     bool streamed = false;  // write data with non-temporal stores (see Endpoint::postRecv)
   };
 
@@ -113,12 +113,12 @@ class RingEndpoint final : public Endpoint {
   RingReader rx_;
   Fifo<SendOp> sends_;
   Fifo<RecvOp> recvs_;
-  size_t sendCursor_ = 0;      // index in sends_ of the first op not fully written
+  size_t sendCursor_ = 0;  // index in sends_ of the first op not fully written
   uint64_t sendsDone_ = 0, recvsDone_ = 0;
-  uint64_t directPosted_ = 0;  // direct descriptors we wrote
-  uint64_t directAcked_ = 0;   // direct transfers we finished as consumer
-  uint64_t directAckSeen_ = 0; // the peer's acknowledgements of our direct sends
-  std::vector<char> bounce_;   // direct path into a sink across processes
+  uint64_t directPosted_ = 0;   // direct descriptors we wrote
+  uint64_t directAcked_ = 0;    // direct transfers we finished as consumer
+  uint64_t directAckSeen_ = 0;  // the peer's acknowledgements of our direct sends
+  std::vector<char> bounce_;    // direct path into a sink across processes
   Status error_;
   std::chrono::steady_clock::time_point lastCheck_;
   uint32_t idleSpins_ = 0;

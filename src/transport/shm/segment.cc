@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 
 #include "base/log.h"
 
@@ -27,8 +27,9 @@ size_t pageRound(size_t bytes) {
 // a sweep that had gone by reference, never touching the ring).
 Status mapFd(int fd, size_t bytes, const std::string& what, void** out) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (p == MAP_FAILED) return systemError("mmap of %s (%zu bytes) failed: %s", what.c_str(), bytes,
-                                          std::strerror(errno));
+  if (p == MAP_FAILED)
+    return systemError("mmap of %s (%zu bytes) failed: %s", what.c_str(), bytes,
+                       std::strerror(errno));
   *out = p;
   return Status::Ok();
 }
@@ -70,7 +71,8 @@ Status Segment::create(const std::string& name, size_t bytes, Segment* out) {
   bytes = pageRound(bytes);
   const std::string path = "/" + name;
   int fd = shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return systemError("shm_open(/dev/shm/%s) failed: %s", name.c_str(), std::strerror(errno));
+  if (fd < 0)
+    return systemError("shm_open(/dev/shm/%s) failed: %s", name.c_str(), std::strerror(errno));
   Segment seg;
   seg.name_ = name;  // from here on, seg's destructor unlinks on any failure
   // posix_fallocate, unlike ftruncate, reserves the pages now: a full /dev/shm fails here with a
@@ -92,7 +94,8 @@ Status Segment::create(const std::string& name, size_t bytes, Segment* out) {
 Status Segment::open(const std::string& name, size_t bytes, Segment* out) {
   bytes = pageRound(bytes);
   int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
-  if (fd < 0) return systemError("shm_open(/dev/shm/%s) failed: %s", name.c_str(), std::strerror(errno));
+  if (fd < 0)
+    return systemError("shm_open(/dev/shm/%s) failed: %s", name.c_str(), std::strerror(errno));
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
     close(fd);
@@ -113,7 +116,8 @@ Status Segment::anonymous(size_t bytes, Segment* out) {
   // Not populated: between threads, pages are committed as the rings first reach them (shared
   // segments are committed anyway, by posix_fallocate, so mapping them whole costs no memory).
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return systemError("mmap of %zu anonymous bytes failed: %s", bytes, std::strerror(errno));
+  if (p == MAP_FAILED)
+    return systemError("mmap of %zu anonymous bytes failed: %s", bytes, std::strerror(errno));
   Segment seg;
   seg.data_ = p;
   seg.size_ = bytes;

@@ -36,7 +36,8 @@ Status sharedAlloc(size_t size, void** out) {
   if (ftruncate(fd, static_cast<off_t>(rounded)) != 0) {
     int err = errno;
     close(fd);
-    return systemError("cannot allocate %zu bytes of shared memory: %s", rounded, std::strerror(err));
+    return systemError("cannot allocate %zu bytes of shared memory: %s", rounded,
+                       std::strerror(err));
   }
   void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
@@ -46,7 +47,8 @@ Status sharedAlloc(size_t size, void** out) {
   }
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  a.byBase[reinterpret_cast<uintptr_t>(p)] = {a.nextId++, reinterpret_cast<uint64_t>(p), rounded, fd};
+  a.byBase[reinterpret_cast<uintptr_t>(p)] = {a.nextId++, reinterpret_cast<uint64_t>(p), rounded,
+                                              fd};
   *out = p;
   return Status::Ok();
 }

@@ -18,17 +18,19 @@
 
 namespace braid::env {
 const Var kNcclShmDisable = {"NCCL_SHM_DISABLE", "0",
-    "1: never use shared memory between processes; use TCP"};
+                             "1: never use shared memory between processes; use TCP"};
 const Var kBraidShmBuffsize = {"BRAID_SHM_BUFFSIZE", "1048576",
-    "bytes of each shared-memory ring between two local ranks"};
-const Var kBraidShmCmaMinBytes = {"BRAID_SHM_CMA_MIN_BYTES", "0",
+                               "bytes of each shared-memory ring between two local ranks"};
+const Var kBraidShmCmaMinBytes = {
+    "BRAID_SHM_CMA_MIN_BYTES", "0",
     "between processes, messages from this size are read once with process_vm_readv where the "
-     "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
-     "faster at every size where measured (bench/micro/shm_pingpong)"};
-const Var kBraidShmZerocopyMinBytes = {"BRAID_SHM_ZEROCOPY_MIN_BYTES", "262144",
+    "kernel allows it; smaller ones go through the ring. 0 (default): always the ring, which was "
+    "faster at every size where measured (bench/micro/shm_pingpong)"};
+const Var kBraidShmZerocopyMinBytes = {
+    "BRAID_SHM_ZEROCOPY_MIN_BYTES", "262144",
     "between processes, messages from this size whose buffer lies in ncclMemAlloc memory go by "
-     "reference: the receiver maps the sender's pages and copies or reduces straight out of them "
-     "(0: never)"};
+    "reference: the receiver maps the sender's pages and copies or reduces straight out of them "
+    "(0: never)"};
 }  // namespace braid::env
 
 namespace braid::transport {
@@ -43,7 +45,7 @@ struct ShmBlob {
   int32_t pid;
   uint32_t reserved;
   uint64_t segmentBytes;
-  uint64_t probeAddr;   // a word in the listener's memory the connector tries to read directly
+  uint64_t probeAddr;  // a word in the listener's memory the connector tries to read directly
   uint64_t probeValue;
   char name[kNameBytes];
 };
@@ -74,16 +76,17 @@ class ShmPeer final : public PeerAccess {
         munmap(maps_.begin()->second.ptr, maps_.begin()->second.size);
         maps_.erase(maps_.begin());
       }
-      const std::string path = strfmt("/proc/%d/fd/%lld", static_cast<int>(pid_),
-                                      static_cast<long long>(region.key));
+      const std::string path =
+          strfmt("/proc/%d/fd/%lld", static_cast<int>(pid_), static_cast<long long>(region.key));
       int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return nullptr;
       void* p = mmap(nullptr, region.size, PROT_READ, MAP_SHARED, fd, 0);
       close(fd);
       if (p == MAP_FAILED) return nullptr;
-      BRAID_INFO(kShm, "SHM: mapped pid %d's shared allocation %llu (%llu bytes) for single-copy receives",
-                 static_cast<int>(pid_), static_cast<unsigned long long>(region.id),
-                 static_cast<unsigned long long>(region.size));
+      BRAID_INFO(
+          kShm, "SHM: mapped pid %d's shared allocation %llu (%llu bytes) for single-copy receives",
+          static_cast<int>(pid_), static_cast<unsigned long long>(region.id),
+          static_cast<unsigned long long>(region.size));
       it = maps_.emplace(region.id, Mapping{static_cast<char*>(p), region.size}).first;
     }
     return it->second.ptr + (addr - region.base);
@@ -182,11 +185,14 @@ class ShmTransport final : public Transport {
  private:
   Status listenImpl(const PeerInfo& self, const PeerInfo& peer, Blob* handle) {
     if (listens_.count(peer.rank))
-      return invalidUsage("SHM listen: rank %d already has a pending listen for rank %d", self.rank, peer.rank);
-    const size_t capacity = Ring::roundCapacity(static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidShmBuffsize))));
+      return invalidUsage("SHM listen: rank %d already has a pending listen for rank %d", self.rank,
+                          peer.rank);
+    const size_t capacity = Ring::roundCapacity(
+        static_cast<size_t>(std::max<int64_t>(0, env::getInt(env::kBraidShmBuffsize))));
     auto seg = std::make_shared<Segment>();
     const std::string segName = uniqueSegmentName("shm");
-    BRAID_TRY(Segment::create(segName, Ring::bytesFor(capacity), seg.get()).withContext("SHM listen"));
+    BRAID_TRY(
+        Segment::create(segName, Ring::bytesFor(capacity), seg.get()).withContext("SHM listen"));
     Ring ring;
     BRAID_TRY(Ring::init(seg->data(), seg->size(), capacity, &ring));
     ring.ctl()->consumerPid = static_cast<int32_t>(getpid());
@@ -198,7 +204,8 @@ class ShmTransport final : public Transport {
     blob.probeAddr = reinterpret_cast<uint64_t>(&gProbeWord);
     blob.probeValue = gProbeWord;
     std::snprintf(blob.name, sizeof blob.name, "%s", segName.c_str());
-    handle->assign(reinterpret_cast<const uint8_t*>(&blob), reinterpret_cast<const uint8_t*>(&blob) + sizeof blob);
+    handle->assign(reinterpret_cast<const uint8_t*>(&blob),
+                   reinterpret_cast<const uint8_t*>(&blob) + sizeof blob);
     listens_[peer.rank] = seg;
     created_.push_back(seg);
     BRAID_INFO(kShm, "SHM: rank %d listens for rank %d on /dev/shm/%s (%zu KiB ring)", self.rank,
@@ -220,7 +227,8 @@ class ShmTransport final : public Transport {
       return invalidArgument("SHM connect: rank %d's handle is not a Braid SHM handle", peer.rank);
     auto it = listens_.find(peer.rank);
     if (it == listens_.end())
-      return invalidUsage("SHM connect: rank %d connects to rank %d without listening first", self.rank, peer.rank);
+      return invalidUsage("SHM connect: rank %d connects to rank %d without listening first",
+                          self.rank, peer.rank);
 
     auto tx = std::make_shared<Segment>();
     BRAID_TRY(Segment::open(blob.name, blob.segmentBytes, tx.get()).withContext("SHM connect"));
@@ -234,10 +242,12 @@ class ShmTransport final : public Transport {
     const int64_t directMin = env::getInt(env::kBraidShmCmaMinBytes);
     const Probe probe = probePeer(blob.pid, blob.probeAddr, blob.probeValue);
     const bool direct = directMin > 0 && probe == Probe::kVerified;
-    rxRing.ctl()->directOk.store(direct ? Ring::kDirectYes : Ring::kDirectNo, std::memory_order_release);
+    rxRing.ctl()->directOk.store(direct ? Ring::kDirectYes : Ring::kDirectNo,
+                                 std::memory_order_release);
     // Mapping the peer's memfds needs the same permission as reading its memory.
     const int64_t zeroCopyMin = env::getInt(env::kBraidShmZerocopyMinBytes);
-    rxRing.ctl()->mapOk.store(zeroCopyMin > 0 && probe == Probe::kVerified ? 1 : 0, std::memory_order_release);
+    rxRing.ctl()->mapOk.store(zeroCopyMin > 0 && probe == Probe::kVerified ? 1 : 0,
+                              std::memory_order_release);
     if (probe == Probe::kNotVisible)
       BRAID_INFO(kShm, "SHM: pid %d is not visible here; a dead peer is noticed only if it closed",
                  static_cast<int>(blob.pid));
@@ -267,7 +277,8 @@ std::unique_ptr<Transport> makeShmTransport() { return std::make_unique<ShmTrans
 
 namespace {
 const env::Var* const kShmVariables[] = {&env::kNcclShmDisable, &env::kBraidShmBuffsize,
-                                         &env::kBraidShmCmaMinBytes, &env::kBraidShmZerocopyMinBytes};
+                                         &env::kBraidShmCmaMinBytes,
+                                         &env::kBraidShmZerocopyMinBytes};
 }  // namespace
 
 const TransportEntry kShmTransport = {"shm",

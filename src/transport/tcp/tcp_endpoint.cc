@@ -96,7 +96,8 @@ Status TcpEndpoint::postSend(const void* data, size_t bytes) {
   return Status::Ok();
 }
 
-Status TcpEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink, bool /*streamed: the kernel copies*/) {
+Status TcpEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink,
+                             bool /*streamed: the kernel copies*/) {
   if (!error_.ok()) return error_;
   if (bytes && !data && !sink) return invalidArgument("%s", "TCP postRecv: null buffer");
   recvs_.push_back({static_cast<uint8_t*>(data), bytes, sink});
@@ -359,7 +360,8 @@ void TcpEndpoint::addWakeups(WaitSet& set) {
     const bool out = s.sendMsg - sendBase_ < sends_.size();
     const bool in = s.recvMsg - recvBase_ < recvs_.size();
     if (s.sendFd == s.recvFd) {
-      if (out || in) set.addFd(s.sendFd, static_cast<short>((out ? POLLOUT : 0) | (in ? POLLIN : 0)));
+      if (out || in)
+        set.addFd(s.sendFd, static_cast<short>((out ? POLLOUT : 0) | (in ? POLLIN : 0)));
       continue;
     }
     if (out) set.addFd(s.sendFd, POLLOUT);

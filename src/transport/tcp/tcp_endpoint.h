@@ -91,7 +91,7 @@ class TcpEndpoint final : public Endpoint {
   size_t gather(size_t stream, size_t bytes, size_t pos, size_t partEnd, uint8_t* base, iovec* iov,
                 size_t maxIov) const;
   Status checkRecv(ssize_t n, size_t stream);  // error for a closed or broken socket
-  Status sendFailed(int err, size_t stream);    // the same for a failed sendmsg
+  Status sendFailed(int err, size_t stream);   // the same for a failed sendmsg
 
   Status pumpSend(size_t j, bool* moved);
   Status pumpRecv(size_t j, bool* moved);

@@ -18,11 +18,13 @@
 
 namespace braid::env {
 const Var kNcclSocketNthreads = {"NCCL_SOCKET_NTHREADS", "1",
-    "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"};
-const Var kNcclNsocksPerthread = {"NCCL_NSOCKS_PERTHREAD", "4",
+                                 "TCP streams per peer are NTHREADS x NSOCKS_PERTHREAD (1-16)"};
+const Var kNcclNsocksPerthread = {
+    "NCCL_NSOCKS_PERTHREAD", "4",
     "TCP streams per NCCL_SOCKET_NTHREADS to each peer (threads x socks <= 64); 4 measured fastest "
-     "on loopback"};
-const Var kBraidTcpSliceBytes = {"BRAID_TCP_SLICE_BYTES", "524288",
+    "on loopback"};
+const Var kBraidTcpSliceBytes = {
+    "BRAID_TCP_SLICE_BYTES", "524288",
     "TCP transport: messages larger than this are striped in slices of this size over the streams"};
 }  // namespace braid::env
 
