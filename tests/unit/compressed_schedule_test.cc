@@ -34,55 +34,9 @@ void checkAgainst(const SimRun& run, const std::vector<float>& want, int n,
       ASSERT_EQ(run.ranks[r].recv[e], want[e]) << what << " rank " << r << " element " << e;
 }
 
-TEST(CompressedSchedule, TwoShotIsTheSchemeBitForBitForEveryRankCount) {
-  algos::TwoShotCompressedAllReduce algo;
-  auto codec = int8Codec();
-  for (int n = 1; n <= 17; ++n)
-    for (size_t count : {0ul, 1ul, static_cast<size_t>(n > 1 ? n - 1 : 1), 333ul, 1031ul})
-      for (size_t chunk : {7ul, 100ul, 1ul << 20})
-        for (bool inPlace : {false, true}) {
-          const bool average = (count + chunk) % 2 == 1;
-          std::string error;
-          SimRun run = testing::runCompressed(algo, *codec, n, count, chunk, inPlace, average,
-                                              testing::SendMode::Rendezvous, &error);
-          const std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) +
-                                   " chunk=" + std::to_string(chunk) + (inPlace ? " in place" : "");
-          ASSERT_EQ(error, "") << what;
-          if (n == 1) {  // one rank: nothing to exchange, the result is the input
-            for (size_t e = 0; e < count; ++e)
-              ASSERT_EQ(run.ranks[0].recv[e], run.inputs[0][e]) << what;
-            continue;
-          }
-          checkAgainst(run, twoShotReference(*codec, run.inputs, count, chunk, average), n, what);
-        }
-}
+// (Every compressed algorithm against its scheme, bit for bit, on 1 to 17 ranks, every shape and
+// placement: tests/unit/registry_test.cc. Here: the schemes' own properties.)
 
-TEST(CompressedSchedule, SparseIsTheSchemeBitForBitForEveryRankCount) {
-  algos::SparseCompressedAllReduce algo;
-  auto codec = topkCodec(0.1);
-  for (int n = 1; n <= 17; ++n)
-    for (size_t count : {0ul, 1ul, static_cast<size_t>(n > 1 ? n - 1 : 1), 333ul, 1031ul})
-      for (size_t chunk : {13ul, 100ul, 1ul << 20})
-        for (bool inPlace : {false, true}) {
-          const bool average = (count + chunk) % 2 == 0;
-          std::string error;
-          SimRun run = testing::runCompressed(algo, *codec, n, count, chunk, inPlace, average,
-                                              testing::SendMode::Rendezvous, &error);
-          const std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) +
-                                   " chunk=" + std::to_string(chunk) + (inPlace ? " in place" : "");
-          ASSERT_EQ(error, "") << what;
-          if (n == 1) {
-            for (size_t e = 0; e < count; ++e)
-              ASSERT_EQ(run.ranks[0].recv[e], run.inputs[0][e]) << what;
-            continue;
-          }
-          checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
-        }
-}
-
-// Against the exact sum in fp64: every element within the bound of one quantisation per
-// contribution plus one of the sum (half a step of each block, bounded with each rank's
-// largest magnitude), and a small relative L2 error.
 TEST(CompressedSchedule, TwoShotErrorWithinTheQuantisationBound) {
   algos::TwoShotCompressedAllReduce algo;
   for (uint32_t block : {32u, 64u, 256u}) {

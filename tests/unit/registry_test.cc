@@ -315,7 +315,7 @@ std::string sweepName(const ::testing::TestParamInfo<SweepParam>& info) {
 INSTANTIATE_TEST_SUITE_P(Registry, Sweep, ::testing::ValuesIn(sweepParams()), sweepName);
 
 // Compressed algorithms: with an INT8 codec and a top-k codec (each algorithm serves the one it
-// is for), on a spread of rank counts.
+// is for), on every rank count from 1 to 17 flat, and a spread of them on hosts and racks.
 struct CodecPoint {
   const compress::Codec* codec;
   Shape shape;
@@ -327,12 +327,15 @@ struct CodecPoint {
 
 void forEachCodecPoint(Shape shape, const std::vector<const compress::Codec*>& codecs,
                        const std::function<bool(const CodecPoint&)>& visit) {
+  const std::vector<int> ranks =
+      shape == Shape::Flat
+          ? std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
+          : std::vector<int>{2, 3, 4, 5, 7, 8, 12, 16, 17};
   for (const compress::Codec* codec : codecs)
-    for (int n : {1, 2, 3, 4, 5, 7, 8, 12, 16, 17}) {
-      if (shape != Shape::Flat && n == 1) continue;
+    for (int n : ranks) {
       for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(std::max(1, n - 1)),
                            size_t{333}, size_t{1031}})
-        for (size_t chunk : {size_t{7}, size_t{100}, size_t{1} << 20})
+        for (size_t chunk : {size_t{7}, size_t{13}, size_t{100}, size_t{1} << 20})
           for (bool inPlace : {false, true})
             for (SendMode mode : {SendMode::Rendezvous, SendMode::Buffered}) {
               if (mode == SendMode::Buffered && (n > 4 || chunk != 7)) continue;

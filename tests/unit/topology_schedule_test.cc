@@ -204,6 +204,22 @@ void sweep(const algos::Algorithm& algo, const std::function<const Topology*(int
 
 const Topology* none(int) { return nullptr; }
 
+// The topology of hostOf and rackOf, with fixed link costs per level; with `pods`, a level above
+// the racks that pairs them up. Kept in `slot`, a cache entry of the callers below.
+const Topology* keep(std::unique_ptr<Topology>& slot, const std::vector<int>& hostOf,
+                     const std::vector<int>& rackOf, bool pods) {
+  auto topo = std::make_unique<Topology>(
+      Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3}));
+  if (pods) {
+    std::vector<int> pod(hostOf.size());
+    for (size_t r = 0; r < pod.size(); ++r) pod[r] = topo->groupOf[1][r] / 2;
+    topo->groupOf.push_back(pod);
+    topo->link.push_back({10, 8e-3});
+  }
+  slot = std::move(topo);
+  return slot.get();
+}
+
 // n ranks on hosts of 1 to 4 ranks, on racks of 1 to 3 hosts, with rank numbers scattered
 // over the hosts (rank 7i mod n goes to the i-th slot) so no level lines up with rank order;
 // with `pods`, racks also pair up into pods (a third level).
@@ -226,16 +242,7 @@ const Topology* uneven(int n, bool pods) {
     rackOf[h] = rack;
     if (++filled == 1 + (rack * 2) % 3) ++rack, filled = 0;
   }
-  auto topo = std::make_unique<Topology>(
-      Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3}));
-  if (pods) {
-    std::vector<int> pod(n);
-    for (int r = 0; r < n; ++r) pod[r] = topo->groupOf[1][r] / 2;
-    topo->groupOf.push_back(pod);
-    topo->link.push_back({10, 8e-3});
-  }
-  slot = std::move(topo);
-  return slot.get();
+  return keep(slot, hostOf, rackOf, pods);
 }
 const Topology* twoLevels(int n) { return uneven(n, false); }
 const Topology* threeLevels(int n) { return uneven(n, true); }
@@ -257,17 +264,7 @@ const Topology* even(int n, bool pods) {
   std::vector<int> hostOf(n), rackOf(hosts);
   for (int i = 0; i < n; ++i) hostOf[scatter ? i * 7 % n : i] = i / g;
   for (int h = 0; h < hosts; ++h) rackOf[h] = h / perRack;
-  auto topo = std::make_unique<Topology>(
-      Topology::hostsAndRacks(hostOf, rackOf, {0.5, 1e-4}, {2, 4e-4}, {5, 4e-3}));
-  const int racks = hosts / perRack;
-  if (pods && racks % 2 == 0) {
-    std::vector<int> pod(n);
-    for (int r = 0; r < n; ++r) pod[r] = topo->groupOf[1][r] / 2;
-    topo->groupOf.push_back(pod);
-    topo->link.push_back({10, 8e-3});
-  }
-  slot = std::move(topo);
-  return slot.get();
+  return keep(slot, hostOf, rackOf, pods && (hosts / perRack) % 2 == 0);
 }
 const Topology* evenTwoLevels(int n) { return even(n, false); }
 const Topology* evenThreeLevels(int n) { return even(n, true); }
