@@ -1,7 +1,7 @@
 """bench/compare.py's arithmetic and parsing (how rounds merge, the copy bound of the collectives
 that only move data, the uplink bound, the compression columns, the sections per rank count,
-the plot's data). Run by ctest (bench.compare_py); needs no build and runs no
-benchmark."""
+the plot's data) and bench/ab.py's ratios. Run by ctest (bench.compare_py); needs no build and
+runs no benchmark."""
 import contextlib
 import importlib.util
 import io
@@ -16,6 +16,7 @@ spec = importlib.util.spec_from_file_location("compare", REPO / "bench" / "compa
 compare = importlib.util.module_from_spec(spec)
 sys.modules["compare"] = compare
 spec.loader.exec_module(compare)
+import ab  # noqa: E402  (bench/ is on the path now; ab imports this same compare)
 import cluster  # noqa: E402
 import plot_busbw  # noqa: E402
 import report  # noqa: E402
@@ -339,6 +340,34 @@ class BuildSource(unittest.TestCase):
             self.assertEqual(report.build_source(build), Path("/src/tree"))
             (Path(d) / "build" / "release").mkdir(parents=True)
             self.assertEqual(report.build_source(Path(d) / "build" / "release"), Path(d).resolve())
+
+
+
+class AB(unittest.TestCase):
+    def test_median_of_the_rounds_ratios(self):
+        # before 10, 30, 20 and after 9, 12, 40 us: the medians' ratio says 12 / 20 = 0.6, while
+        # round by round after took 0.9, 0.4 and 2.0 of before's time.
+        before = compare.merge([perf_run("braid", {8: (t, 1.0)}) for t in (10.0, 30.0, 20.0)])
+        after = compare.merge([perf_run("braid", {8: (t, 1.0)}) for t in (9.0, 12.0, 40.0)])
+        self.assertEqual(ab.time_ratio(after.rows[8], before.rows[8]), "0.900")
+        variants = [("before", "/b", []), ("after", "/a", ["-R", "1"])]
+        header, rows = ab.table(variants, {"before": before, "after": after}, [8])
+        self.assertEqual(dict(zip(header, rows[0])),
+                         {"size": "8 B", "before us": "20.0", "before busbw": "1.00", "after us": "12.0",
+                          "after busbw": "1.00", "after/before time": "0.900"})
+        _, rounds = ab.every_round(variants, {"before": before, "after": after}, [8])
+        self.assertEqual(rounds[0], ["8 B", "10.00 / 30.00 / 20.00", "9.00 / 12.00 / 40.00"])
+
+    def test_one_round_and_rounds_that_do_not_pair(self):
+        self.assertEqual(ab.time_ratio({"time_us": 3.0}, {"time_us": 4.0}), "0.750")
+        self.assertEqual(ab.time_ratio({"time_us": 3.0, "rounds_us": [3.0, 1.0]}, {"time_us": 4.0}), "-")
+        self.assertEqual(ab.time_ratio(None, {"time_us": 4.0}), "-")
+
+    def test_variants(self):
+        self.assertEqual(ab.parse_variant("zerocopy=/b/release:-R 1"), ("zerocopy", "/b/release", ["-R", "1"]))
+        self.assertEqual(ab.parse_variant("before=/b/release")[2], [])
+        with self.assertRaises(ValueError):
+            ab.parse_variant("/b/release")
 
 
 if __name__ == "__main__":
