@@ -7,7 +7,8 @@ Runs, one after another and with the same ranks and sizes (AllReduce, the defaul
   Gloo     bench/gloo/gloo_coll_perf.py --coll allreduce --np N (torch.distributed "gloo")
   memcpy   bench/memcpy-rate                                   (one thread, and all cores at once)
 parses their tables, prints one combined table and writes it as markdown to
-bench/results/<name>.md with the command line, date, machine and versions.
+bench/results/<name>.md with the command line, date, machine, versions and how each baseline
+was run (bench/report.py writes it).
 
 --coll NAME compares another collective (allgather, reducescatter, broadcast, reduce, alltoall,
 gather, scatter, sendrecv): Braid's <name>_perf, mpi/mpi_coll_perf -C NAME and
@@ -31,9 +32,26 @@ in the caches (a few MiB) it is rough.
 --rounds K runs the baselines in turn K times (Braid, OpenMPI, Gloo, memcpy, then again) and
 reports, per baseline and size, the round with the median time: this machine's memory
 bandwidth drifts by 2x over minutes, and a single pass can catch one baseline in a slow minute.
+With --np 2,4 each rank count runs its rounds in turn.
 
 --register gives Braid's perf binaries -R 1: buffers from ncclMemAlloc, which peers on the host
 read in place (zero-copy) instead of through a shared-memory ring.
+
+--np 2,4 runs everything for each rank count in turn, one results file with a section per rank
+count. --plot [FILE.png] draws busbw against
+size, a panel per rank count and a line per baseline (bench/plot_busbw.py, from FILE.json, the
+table data written beside it; run with --python where this interpreter lacks matplotlib).
+
+OpenMPI: where ranks outnumber the cores, mpirun gets --mca mpi_yield_when_idle 1 (a waiting rank
+yields its core to the rank it waits for, as a user with fewer cores than ranks would set it);
+mpi_coll_perf prints the value its ranks run with, and the results say it.
+
+--netcluster "ARGS" runs Braid, OpenMPI (--mpi) and Gloo across `tools/netcluster ARGS` (an
+emulated multi-rack cluster; root) instead of on one host, with --np the cluster's ranks, and
+leaves memcpy out. --uplink-gbit G then adds, for AllReduce, the bound the racks' uplinks set
+(two racks: size x 8 / (G x 1e9) s) as a share of Braid's time. --compress none,int8,topk:0.01
+(AllReduce) runs Braid once per mode (all_reduce_perf -Z MODE), each a column group with the
+relative L2 error of its accuracy table and its speed against Braid/none of the same round.
 
 It builds nothing: build first (cmake --build build --target braidrun perf mpi_coll_perf
 memcpy-rate). A baseline that is not built or not installed, or a collective a
@@ -43,7 +61,6 @@ fails is reported as failed, and the comparison goes on.
 import argparse
 import datetime
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -54,14 +71,13 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+from cluster import Topology  # noqa: E402  (bench/cluster.py: --netcluster)
+from report import (braid_keys, doc_header, draw, headline, human, label, markdown, plot_document,  # noqa: E402
+                    plot_panel, rank_counts, section, text_table)
+
 OTHERS = ("mpi", "gloo")
-LABEL = {"braid": "Braid", "mpi": "OpenMPI", "gloo": "Gloo", "memcpy": "memcpy", "memcpy-all": "memcpy, all cores"}
-
-
-def label(key):
-    """"braid/ring" (one of --algos) reads "Braid/ring"."""
-    base, _, algo = key.partition("/")
-    return LABEL[base] + (f"/{algo}" if algo else "")
 
 
 class Coll:
@@ -70,12 +86,13 @@ class Coll:
     byte of size; busbw per byte of size per second), so that the copy bound is rate x the
     second / the first."""
 
-    def __init__(self, title, perf, busbw, reduces=False, rooted=False, copies=None):
-        self.title, self.perf, self.busbw = title, perf, busbw
+    def __init__(self, title, perf, busbw, factor, reduces=False, rooted=False, copies=None):
+        self.title, self.perf, self.busbw, self.factor = title, perf, busbw, factor
         self.reduces, self.rooted, self.copies = reduces, rooted, copies
 
 
 _SHARE = "size / time x (n-1)/n, size being the whole gathered or scattered buffer"
+_TWICE, _PART, _ONE = (lambda n: 2 * (n - 1) / n), (lambda n: (n - 1) / n), (lambda n: 1.0)  # busbw / algbw
 
 
 # Bytes to copy, per byte of size, into every rank's output (size bytes each; in place, a rank's
@@ -89,18 +106,20 @@ def _root_output(n, in_place):  # Gather's root, or Scatter's n blocks of size /
 
 
 COLLS = {
-    "allreduce": Coll("AllReduce", "all_reduce_perf", "size / time x 2(n-1)/n", reduces=True),
-    "allgather": Coll("AllGather", "all_gather_perf", _SHARE, copies=_every_output),
-    "reducescatter": Coll("ReduceScatter", "reduce_scatter_perf", _SHARE, reduces=True),
-    "broadcast": Coll("Broadcast", "broadcast_perf", "size / time", rooted=True,
+    "allreduce": Coll("AllReduce", "all_reduce_perf", "size / time x 2(n-1)/n", _TWICE, reduces=True),
+    "allgather": Coll("AllGather", "all_gather_perf", _SHARE, _PART, copies=_every_output),
+    "reducescatter": Coll("ReduceScatter", "reduce_scatter_perf", _SHARE, _PART, reduces=True),
+    "broadcast": Coll("Broadcast", "broadcast_perf", "size / time", _ONE, rooted=True,
                       copies=lambda n, in_place: ((n - 1 if in_place else n), 1)),
-    "reduce": Coll("Reduce", "reduce_perf", "size / time", reduces=True, rooted=True),
-    "alltoall": Coll("AlltoAll", "alltoall_perf", _SHARE, copies=_every_output),
-    "gather": Coll("Gather", "gather_perf", _SHARE, rooted=True, copies=_root_output),
-    "scatter": Coll("Scatter", "scatter_perf", _SHARE, rooted=True, copies=_root_output),
-    "sendrecv": Coll("SendRecv", "sendrecv_perf", "size / time (each rank sends to the next)",
+    "reduce": Coll("Reduce", "reduce_perf", "size / time", _ONE, reduces=True, rooted=True),
+    "alltoall": Coll("AlltoAll", "alltoall_perf", _SHARE, _PART, copies=_every_output),
+    "gather": Coll("Gather", "gather_perf", _SHARE, _PART, rooted=True, copies=_root_output),
+    "scatter": Coll("Scatter", "scatter_perf", _SHARE, _PART, rooted=True, copies=_root_output),
+    "sendrecv": Coll("SendRecv", "sendrecv_perf", "size / time (each rank sends to the next)", _ONE,
                      copies=lambda n, in_place: (n, 1)),
 }
+for _name, _coll in COLLS.items():
+    _coll.name = _name
 
 
 def parse_size(text):
@@ -111,26 +130,26 @@ def parse_size(text):
     return int(t)
 
 
-def human(nbytes):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
-            return f"{nbytes >> shift} {unit}"
-    return f"{nbytes} B"
-
-
 class Run:
-    """One baseline's outcome: status is "ok", "not available" or "failed"."""
+    """One baseline's outcome: status is "ok", "not available" or "failed". A Braid run may force
+    an algorithm (-A) or a compression mode (-Z); env holds variables set for cmd."""
 
-    def __init__(self, key, cmd=None):
-        self.key, self.cmd = key, cmd
+    def __init__(self, key, cmd=None, env=None, algo=None, compress=None):
+        self.key, self.cmd, self.env, self.algo, self.compress = key, cmd, env or {}, algo, compress
         self.status, self.why, self.version = "not available", "", ""
         self.rows = {}  # size -> dict(time_us, busbw, wrong) or dict(rate) for memcpy
         self.wrong = 0
+        self.used = ""  # Braid's: what ran, per run of sizes (its "# Algorithm NAME used:" line)
+
+    def shown(self):
+        """The command as a shell would take it, its variables first."""
+        return shlex.join([f"{k}={v}" for k, v in self.env.items()] + self.cmd) if self.cmd else ""
 
 
 def strip_prefix(line):
-    # braidrun's "[r] " prefix
-    return re.sub(r"^\[\d+\] ", "", line)
+    """Without the launcher's prefix: braidrun's and netcluster's "[r] ", mpirun --tag-output's
+    "[job,r]<stdout>:"."""
+    return re.sub(r"^(\[\d+\] |\[\d+,\d+\]<std(out|err)>:)", "", line)
 
 
 def parse_perf_table(text, place, sizes):
@@ -186,6 +205,24 @@ def parse_memcpy_table(text):
     return rows
 
 
+def parse_accuracy_table(text, sizes, rows):
+    """Adds "rel_l2" (None where N/A) and "effbusbw" to `rows` from all_reduce_perf -Z's accuracy
+    table ("# Accuracy, compression MODE: ..." and rows of size, count, type, redop, effbusbw, rel
+    L2, max abs, cosine, bias, each behind "#")."""
+    found, seen = {}, False
+    for raw in text.splitlines():
+        line = strip_prefix(raw).strip()
+        if line.startswith("# Accuracy, compression"):
+            seen = True
+            continue
+        f = line.lstrip("#").split()
+        if seen and len(f) == 9 and f[0].isdigit():
+            found[int(f[0])] = {"effbusbw": float(f[4]), "rel_l2": None if f[5] == "N/A" else float(f[5])}
+    for size in sizes:
+        if size in rows and rows[size]["size"] in found:
+            rows[size].update(found[rows[size]["size"]])
+
+
 def header_version(text, pattern):
     for raw in text.splitlines():
         m = re.match(pattern, strip_prefix(raw))
@@ -198,10 +235,10 @@ def execute(run, args, limit=None):
     """Runs run.cmd in its own session (so a hung run's ranks can all be killed); returns its
     stdout, or None after marking the run failed."""
     limit = limit or args.timeout
-    print(f"== {label(run.key)}: {shlex.join(run.cmd)}", file=sys.stderr, flush=True)
+    print(f"== {label(run.key)}: {run.shown()}", file=sys.stderr, flush=True)
     try:
         p = subprocess.Popen(run.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                             start_new_session=True)
+                             start_new_session=True, env=dict(os.environ, **run.env))
     except OSError as e:
         run.status, run.why = "not available", str(e)
         return None
@@ -235,62 +272,97 @@ def perf_args(args, coll="allreduce"):
             "-w", str(args.warmup), "-c", str(args.check)] + extra
 
 
-def run_braid(args, coll, algo=None):
-    """Braid's perf binary; with `algo` (one of --algos) forced to that algorithm, -P 1 adding the
-    prediction and the algorithm that ran."""
-    build = Path(args.build)
-    launcher, perf = build / "tools" / "braidrun", build / "bench" / "perf" / COLLS[coll].perf
-    pick = ["-A", algo, "-P", "1"] if algo else []
-    pick += ["-R", "1"] if args.register else []
-    run = Run(f"braid/{algo}" if algo else "braid",
-              [str(launcher), "-np", str(args.np), "--timeout", str(args.timeout), "--", str(perf)]
-              + perf_args(args, coll) + pick)
-    missing = [str(p) for p in (launcher, perf) if not p.exists()]
+def unlaunchable(args, run, needs):
+    """Why `run` cannot start (a file not built, netcluster without root), set as run.why; or ""."""
+    missing = [str(p) for p in needs if not Path(p).exists()]
     if missing:
         run.why = "not built: " + ", ".join(missing)
+    elif args.cluster and os.geteuid() != 0:
+        run.why = "tools/netcluster needs root"
+    return run.why
+
+
+def run_braid(args, coll, algo=None, compress=None, extra=()):
+    """Braid's perf binary; with `algo` (one of --algos) forced to that algorithm, -P 1 adding the
+    prediction and the algorithm that ran; with `compress` (one of --compress) under -Z MODE;
+    `extra` arguments last (bench/ab.py's variants)."""
+    build = Path(args.build)
+    launcher, perf = build / "tools" / "braidrun", build / "bench" / "perf" / COLLS[coll].perf
+    pick = (["-A", algo] if algo else []) + (["-P", "1"] if algo and not compress else [])
+    pick += (["-Z", compress] if compress else []) + (["-R", "1"] if args.register else []) + list(extra)
+    cmd = [str(perf)] + perf_args(args, coll) + pick
+    if args.cluster:
+        cmd, needs = args.cluster.command(cmd, timeout=args.timeout), [perf]
+    else:
+        cmd, needs = [str(launcher), "-np", str(args.np), "--timeout", str(args.timeout), "--"] + cmd, [launcher, perf]
+    name = compress or algo
+    run = Run(f"braid/{name}" if name else "braid", cmd, algo=algo, compress=compress)
+    if unlaunchable(args, run, needs):
         return run
-    out = execute(run, args, limit=args.timeout + 30)  # braidrun's own --timeout goes first
+    out = execute(run, args, limit=args.timeout + 30)  # braidrun's (netcluster's) own --timeout goes first
     if out is not None:
         run.rows = parse_perf_table(out, args.place, args.sizes)
         run.version = header_version(out, r"# nccl version (.*)")
-        if algo:
+        run.used = "; ".join(m.group(1) for m in re.finditer(r"# Algorithm \S+ used: (.*)", out))
+        if algo and not compress:
             parse_predict_table(out, args.sizes, run.rows)
+        if compress:
+            parse_accuracy_table(out, args.sizes, run.rows)
     return run
 
 
+def mpi_yields(args):
+    """Whether OpenMPI gets mpi_yield_when_idle=1: where the ranks outnumber the cores, a rank that
+    busy-polls while it waits keeps the core from the rank it waits for."""
+    return args.np > args.cores
+
+
 def run_mpi(args, coll):
-    build = Path(args.build)
-    name, pick = "mpi_coll_perf", ["-C", coll]
-    binary = build / "bench" / "mpi" / name
+    binary = Path(args.build) / "bench" / "mpi" / "mpi_coll_perf"
+    cmd, env = [str(binary), "-C", coll] + perf_args(args, coll), {}
     mpirun = shutil.which("mpirun")
-    run = Run("mpi", [mpirun or "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np),
-                      str(binary)] + pick + perf_args(args, coll))
+    if args.cluster:
+        # netcluster builds mpirun's command line; OpenMPI reads OMPI_MCA_* from the environment.
+        cmd = args.cluster.command(cmd, mpi=True, timeout=args.timeout)
+        env = {"OMPI_MCA_mpi_yield_when_idle": "1"} if mpi_yields(args) else {}
+    else:
+        cmd = [mpirun or "mpirun", "--allow-run-as-root", "--oversubscribe"] + \
+            (["--mca", "mpi_yield_when_idle", "1"] if mpi_yields(args) else []) + ["-np", str(args.np)] + cmd
+    run = Run("mpi", cmd, env)
     if not mpirun:
         run.why = "mpirun not found"
         return run
-    if not binary.exists():
-        run.why = f"not built: {binary} (needs MPI at configure time)"
+    if unlaunchable(args, run, [binary]):
+        run.why += "" if binary.exists() else " (needs MPI at configure time)"
         return run
-    out = execute(run, args)
+    out = execute(run, args, limit=args.timeout + 30)
     if out is not None:
         run.rows = parse_perf_table(out, args.place, args.sizes)
         run.version = header_version(out, r"# (Open MPI v[^,]*|MPICH.*)")
+        ranks_yield = header_version(out, r"# (mpi_yield_when_idle .*)")
+        run.version += f"; {ranks_yield}" if ranks_yield else ""
     return run
 
 
 def run_gloo(args, coll):
-    name, pick = "gloo_coll_perf.py", ["--coll", coll]
-    script = BENCH / "gloo" / name
-    run = Run("gloo", [args.python, str(script), "--np", str(args.np)] + pick + perf_args(args, coll))
+    script = BENCH / "gloo" / "gloo_coll_perf.py"
+    cmd = [args.python, str(script), "--coll", coll] + perf_args(args, coll)
+    if args.cluster:
+        cmd = args.cluster.command(cmd, timeout=args.timeout)  # netcluster starts the ranks
+    else:
+        cmd[2:2] = ["--np", str(args.np)]
+    run = Run("gloo", cmd)
     if not shutil.which(args.python) and not Path(args.python).exists():
         run.why = f"{args.python} not found"
         return run
-    out = execute(run, args)
+    if unlaunchable(args, run, []):
+        return run
+    out = execute(run, args, limit=args.timeout + 30)
     if run.status == "failed" and run.why.startswith("exit code 3"):
         run.status = "not available"  # the script's code for "no torch or no gloo" (or no such collective)
     if out is not None:
         run.rows = parse_perf_table(out, args.place, args.sizes)
-        run.version = "torch " + header_version(out, r"# torch ([^,]*),")
+        run.version = "torch " + header_version(out, r"# torch ([^,]*)")
     return run
 
 
@@ -307,32 +379,11 @@ def run_memcpy(args, threads=1):
     return run
 
 
-def machine():
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
-        mem = f", {kb / (1 << 20):.0f} GiB memory"
-    except (OSError, AttributeError):
-        pass
-    return f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {model}{mem}, " \
-           f"{platform.system()} {platform.release()}"
-
-
-def git_revision():
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        return rev or "unknown"
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
+def median(values):
+    """The middle value; of an even count, the lower of the two middle ones (a figure that was
+    measured, not a mean of two)."""
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def cell(run, size, field, fmt):
@@ -340,17 +391,6 @@ def cell(run, size, field, fmt):
         return "n/a"
     row = run.rows.get(size)
     return fmt.format(row[field]) if row else "-"
-
-
-def braid_keys(runs):
-    """Braid's runs in column order: "braid", or one per --algos name."""
-    return [k for k in runs if k.split("/")[0] == "braid"]
-
-
-def headline(runs):
-    """The Braid run the ratio columns use: Braid's own choice (auto) where it ran, else the first."""
-    keys = braid_keys(runs)
-    return "braid/auto" if "braid/auto" in keys else keys[0]
 
 
 def time_cell(run, size):
@@ -371,8 +411,7 @@ def speedup(braid_row, other_rows):
         return "-"
     rounds = braid_row.get("rounds_us")
     if rounds and all(len(r.get("rounds_us", [])) == len(rounds) for r in other_rows) and min(rounds) > 0:
-        ratios = sorted(min(r["rounds_us"][i] for r in other_rows) / rounds[i] for i in range(len(rounds)))
-        return f"{ratios[(len(ratios) - 1) // 2]:.2f}x"
+        return f"{median(min(r['rounds_us'][i] for r in other_rows) / rounds[i] for i in range(len(rounds))):.2f}x"
     if braid_row.get("time_us", 0) > 0 and all(r.get("time_us", 0) > 0 for r in other_rows):
         return f"{min(r['time_us'] for r in other_rows) / braid_row['time_us']:.2f}x"
     best = max(r["busbw"] for r in other_rows)
@@ -386,43 +425,68 @@ def memcpy_share(braid_row, memcpy_row):
         return "-"
     b, m = braid_row.get("rounds"), memcpy_row.get("rounds")
     if b and m and len(b) == len(m) and min(m) > 0:
-        shares = sorted(x / y for x, y in zip(b, m))
-        return f"{100 * shares[(len(shares) - 1) // 2]:.0f}%"
+        return f"{100 * median(x / y for x, y in zip(b, m)):.0f}%"
     return f"{100 * braid_row['busbw'] / memcpy_row['rate']:.0f}%"
 
 
 def busbw_cell(run, size):
     """busbw; a forced algorithm that did not run at this size names the one that did."""
     text = cell(run, size, "busbw", "{:.2f}")
-    row = run.rows.get(size)
-    algo = run.key.partition("/")[2]
-    if row and algo not in ("", "auto") and row.get("used", algo) not in (algo, "?"):
+    row, algo = run.rows.get(size), run.algo
+    if row and algo not in (None, "auto") and row.get("used", algo) not in (algo, "?"):
         text += f" [{row['used']}]"
     return text
 
 
+def bound_share(row, bound_us):
+    """A lower bound on the time as a share of the measured time, "83%"."""
+    return f"{100 * bound_us / row['time_us']:.0f}%" if row and row.get("time_us", 0) > 0 else "-"
+
+
+def rel_l2_cell(run, size):
+    row = run.rows.get(size)
+    if not row or "rel_l2" not in row:
+        return cell(run, size, "rel_l2", "{}")
+    return "N/A" if row["rel_l2"] is None else f"{row['rel_l2']:.2e}"
+
+
 def combine(args, coll, runs, sizes):
-    braid, memcpy, every = runs[headline(runs)], runs["memcpy"], runs["memcpy-all"]
-    copies = COLLS[coll].copies
+    """The one table of a collective: Braid's column groups (per --algos name or --compress
+    mode), the uplink bound (--uplink-gbit), OpenMPI, Gloo, memcpy (where it ran) and the ratios."""
+    keys, base = braid_keys(runs), headline(runs)
+    braid, memcpy, every = runs[base], runs.get("memcpy"), runs.get("memcpy-all")
+    copies = COLLS[coll].copies if every else None
+    compressed = any(runs[k].compress for k in keys)
+    bounded = args.uplink and coll == "allreduce" and args.cluster
     header = ["size"]
-    for k in braid_keys(runs):
+    for k in keys:
         header += [f"{label(k)} busbw", f"{label(k)} us"]
-    header += ["OpenMPI busbw", "OpenMPI us", "Gloo busbw", "Gloo us", "memcpy GB/s", "Braid/best other",
-               "Braid/memcpy"]
+        if compressed:
+            header += [f"{label(k)} rel L2"] + ([f"{label(k)} vs {label(base)}"] if k != base else [])
+    if bounded:
+        header += ["uplink bound us"] + [f"{label(k)} bound/measured" for k in keys]
+    header += ["OpenMPI busbw", "OpenMPI us", "Gloo busbw", "Gloo us"] + (["memcpy GB/s"] if memcpy else [])
+    header += ["Braid/best other"] + (["Braid/memcpy"] if memcpy else [])
     if copies:
         header += [f"memcpy x{args.cores} GB/s", "copy bound busbw", "Braid/bound", "OpenMPI/bound"]
     table = []
     for s in sizes:
         b = braid.rows.get(s)
-        ratio = speedup(b, [runs[k].rows[s] for k in OTHERS if s in runs[k].rows])
-        mc = memcpy.rows.get(s)
-        pct = memcpy_share(b, mc)
         row = [human(s)]
-        for k in braid_keys(runs):
+        for k in keys:
             row += [busbw_cell(runs[k], s), time_cell(runs[k], s)]
+            if compressed:
+                row += [rel_l2_cell(runs[k], s)]
+                row += [speedup(runs[k].rows.get(s), [b] if b else [])] if k != base else []
+        if bounded:
+            bound = args.cluster.uplink_bound_us(s, args.uplink)
+            row += [f"{bound:.2f}" if bound < 10 else f"{bound:.1f}"] + [bound_share(runs[k].rows.get(s), bound)
+                                                                         for k in keys]
         row += [cell(runs["mpi"], s, "busbw", "{:.2f}"), time_cell(runs["mpi"], s),
-                cell(runs["gloo"], s, "busbw", "{:.2f}"), time_cell(runs["gloo"], s),
-                cell(memcpy, s, "rate", "{:.2f}"), ratio, pct]
+                cell(runs["gloo"], s, "busbw", "{:.2f}"), time_cell(runs["gloo"], s)]
+        row += [cell(memcpy, s, "rate", "{:.2f}")] if memcpy else []
+        row += [speedup(b, [runs[k].rows[s] for k in OTHERS if s in runs[k].rows])]
+        row += [memcpy_share(b, memcpy.rows.get(s))] if memcpy else []
         if copies:
             volume, per = copies(args.np, args.place == "in")
             rate = every.rows.get(s, {}).get("rate")
@@ -438,7 +502,7 @@ def combine(args, coll, runs, sizes):
 def predictions(runs, sizes):
     """Per --algos run: the algorithm that ran, the cost model's time, the measured time and their
     ratio; None without --algos."""
-    keys = [k for k in braid_keys(runs) if "/" in k]
+    keys = [k for k in braid_keys(runs) if runs[k].algo and not runs[k].compress]
     if not keys:
         return None
     header = ["size"]
@@ -461,86 +525,17 @@ def predictions(runs, sizes):
     return header, table
 
 
-def text_table(header, table):
-    widths = [max(len(str(r[i])) for r in [header] + table) for i in range(len(header))]
-    lines = ["  ".join(str(c).rjust(w) for c, w in zip(header, widths))]
-    lines += ["  ".join(str(c).rjust(w) for c, w in zip(r, widths)) for r in table]
-    return "\n".join(lines)
+def settle(run):
+    """A finished run with its count of wrong values; one that printed no table has failed."""
+    run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
+    if run.status == "ok" and not run.rows:
+        run.status, run.why = "failed", "exit code 0, but no table of the sizes asked for in its output"
+    return run
 
 
-def doc_header(args, when, command):
-    # Settings that change what Braid does travel with the results, so the command reproduces them.
-    settings = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(("BRAID_", "NCCL_")))
-    lines = [f"- command: `{' '.join(settings + [command])}`",
-             f"- date: {when}",
-             f"- machine: {machine()}",
-             f"- source: {git_revision()}"]
-    return lines
-
-
-def section(args, coll, runs, header, table, pred=None):
-    """The settings line, the baselines and the combined table of one collective."""
-    c = COLLS[coll]
-    place = "out-of-place" if args.place == "out" else "in-place"
-    kind = "float sum" if c.reduces else "float"
-    if c.rooted:
-        kind += f", root {args.root}"
-    buffers = "; Braid's buffers from ncclMemAlloc (-R 1)" if args.register else ""
-    out = [f"- ranks: {args.np} on one host; {kind}{buffers}; sizes {human(args.min)} to {human(args.max)}, factor "
-           f"{args.factor}; {args.iters} timed iterations after {args.warmup} warm-up; data check "
-           f"{'on' if args.check else 'off'}; the {place} columns",
-           f"- busbw = {c.busbw} (GB/s = 1e9 B/s); memcpy is one thread copying `size` bytes; "
-           "Braid/best other compares busbw with the faster of OpenMPI and Gloo (computed from the times, "
-           "which have more digits; with rounds, the median of the rounds' own ratios); Braid/memcpy is Braid's "
-           "busbw as a share of memcpy's rate (with rounds, likewise the median of each round's share)"]
-    if args.rounds > 1:
-        out += [f"- {args.rounds} rounds: the baselines ran in turn (Braid, OpenMPI, Gloo, memcpy, then again), so "
-                "that the machine's drift reaches them alike; each cell is the round with the median time (memcpy: "
-                "the median rate), and the last table has every round's figure"]
-    if c.copies:
-        volume, per = c.copies(args.np, args.place == "in")
-        out += [f"- copy bound = memcpy x{args.cores} (that many threads copying at once, total rate) x {per:.3g} / "
-                f"{volume:.3g}: the outputs need {volume:.3g} x size bytes copied, and busbw is {per:.3g} x size / "
-                "time; Braid/bound and OpenMPI/bound are their busbw as a share of it"]
-    if pred:
-        out += [f"- Braid runs once per algorithm (`-A NAME`: BRAID_ALGO=NAME; auto: Braid chooses); the ratio "
-                f"columns use {label(headline(runs))}; a cell marked [x] ran algorithm x because the forced one "
-                "does not apply at that size"]
-    out += ["", "| baseline | status | version | command |", "|---|---|---|---|"]
-    for key, run in runs.items():
-        status = run.status + (f" ({run.why})" if run.why else "")
-        if run.wrong:
-            status += f"; {run.wrong} WRONG values"
-        cmd = f"`{shlex.join(run.cmd)}`" if run.cmd else ""
-        out.append(f"| {label(key)} | {status.replace('|', '/')} | {run.version} | {cmd} |")
-    out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in table]
-    if pred:
-        ph, pt = pred
-        out += ["", "Braid's cost model: the time `ncclGroupSimulateEnd` predicts for one out-of-place call "
-                "against the measured out-of-place time; `used` is the algorithm that ran (from Braid's TUNING "
-                "log).", "", "| " + " | ".join(ph) + " |", "|" + "---|" * len(ph)]
-        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in pt]
-    rounds = spread(runs, args.sizes)
-    if rounds:
-        rh, rt = rounds
-        out += ["", "Every round (busbw GB/s, and the times where busbw is below 0.1; memcpy: rate), "
-                "in the order they ran:", "",
-                "| " + " | ".join(rh) + " |", "|" + "---|" * len(rh)]
-        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rt]
-    return out
-
-
-def markdown(args, sections, when, command):
-    """One collective: its title, then the run's details; several: a heading per collective."""
-    if len(sections) == 1:
-        (coll, lines), = sections.items()
-        title = f"# {COLLS[coll].title}: Braid vs OpenMPI vs Gloo ({args.np} ranks)"
-        return "\n".join([title, ""] + doc_header(args, when, command) + lines) + "\n"
-    out = [f"# Every collective: Braid vs OpenMPI vs Gloo ({args.np} ranks)", ""] + doc_header(args, when, command)
-    for coll, lines in sections.items():
-        out += ["", f"## {COLLS[coll].title}", ""] + lines
-    return "\n".join(out) + "\n"
+def median_row(rows, field):
+    """The row with the median `field` (of an even count, the lower one)."""
+    return sorted(rows, key=lambda row: row[field])[(len(rows) - 1) // 2]
 
 
 def merge(rounds):
@@ -550,16 +545,16 @@ def merge(rounds):
     if len(rounds) == 1:
         return rounds[0]
     first = rounds[0]
-    merged = Run(first.key, first.cmd)
+    merged = Run(first.key, first.cmd, first.env, first.algo, first.compress)
     bad = [r for r in rounds if r.status != "ok"]
     merged.status, merged.why = (bad[0].status, bad[0].why) if bad else ("ok", "")
     merged.version = next((r.version for r in rounds if r.version), "")
+    merged.used = next((r.used for r in rounds if r.used), "")
     merged.wrong = sum(r.wrong for r in rounds)
     for size in sorted({s for r in rounds for s in r.rows}):
         rows = [r.rows[size] for r in rounds if size in r.rows]
         field = "rate" if "rate" in rows[0] else "time_us"
-        ordered = sorted(rows, key=lambda row: row[field])
-        merged.rows[size] = dict(ordered[(len(ordered) - 1) // 2])
+        merged.rows[size] = dict(median_row(rows, field))
         merged.rows[size]["rounds"] = [row["rate" if field == "rate" else "busbw"] for row in rows]
         if field == "time_us":
             merged.rows[size]["rounds_us"] = [row["time_us"] for row in rows]
@@ -567,13 +562,18 @@ def merge(rounds):
 
 
 def compare(args, coll):
-    """Runs the chosen baselines for one collective (Braid once per --algos name), --rounds
-    times in turn; returns (runs, header, table, predictions)."""
+    """Runs the chosen baselines for one collective at args.np ranks (Braid once per --algos name
+    or --compress mode), --rounds times in turn; returns (runs, header, table, predictions)."""
     chosen = {k.strip() for k in args.only.split(",") if k.strip()}
-    jobs = [(f"braid/{a}", lambda a=a: run_braid(args, coll, a)) for a in args.algos] or \
-        [("braid", lambda: run_braid(args, coll))]
-    jobs += [("mpi", lambda: run_mpi(args, coll)), ("gloo", lambda: run_gloo(args, coll)),
-             ("memcpy", lambda: run_memcpy(args)), ("memcpy-all", lambda: run_memcpy(args, args.cores))]
+    if args.compress:
+        algo = args.algos[0] if args.algos else None
+        jobs = [(f"braid/{m}", lambda m=m: run_braid(args, coll, algo, m)) for m in args.compress]
+    else:
+        jobs = [(f"braid/{a}", lambda a=a: run_braid(args, coll, a)) for a in args.algos] or \
+            [("braid", lambda: run_braid(args, coll))]
+    jobs += [("mpi", lambda: run_mpi(args, coll)), ("gloo", lambda: run_gloo(args, coll))]
+    if not args.cluster:
+        jobs += [("memcpy", lambda: run_memcpy(args)), ("memcpy-all", lambda: run_memcpy(args, args.cores))]
     rounds = {key: [] for key, _ in jobs}
     for i in range(args.rounds):
         for key, fn in jobs:
@@ -582,9 +582,8 @@ def compare(args, coll):
             else:
                 run = Run(key)
                 run.why = "not selected (--only)"
-            run.wrong = sum(r.get("wrong_all", 0) for r in run.rows.values())
-            rounds[key].append(run)
-            where = f" (round {i + 1} of {args.rounds})" if args.rounds > 1 else ""
+            rounds[key].append(settle(run))
+            where = f" ({args.np} ranks" + (f", round {i + 1} of {args.rounds})" if args.rounds > 1 else ")")
             print(f"== {label(key)}{where}: {run.status}" + (f" ({run.why})" if run.why else ""), file=sys.stderr,
                   flush=True)
     runs = {key: merge(rs) for key, rs in rounds.items()}
@@ -592,24 +591,30 @@ def compare(args, coll):
     return runs, header, table, predictions(runs, args.sizes)
 
 
-def spread(runs, sizes):
-    """With --rounds: every round's busbw (memcpy: rate) per baseline and size."""
-    keys = [k for k, r in runs.items() if any("rounds" in row for row in r.rows.values())]
-    if not keys:
-        return None
-    header = ["size"] + [label(k) for k in keys]
-    def rounds(row):
-        text = " / ".join(f"{x:.2f}" for x in row["rounds"])
-        if max(row["rounds"]) < 0.1 and "rounds_us" in row:  # busbw this small has one digit or none
-            text += " (" + " / ".join(f"{t:.2f}" for t in row["rounds_us"]) + " us)"
-        return text
-    table = [[human(s)] + [rounds(runs[k].rows[s]) if s in runs[k].rows else "-" for k in keys] for s in sizes]
-    return header, table
+def rank_list(text):
+    nps = list(dict.fromkeys(int(n) for n in text.split(",") if n.strip()))
+    if not nps or min(nps) < 1:
+        raise ValueError
+    return nps
 
 
-def main():
+COMPRESS_MODE = re.compile(r"none|int8|auto|topk(:(0?\.\d+|1(\.0*)?))?")  # all_reduce_perf -Z's
+
+
+def size_steps(lo, hi, factor):
+    sizes = []
+    while lo <= hi:
+        sizes.append(lo)
+        lo *= factor
+    return sizes
+
+
+def parse_args(argv=None):
+    """The command line, checked, with what follows from it: nps (the rank counts), cluster (a
+    Topology or None), compress and algos (lists), sizes, cores, and build made absolute."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-np", "--np", type=int, default=4, help="ranks (default 4)")
+    ap.add_argument("-np", "--np", help="ranks, or a comma list of rank counts run in turn, one section each "
+                                         "(default 4; with --netcluster, the cluster's)")
     ap.add_argument("--coll", default="allreduce",
                     help="collective to compare (default allreduce), a comma list of them, or all: each in turn, "
                          "one file (" + ", ".join(COLLS) + ")")
@@ -626,57 +631,116 @@ def main():
     ap.add_argument("--algos", default="",
                     help="comma list of Braid algorithms (auto, ring, direct, ...): one Braid column group each, "
                          "plus the cost model's predictions; default: one Braid run, Braid's choice")
+    ap.add_argument("--compress", default="",
+                    help="AllReduce: comma list of Braid compression modes (none, int8, topk, topk:RATIO, auto): "
+                         "one Braid run each (all_reduce_perf -Z MODE), with its relative L2 error")
     ap.add_argument("--rounds", type=int, default=1,
                     help="run the baselines in turn this many times and report each one's median (default 1)")
     ap.add_argument("--register", action="store_true",
                     help="Braid's buffers from ncclMemAlloc (perf -R 1): read in place by peers on the host")
+    ap.add_argument("--netcluster", metavar="ARGS",
+                    help="run every baseline across `tools/netcluster ARGS` (topology flags, e.g. \"--hosts 8 "
+                         "--racks 2 --placement alternate\"; needs root) instead of on one host; memcpy is left out")
+    ap.add_argument("--uplink-gbit", dest="uplink", type=float, metavar="G",
+                    help="with --netcluster, AllReduce: a column of the time the racks' uplinks at G Gbit/s allow, "
+                         "as a share of Braid's (G must be the cluster's uplink rate)")
+    ap.add_argument("--plot", nargs="?", const="", metavar="FILE.png",
+                    help="draw busbw against size, a panel per rank count (default FILE: <results>/<name>.png), "
+                         "from FILE.json written beside it")
     ap.add_argument("--build", default=str(REPO / "build"), help="build folder (default <repo>/build)")
     ap.add_argument("--python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
-                    help="python with torch, for Gloo")
+                    help="python with torch, for Gloo (and matplotlib, for --plot, where this one lacks it)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per baseline run (default 900)")
     ap.add_argument("--name", help="results file name (default <coll>_np<N>_<date>)")
     ap.add_argument("--results", default=str(BENCH / "results"), help="folder for <name>.md")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     unknown = [c for c in args.coll.split(",") if c.strip() and c.strip() not in COLLS and args.coll != "all"]
     if unknown or not args.coll.strip(","):
         ap.error(f"--coll {args.coll}: expected all or a comma list of " + ", ".join(COLLS))
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected 1 or more")
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
-    command = shlex.join([sys.executable] + sys.argv)
+    try:
+        args.nps = rank_list(args.np) if args.np else None
+    except ValueError:
+        ap.error(f"--np {args.np}: expected a rank count or a comma list of them")
+    try:
+        args.cluster = Topology(args.netcluster) if args.netcluster is not None else None
+    except ValueError as e:
+        ap.error(str(e))
+    if args.cluster:
+        if args.nps and args.nps != [args.cluster.ranks]:
+            ap.error(f"--np {args.np}: the cluster has {args.cluster.ranks} ranks (hosts x --ranks-per-host)")
+        args.nps = [args.cluster.ranks]
+    args.nps = args.nps or [4]
+    if args.uplink is not None:
+        if not args.cluster:
+            ap.error("--uplink-gbit needs --netcluster (the racks whose uplinks bound the time)")
+        if args.cluster.racks < 2 or abs(args.uplink / args.cluster.uplink_gbit - 1) > 0.01:
+            ap.error(f"--uplink-gbit {args.uplink:g}: the cluster's {args.cluster.racks} racks have uplinks of "
+                     f"{args.cluster.uplink_gbit:.4g} Gbit/s")
+    args.compress = list(dict.fromkeys(m.strip() for m in args.compress.split(",") if m.strip()))
     args.algos = list(dict.fromkeys(a.strip() for a in args.algos.split(",") if a.strip()))
-    args.sizes = []
-    s = args.min
-    while s <= args.max:
-        args.sizes.append(s)
-        s *= args.factor
-
+    if args.compress:
+        bad = [m for m in args.compress if not COMPRESS_MODE.fullmatch(m)]
+        if bad or args.coll != "allreduce" or len(args.algos) > 1:
+            ap.error(f"--compress {','.join(args.compress)}: AllReduce only, modes none, int8, topk, topk:RATIO or "
+                     "auto, with at most one --algos name")
+    args.sizes = size_steps(args.min, args.max, args.factor)
+    args.np = args.nps[0]  # main() sets each in turn
     args.cores = len(os.sched_getaffinity(0))
-    colls = list(COLLS) if args.coll == "all" else [c.strip() for c in args.coll.split(",") if c.strip()]
-    sections, bad = {}, []
-    for coll in colls:
-        runs, header, table, pred = compare(args, coll)
-        if len(colls) > 1:
-            print(f"\n{COLLS[coll].title}")
-        print(text_table(header, table))
-        if pred:
-            print("\nBraid: predicted (ncclGroupSimulateEnd) vs measured, out-of-place")
-            print(text_table(*pred))
-        sections[coll] = section(args, coll, runs, header, table, pred)
-        bad += [f"{label(k)} ({COLLS[coll].title})" for k, r in runs.items() if r.wrong]
+    args.build = str(Path(args.build).resolve())  # netcluster's ranks (mpirun's, on other hosts) start elsewhere
+    if "braid" in args.only and not (Path(args.build) / "bench" / "perf").is_dir():
+        ap.error(f"--build {args.build}: no bench/perf there (tools/setup.sh builds build/release)")
+    return args
 
-    name = args.name or f"{args.coll.replace(',', '-')}_np{args.np}_{now.strftime('%Y%m%d-%H%M')}"
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    path = results / f"{name}.md"
-    path.write_text(markdown(args, sections, when, command))
+
+def finish(path, text, bad):
+    """Writes the results file; the exit code: 1 where a baseline had wrong values (`bad` names them)."""
+    path.write_text(text)
     print(f"wrote {path}")
     if bad:
         print("wrong values from: " + ", ".join(bad), file=sys.stderr)
         return 1
     return 0
+
+
+def main():
+    args = parse_args()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
+    command = shlex.join([sys.executable] + sys.argv)
+    colls = list(COLLS) if args.coll == "all" else [c.strip() for c in args.coll.split(",") if c.strip()]
+    sections, panels, bad, gloo = [], [], [], ""
+    for args.np in args.nps:
+        for coll in colls:
+            runs, header, table, pred = compare(args, coll)
+            heading = ([f"{args.np} ranks"] if len(args.nps) > 1 else []) + \
+                ([COLLS[coll].title] if len(colls) > 1 else [])
+            if heading:
+                print("\n" + ", ".join(heading))
+            print(text_table(header, table))
+            if pred:
+                print("\nBraid: predicted (ncclGroupSimulateEnd) vs measured, out-of-place")
+                print(text_table(*pred))
+            c = COLLS[coll]
+            sections.append((args.np, c, section(args, c, runs, header, table, pred)))
+            panels.append(plot_panel(args, c, runs, args.sizes, ", ".join(heading) or rank_counts([args.np])))
+            bad += [f"{label(k)} ({COLLS[coll].title}, {args.np} ranks)" for k, r in runs.items() if r.wrong]
+            gloo = gloo or (runs["gloo"].version if runs["gloo"].status == "ok" else "")
+
+    where = (["compress"] if args.compress else []) + (["netcluster"] if args.cluster else [])
+    name = args.name or "_".join([args.coll.replace(",", "-")] + where +
+                                 ["np" + "-".join(map(str, args.nps)), now.strftime("%Y%m%d-%H%M")])
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}.md"
+    plot = None
+    if args.plot is not None:
+        png = Path(args.plot or results / f"{name}.png").resolve()
+        if draw(args, plot_document(args, sections, panels), png):
+            plot = os.path.relpath(png, path.parent.resolve())
+            print(f"wrote {png} (data: {png.with_suffix('.json')})")
+    return finish(path, markdown(args, sections, doc_header(args, when, command, gloo), plot), bad)
 
 
 if __name__ == "__main__":

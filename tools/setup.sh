@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what Braid needs on a fresh Debian/Ubuntu machine (root or sudo), then configures
 # and builds it in build/release. `--bench` also installs the baselines bench/compare runs
-# against (OpenMPI and PyTorch's Gloo).
+# against (OpenMPI and PyTorch's Gloo) and matplotlib for its --plot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(openmpi-bin libopenmpi-dev python3-torch)
+  packages+=(openmpi-bin libopenmpi-dev python3-torch python3-matplotlib)
 fi
 
 missing=()

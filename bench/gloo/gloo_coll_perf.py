@@ -19,10 +19,14 @@ all_to_all_single and send/recv have no in-place form, so that column copies the
 receives into it.
 
 Under a launcher (braidrun, torchrun: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) each
-process is one rank; without one, --np N starts N copies of this script on 127.0.0.1.
+process is one rank; without one, --np N starts N copies of this script on 127.0.0.1. Gloo
+picks its interface from GLOO_SOCKET_IFNAME, else from the hostname's address; without it,
+the interfaces NCCL_SOCKET_IFNAME names (tools/netcluster sets it to each emulated host's own)
+are given to gloo.
 """
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -205,6 +209,18 @@ class Bench:
         return None
 
 
+def gloo_ifname(nccl_if):
+    """NCCL_SOCKET_IFNAME as GLOO_SOCKET_IFNAME, which takes exact names: NCCL's entries are
+    prefixes ("eth": eth0, eth1, ...), or exact names after "="; None for an exclusion ("^...")
+    or where no interface matches."""
+    if not nccl_if or nccl_if.startswith("^"):
+        return None
+    exact, wanted = nccl_if.startswith("="), nccl_if.lstrip("=").split(",")
+    names = [name for _, name in socket.if_nameindex()]
+    found = [n for n in names if any(n == w if exact else n.startswith(w) for w in wanted if w)]
+    return ",".join(found) or None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-C", "--coll", choices=sorted(COLLS), required=True)
@@ -224,6 +240,10 @@ def main():
     if "RANK" not in os.environ:
         os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
 
+    if "GLOO_SOCKET_IFNAME" not in os.environ:
+        gloo_if = gloo_ifname(os.environ.get("NCCL_SOCKET_IFNAME", ""))
+        if gloo_if:
+            os.environ["GLOO_SOCKET_IFNAME"] = gloo_if
     try:
         import torch
         import torch.distributed as dist
@@ -260,7 +280,9 @@ def main():
     if rank == 0:
         api = f" ({bench.gather_api})" if args.coll == "allgather" else ""
         print(f"# Collective test starting: gloo_coll_perf --coll {args.coll}{api}")
-        print(f"# torch {torch.__version__}, torch.distributed backend gloo")
+        where = os.environ.get("GLOO_SOCKET_IFNAME")
+        print(f"# torch {torch.__version__}, torch.distributed backend gloo"
+              + (f", GLOO_SOCKET_IFNAME {where}" if where else ""))
         print(f"# nProcs {n} minBytes {args.minbytes} maxBytes {args.maxbytes} warmup iters: "
               f"{args.warmup_iters} iters: {args.iters} validation: {args.check}\n#")
         place = "  {:>8}  {:>7}  {:>7}  {:>6}"

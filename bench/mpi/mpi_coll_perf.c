@@ -293,15 +293,39 @@ static void printPlace(double sec, size_t bytes, double factor, long wrong, int 
   *busbwSum += busbw;
 }
 
-static void printHeader(const Options* o, int nranks) {
+/* The MCA variable mpi_yield_when_idle as this rank's MPI library sees it (MPI_T; OpenMPI names it
+ * so): 1 when a waiting rank yields its core, 0 when it busy-polls, -1 where the library has no
+ * such variable. compare.py reads the line printHeader makes of every rank's value. */
+static int yieldWhenIdle(void) {
+  int provided = 0, index = 0, count = 0;
+  long long value = 0; /* a bool may be read as one byte: the rest stays 0 */
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return -1;
+  int found = MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS;
+  if (found) {
+    MPI_T_cvar_handle handle;
+    found = MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS && count == 1;
+    if (found) {
+      found = MPI_T_cvar_read(handle, &value) == MPI_SUCCESS;
+      MPI_T_cvar_handle_free(&handle);
+    }
+  }
+  MPI_T_finalize();
+  return found ? value != 0 : -1;
+}
+
+static void printHeader(const Options* o, int nranks, int yieldMin, int yieldMax) {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPI_Get_library_version(version, &len);
   char* nl = strchr(version, '\n');
   if (nl) *nl = 0;
   printf("# Collective test starting: mpi_coll_perf --coll %s\n# %s\n", o->coll->name, version);
-  printf("# nProcs %d minBytes %zu maxBytes %zu warmup iters: %d iters: %d validation: %d\n#\n",
+  printf("# nProcs %d minBytes %zu maxBytes %zu warmup iters: %d iters: %d validation: %d\n",
          nranks, o->minBytes, o->maxBytes, o->warmup, o->iters, o->check);
+  if (yieldMin == yieldMax)
+    printf("# mpi_yield_when_idle %d on every rank\n#\n", yieldMin);
+  else
+    printf("# mpi_yield_when_idle %d to %d: not the same on every rank\n#\n", yieldMin, yieldMax);
   printf("# %10s  %12s  %8s  %6s  %6s  %36s  %36s\n", "", "", "", "", "", "out-of-place",
          "in-place");
   printf("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
@@ -341,7 +365,10 @@ int main(int argc, char** argv) {
   }
   memset(send, 0, alloc);
   memset(recv, 0, alloc);
-  if (rank == 0) printHeader(&o, nranks);
+  int yield[2] = {yieldWhenIdle(), 0}, yieldRange[2];
+  yield[1] = -yield[0];
+  MPI_Allreduce(yield, yieldRange, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* min, -max */
+  if (rank == 0) printHeader(&o, nranks, yieldRange[0], -yieldRange[1]);
   /* As nccl-tests: warm up at the largest size, then at the smallest (the first row timed). */
   Call top = shapeFor(&o, o.maxBytes, rank, nranks);
   prepare(&top, 0, send, recv);
