@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmark_main.h"
 #include "compress/codec_kernels.h"
 #include "compress/topk.h"
 #include "kernels/isa.h"
@@ -156,9 +157,5 @@ void registerAll() {
 }  // namespace braid::compress
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  braid::compress::registerAll();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return braid::bench::benchmarkMain(argc, argv, braid::compress::registerAll);
 }

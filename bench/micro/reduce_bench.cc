@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmark_main.h"
 #include "kernels/isa.h"
 #include "kernels/reduce.h"
 
@@ -77,9 +78,5 @@ void registerAll() {
 }  // namespace braid::kernels
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  braid::kernels::registerAll();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return braid::bench::benchmarkMain(argc, argv, braid::kernels::registerAll);
 }

@@ -16,7 +16,7 @@ const Collective kAlltoAll{
           return Shape{
               .count = c, .sendCount = c * nranks, .recvCount = c * nranks, .paramCount = c};
         },
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
+    .busFactor = blockBusFactor,
     .input = movedInput,
     // Block j of the output is block `rank` of rank j's input.
     .expected =

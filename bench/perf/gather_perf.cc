@@ -10,23 +10,10 @@ const Collective kGather{
     .name = "Gather",
     .hasOp = false,
     .hasRoot = true,
-    .shape =
-        [](size_t count, int nranks, int rank) {
-          size_t c = count / nranks;
-          // In place, each rank's input sits in its own block of the (root's) output.
-          return Shape{.count = c,
-                       .sendCount = c,
-                       .recvCount = c * nranks,
-                       .paramCount = c,
-                       .inPlaceSendOffset = c * rank};
-        },
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
+    .shape = gatheredShape,
+    .busFactor = blockBusFactor,
     .input = movedInput,
-    .expected =
-        [](const Args& a, size_t i) {
-          size_t c = a.shape.paramCount;
-          return movedInput(a, static_cast<int>(i / c), i % c);
-        },
+    .expected = gatheredExpected,
     .run =
         [](const Args& a, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
           return ncclGather(send, recv, a.shape.paramCount, a.type, a.root, comm, stream);

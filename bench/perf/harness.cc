@@ -563,6 +563,31 @@ double movedInput(const Args& a, int rank, size_t i) {
                              static_cast<size_t>(span));
 }
 
+Shape gatheredShape(size_t count, int nranks, int rank) {
+  const size_t c = count / nranks;
+  return Shape{.count = c,
+               .sendCount = c,
+               .recvCount = c * nranks,
+               .paramCount = c,
+               .inPlaceSendOffset = c * rank};
+}
+
+Shape scatteredShape(size_t count, int nranks, int rank) {
+  const size_t c = count / nranks;
+  return Shape{.count = c,
+               .sendCount = c * nranks,
+               .recvCount = c,
+               .paramCount = c,
+               .inPlaceRecvOffset = c * rank};
+}
+
+double blockBusFactor(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
+
+double gatheredExpected(const Args& a, size_t i) {
+  const size_t c = a.shape.paramCount;
+  return movedInput(a, static_cast<int>(i / c), i % c);
+}
+
 int perfMain(int argc, char** argv, const Collective& coll) {
   const char* slash = std::strrchr(argv[0], '/');
   const char* program = slash ? slash + 1 : argv[0];

@@ -67,6 +67,19 @@ double movedInput(const Args&, int rank, size_t i);
 
 int typeSize(ncclDataType_t);
 
+// The block collectives' shapes, sizes and checks, shared by their descriptors. The size column
+// is the whole gathered (or scattered) buffer: each rank's block is count / nranks of it.
+//   gathered: every rank sends one block into an nranks-block output (AllGather, Gather); in place
+//             the input already sits in the rank's own block of the output (NCCL's rule);
+//   scattered: an nranks-block input, one block out (ReduceScatter, Scatter); in place the output
+//              is the rank's own block of the input.
+Shape gatheredShape(size_t count, int nranks, int rank);
+Shape scatteredShape(size_t count, int nranks, int rank);
+// busbw of the block collectives: algbw x (n-1)/n.
+double blockBusFactor(int nranks);
+// Element i of a gathered output: block i / count of rank i / count's movedInput.
+double gatheredExpected(const Args&, size_t i);
+
 // Runs the benchmark: parses nccl-tests flags, sets up ranks, prints the table. Returns the
 // process exit code (non-zero when any value was wrong or any NCCL call failed).
 int perfMain(int argc, char** argv, const Collective&);

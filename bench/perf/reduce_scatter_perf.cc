@@ -10,17 +10,8 @@ const Collective kReduceScatter{
     .name = "ReduceScatter",
     .hasOp = true,
     .hasRoot = false,
-    .shape =
-        [](size_t count, int nranks, int rank) {
-          size_t c = count / nranks;
-          // In place, the output is this rank's block of the input (NCCL's rule).
-          return Shape{.count = c,
-                       .sendCount = c * nranks,
-                       .recvCount = c,
-                       .paramCount = c,
-                       .inPlaceRecvOffset = c * rank};
-        },
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
+    .shape = scatteredShape,
+    .busFactor = blockBusFactor,
     .input = standardInput,
     .expected = [](const Args& a,
                    size_t i) { return standardReduced(a, a.rank * a.shape.paramCount + i); },

@@ -10,17 +10,8 @@ const Collective kScatter{
     .name = "Scatter",
     .hasOp = false,
     .hasRoot = true,
-    .shape =
-        [](size_t count, int nranks, int rank) {
-          size_t c = count / nranks;
-          // In place, each rank's output is its own block of the (root's) input.
-          return Shape{.count = c,
-                       .sendCount = c * nranks,
-                       .recvCount = c,
-                       .paramCount = c,
-                       .inPlaceRecvOffset = c * rank};
-        },
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
+    .shape = scatteredShape,
+    .busFactor = blockBusFactor,
     .input = movedInput,
     .expected = [](const Args& a,
                    size_t i) { return movedInput(a, a.root, a.rank * a.shape.paramCount + i); },

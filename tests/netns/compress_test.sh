@@ -7,16 +7,11 @@
 #   compress_test.sh path/to/tools/netcluster path/to/all_reduce_perf
 #
 # Needs root and `ip netns`; otherwise it skips (exit 77, ctest's SKIP_RETURN_CODE).
-set -u
-NETCLUSTER=$1
-PERF=$2
-if [[ $(id -u) != 0 ]]; then echo "SKIPPED: needs root (network namespaces)"; exit 77; fi
-if ! ip netns list >/dev/null 2>&1; then echo "SKIPPED: 'ip netns' is not available"; exit 77; fi
-
-P="bncc$(( $$ % 100000 ))-"
-LOG=$(mktemp /tmp/braid-compress-test.XXXXXX)
+NETCLUSTER=$1 PERF=$2
+# shellcheck source=netns_common.sh
+source "$(dirname "$0")/netns_common.sh"
 MAP=$(mktemp /tmp/braid-compress-map.XXXXXX)
-trap '"$NETCLUSTER" --cleanup --prefix "$P" >/dev/null 2>&1; rm -f "$LOG" "$MAP"' EXIT
+netns_scratch compress "$MAP"
 # run HOSTS MAP_RACKS: MAP_RACKS lists each rack's hosts, e.g. "0 1|2 3".
 run() {
   local hosts=$1 racks=$2 xml="" r=0

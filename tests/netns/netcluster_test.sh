@@ -12,13 +12,9 @@
 set -u
 NETCLUSTER=${1:-$(dirname "$0")/../../tools/netcluster}
 BRAID_TOPO=${2:-}
-SKIP=77
 
-if [[ $(id -u) != 0 ]]; then echo "SKIPPED: needs root (network namespaces)"; exit $SKIP; fi
-if ! ip netns list >/dev/null 2>&1; then echo "SKIPPED: 'ip netns' is not available"; exit $SKIP; fi
-if ! command -v tc >/dev/null || ! command -v unshare >/dev/null; then
-  echo "SKIPPED: needs tc (iproute2) and unshare (util-linux)"; exit $SKIP
-fi
+# shellcheck source=netns_common.sh
+source "$(dirname "$0")/netns_common.sh"
 
 # A prefix of our own, so a developer's cluster (bnc-) and a parallel test never collide.
 P="bnct$(( $$ % 100000 ))-"

@@ -6,15 +6,10 @@
 #   probe_test.sh path/to/tools/netcluster path/to/all_reduce_perf
 #
 # Needs root and `ip netns`; otherwise it skips (exit 77, ctest's SKIP_RETURN_CODE).
-set -u
-NETCLUSTER=$1
-PERF=$2
-if [[ $(id -u) != 0 ]]; then echo "SKIPPED: needs root (network namespaces)"; exit 77; fi
-if ! ip netns list >/dev/null 2>&1; then echo "SKIPPED: 'ip netns' is not available"; exit 77; fi
-
-P="bncp$(( $$ % 100000 ))-"
-LOG=$(mktemp /tmp/braid-probe-test.XXXXXX)
-trap '"$NETCLUSTER" --cleanup --prefix "$P" >/dev/null 2>&1; rm -f "$LOG"' EXIT
+NETCLUSTER=$1 PERF=$2
+# shellcheck source=netns_common.sh
+source "$(dirname "$0")/netns_common.sh"
+netns_scratch probe
 
 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH timeout 240 "$NETCLUSTER" --prefix "$P" --hosts 8 --racks 2 \
   --placement alternate -- "$PERF" -b 8 -e 8 -n 1 -w 0 >"$LOG" 2>&1

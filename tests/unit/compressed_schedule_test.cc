@@ -161,6 +161,33 @@ TEST(CompressedSchedule, TwoShotBeatsPerHopRequantisation) {
   }
 }
 
+// c2hier quantises three times (each input, each group's sum, the total), half a step each,
+// with steps from the sum over ranks of each rank's largest magnitude: every rank must hold the
+// same bits, within that of the exact sum (divided by `div` for Avg), and a long tensor within 3%
+// relative L2 error.
+void expectHierarchicalInt8(const SimRun& run, int n, size_t count, double div,
+                            const std::string& what) {
+  double total = 0, err2 = 0, ref2 = 0;
+  for (int r = 0; r < n; ++r) {
+    double m = 0;
+    for (float x : run.inputs[r]) m = std::max(m, static_cast<double>(std::fabs(x)));
+    total += m;
+  }
+  const double bound = (3 * total / 254.0 * 1.02 + 1e-5 * total) / div;
+  for (size_t e = 0; e < count; ++e) {
+    double exact = 0;
+    for (int r = 0; r < n; ++r) exact += run.inputs[r][e];
+    exact /= div;
+    for (int r = 1; r < n; ++r)
+      ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
+    const double d = run.ranks[0].recv[e] - exact;
+    ASSERT_LE(std::fabs(d), bound) << what << " element " << e;
+    err2 += d * d;
+    ref2 += exact * exact;
+  }
+  if (count > 100) EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+}
+
 // c2hier on equal racks (and hosts with several ranks): every rank the same bits, the error of
 // three quantisations at most, and no deadlock when sends complete only with their receives.
 TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
@@ -181,46 +208,18 @@ TEST(CompressedSchedule, HierarchicalOnEqualGroups) {
         const std::string what =
             std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) + "x" +
             std::to_string(shape.ranksPerHost) + " count=" + std::to_string(count);
-        std::vector<algos::Schedule> schedules;
-        SimRun run;
-        run.ranks.resize(n);
         for (int r = 0; r < n; ++r) {
           algos::CollArgs a =
               testing::compressedArgs(*codec, n, r, count, 100, inPlace, count % 2 == 0, false);
           a.topology = &topo;
           ASSERT_TRUE(algo.supports(a)) << what;
-          schedules.push_back(algo.build(a));
-          run.inputs.push_back(randomInput(count, 5u + static_cast<uint32_t>(r)));
-          run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
-          if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1,
-                                              testing::SendMode::Rendezvous),
-                  "")
-            << what;
-        double err2 = 0, ref2 = 0, bound = 0, total = 0;
-        for (int r = 0; r < n; ++r) {
-          double m = 0;
-          for (float x : run.inputs[r]) m = std::max(m, static_cast<double>(std::fabs(x)));
-          total += m;
-        }
-        bound =
-            3 * total / 254.0 * 1.02 + 1e-5 * total;  // input, group sum, total: half a step each
-        const double div = count % 2 == 0 ? n : 1;
-        for (size_t e = 0; e < count; ++e) {
-          double exact = 0;
-          for (int r = 0; r < n; ++r) exact += run.inputs[r][e];
-          exact /= div;
-          for (int r = 1; r < n; ++r)
-            ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
-          const double d = run.ranks[0].recv[e] - exact;
-          ASSERT_LE(std::fabs(d), bound / div) << what << " element " << e;
-          err2 += d * d;
-          ref2 += exact * exact;
-        }
-        if (count > 100) {
-          EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
-        }
+        std::string error;
+        const SimRun run =
+            testing::runCompressed(algo, *codec, n, count, 100, inPlace, count % 2 == 0,
+                                   testing::SendMode::Rendezvous, &error, &topo, 5);
+        ASSERT_EQ(error, "") << what;
+        expectHierarchicalInt8(run, n, count, count % 2 == 0 ? n : 1, what);
       }
   }
   // One group, or every rank a group of its own: nothing to gain (the selector takes c2shot).
@@ -249,45 +248,18 @@ TEST(CompressedSchedule, HierarchicalOnUnevenGroups) {
         for (int r = 0; r < n; ++r) hostOf[r] = r;
         const algos::Topology topo = algos::Topology::hostsAndRacks(hostOf, rackOf, {}, {}, {});
         const std::string what = std::to_string(n) + " ranks, count " + std::to_string(count);
-        std::vector<algos::Schedule> schedules;
-        SimRun run;
-        run.ranks.resize(n);
         const bool average = count == 6;
         for (int r = 0; r < n; ++r) {
           algos::CollArgs a =
               testing::compressedArgs(*codec, n, r, count, 250, inPlace, average, false);
           a.topology = &topo;
           ASSERT_TRUE(algo.supports(a)) << what;
-          schedules.push_back(algo.build(a));
-          run.inputs.push_back(randomInput(count, 7u + static_cast<uint32_t>(r)));
-          run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
-          if (!inPlace) run.ranks[r].send = run.inputs[r];
         }
-        ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1,
-                                              testing::SendMode::Rendezvous),
-                  "")
-            << what;
-        double total = 0, err2 = 0, ref2 = 0;
-        for (int r = 0; r < n; ++r) {
-          double m = 0;
-          for (float x : run.inputs[r]) m = std::max(m, static_cast<double>(std::fabs(x)));
-          total += m;
-        }
-        const double div = average ? n : 1, bound = (3 * total / 254.0 * 1.02 + 1e-5 * total) / div;
-        for (size_t e = 0; e < count; ++e) {
-          double exact = 0;
-          for (int r = 0; r < n; ++r) exact += run.inputs[r][e];
-          exact /= div;
-          for (int r = 1; r < n; ++r)
-            ASSERT_EQ(run.ranks[r].recv[e], run.ranks[0].recv[e]) << what << " rank " << r;
-          const double d = run.ranks[0].recv[e] - exact;
-          ASSERT_LE(std::fabs(d), bound) << what << " element " << e;
-          err2 += d * d;
-          ref2 += exact * exact;
-        }
-        if (count > 100) {
-          EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
-        }
+        std::string error;
+        const SimRun run = testing::runCompressed(algo, *codec, n, count, 250, inPlace, average,
+                                                  testing::SendMode::Rendezvous, &error, &topo, 7);
+        ASSERT_EQ(error, "") << what;
+        expectHierarchicalInt8(run, n, count, average ? n : 1, what);
       }
 }
 
@@ -313,24 +285,18 @@ TEST(CompressedSchedule, HierarchicalSparseIsTheSparseSchemeBitForBit) {
           const std::string what =
               std::to_string(shape.racks) + "x" + std::to_string(shape.hostsPerRack) +
               " count=" + std::to_string(count) + " chunk=" + std::to_string(chunk);
-          std::vector<algos::Schedule> schedules;
-          SimRun run;
-          run.ranks.resize(n);
           const bool average = count % 2 == 1;
           for (int r = 0; r < n; ++r) {
             algos::CollArgs a =
                 testing::compressedArgs(*codec, n, r, count, chunk, inPlace, average, false);
             a.topology = &topo;
             ASSERT_TRUE(algo.supports(a)) << what;
-            schedules.push_back(algo.build(a));
-            run.inputs.push_back(randomInput(count, 50u + static_cast<uint32_t>(r)));
-            run.ranks[r].recv = inPlace ? run.inputs[r] : std::vector<float>(count, -3.0f);
-            if (!inPlace) run.ranks[r].send = run.inputs[r];
           }
-          ASSERT_EQ(testing::simulateCompressed(schedules, run.ranks, *codec, 1,
-                                                testing::SendMode::Rendezvous),
-                    "")
-              << what;
+          std::string error;
+          const SimRun run =
+              testing::runCompressed(algo, *codec, n, count, chunk, inPlace, average,
+                                     testing::SendMode::Rendezvous, &error, &topo, 50);
+          ASSERT_EQ(error, "") << what;
           checkAgainst(run, sparseReference(*codec, run.inputs, count, chunk, average), n, what);
         }
   }

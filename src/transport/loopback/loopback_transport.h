@@ -7,10 +7,6 @@
 #include "transport/registry.h"
 #include "transport/transport.h"
 
-namespace braid::env {
-extern const Var kBraidLoopbackDirectMinBytes;
-}  // namespace braid::env
-
 namespace braid::transport {
 
 extern const TransportEntry kLoopbackTransport;  // "loopback"; its rings read BRAID_SHM_BUFFSIZE

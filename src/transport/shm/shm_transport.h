@@ -9,10 +9,7 @@
 #include "transport/transport.h"
 
 namespace braid::env {
-extern const Var kNcclShmDisable;
 extern const Var kBraidShmBuffsize;  // the ring of both local transports (loopback too)
-extern const Var kBraidShmCmaMinBytes;
-extern const Var kBraidShmZerocopyMinBytes;
 }  // namespace braid::env
 
 namespace braid::transport {

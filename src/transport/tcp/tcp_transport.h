@@ -9,12 +9,6 @@
 #include "transport/registry.h"
 #include "transport/transport.h"
 
-namespace braid::env {
-extern const Var kNcclSocketNthreads;
-extern const Var kNcclNsocksPerthread;
-extern const Var kBraidTcpSliceBytes;
-}  // namespace braid::env
-
 namespace braid::transport {
 
 // A message over loopback TCP: about 20 us, about 2 GB/s (docs/net.md); the link between hosts
