@@ -4,10 +4,8 @@ namespace braid::env {
 
 const Var kNcclAlgo = {"NCCL_ALGO", nullptr,
                        "algorithms allowed: \"ring,tree\", \"^ring\" (all but), per collective "
-                       "\"allreduce:tree;allgather:ring\"; names are Braid's (ring, direct, "
-                       "hierdirect, rhd, tree, hier, hierpipe, rackring, chain, pairwise, p2p, "
-                       "and the compressed c2shot, c2hier, csparse, csparsehier); the cost model "
-                       "picks among those allowed"};
+                       "\"allreduce:tree;allgather:ring\"; Braid's names (BRAID_ALGO lists them); "
+                       "the cost model picks among those allowed"};
 const Var kNcclCommId = {
     "NCCL_COMM_ID", nullptr,
     "host:port of the bootstrap root; makes the unique id deterministic and rank 0 hosts the root"};
@@ -27,11 +25,10 @@ const Var kBraidChunkBytes = {"BRAID_CHUNK_BYTES", "524288",
                               "pipeline chunk size in bytes for schedules"};
 const Var kBraidCompress = {
     "BRAID_COMPRESS", "none",
-    "AllReduce compression of each communicator: none, int8 (INT8 blocks, two-shot, "
-    "hierarchical over racks), topk or topk:<ratio> (top-k, default ratio 0.01, sparse "
-    "all-gather), auto (int8 where the cost model predicts a gain; never between ranks sharing "
-    "memory). Lossy; Sum and Avg on float, half and bfloat16 only, others stay exact; "
-    "include/braid/braid.h sets it per communicator and per call (docs/compression.md)"};
+    "AllReduce compression of each communicator: none, int8 (INT8 blocks), topk or "
+    "topk:<ratio> (top-k, default 0.01), auto (int8 where the cost model predicts a gain, never "
+    "inside a host). Lossy; Sum and Avg on float, half and bfloat16 only; per call through "
+    "include/braid/braid.h (docs/compression.md)"};
 const Var kBraidCompressFeedback = {
     "BRAID_COMPRESS_FEEDBACK", "1",
     "1: error feedback (what a compressed call did not send is added to the same buffer's next "

@@ -14,7 +14,8 @@ extern const Var kBraidShmBuffsize;  // the ring of both local transports (loopb
 
 namespace braid::transport {
 
-// A message through a ring: about 0.5 us, about 8 GB/s (docs/local_transports.md).
+// What the cost model takes a message through a ring to cost: 0.5 us and 8 GB/s, the order of
+// what docs/local_transports.md measures (both directions at once, about 10 GB/s each way).
 inline constexpr LinkCost kShmLinkCost{0.5, 1.0 / 8e3};
 
 extern const TransportEntry kShmTransport;  // "shm"

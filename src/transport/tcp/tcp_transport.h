@@ -11,8 +11,8 @@
 
 namespace braid::transport {
 
-// A message over loopback TCP: about 20 us, about 2 GB/s (docs/net.md); the link between hosts
-// where neither a cluster map nor the probe says otherwise.
+// What the cost model takes a message over TCP to cost where neither a cluster map nor the probe
+// says otherwise: 20 us and 2 GB/s, the order of loopback TCP in docs/net.md (0.9-2.2 GB/s).
 inline constexpr LinkCost kTcpLinkCost{20.0, 1.0 / 2e3};
 
 extern const TransportEntry kTcpTransport;  // "tcp"
