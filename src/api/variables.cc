@@ -18,10 +18,9 @@ std::vector<const env::Var*> allVariables() {
                          env::topoVariables(), env::coreVariables()})
     all.insert(all.end(), list.begin(), list.end());
   for (const env::Var* v : transport::variables()) all.push_back(v);
+  auto braidOwn = [](const env::Var* v) { return std::strncmp(v->name, "NCCL_", 5) != 0; };
   std::sort(all.begin(), all.end(), [&](const env::Var* a, const env::Var* b) {
-    const bool ab = std::strncmp(a->name, "NCCL_", 5) != 0,
-               bb = std::strncmp(b->name, "NCCL_", 5) != 0;
-    return ab != bb ? bb : std::strcmp(a->name, b->name) < 0;
+    return braidOwn(a) != braidOwn(b) ? braidOwn(b) : std::strcmp(a->name, b->name) < 0;
   });
   return all;
 }
