@@ -102,10 +102,7 @@ const Algorithm* selectAlgorithm(const CollArgs& args, std::string_view forced) 
   for (const Algorithm* algo : algorithms()) {
     if (algo->compressed() != (args.codec != nullptr) || !algo->supports(args)) continue;
     if (!forced.empty() && algo->name() == forced) return algo;
-    if (!first || tiePreference(algo->name()) < tiePreference(first->name()) ||
-        (tiePreference(algo->name()) == tiePreference(first->name()) &&
-         algo->name() < first->name()))
-      first = algo;
+    if (!first || preferred(*algo, *first)) first = algo;
   }
   return first;
 }

@@ -156,15 +156,10 @@ int tiePreference(std::string_view name) {
   return static_cast<int>(it - std::begin(kTiePreference));
 }
 
-namespace {
-
-// Step 3: a before b.
 bool preferred(const Algorithm& a, const Algorithm& b) {
   const int pa = tiePreference(a.name()), pb = tiePreference(b.name());
   return pa != pb ? pa < pb : a.name() < b.name();
 }
-
-}  // namespace
 
 size_t pickCheapest(std::span<const Priced> priced) {
   const double band = 1 + kTiePercent / 100;

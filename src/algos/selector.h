@@ -69,6 +69,8 @@ size_t pickCheapest(std::span<const Priced> priced);
 // Step 3's order: the position of `name` in the tie preference (lower wins); names it does not
 // list come after every name it does.
 int tiePreference(std::string_view name);
+// Step 3 itself: whether a wins a tie against b (the tie preference, then the name).
+bool preferred(const Algorithm& a, const Algorithm& b);
 // The cost model's time for `algo` running the call (args.topology must be set), in us.
 // `linksUs`, when given: that time without the host-memory bound (operation_cost.h); the
 // per-rank price used above 16 ranks has no such bound, and gives the same.
