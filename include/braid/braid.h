@@ -1,4 +1,5 @@
-/* Braid's extensions to the NCCL API: gradient compression per communicator and per call.
+/* Braid's extensions to the NCCL API: gradient compression per communicator and per call,
+ * asynchronous collectives on host memory (host streams), and a communicator's timeout.
  *
  * These functions are exported by libbraid.so only. libnccl.so.2 exports exactly NCCL's own
  * names (the drop-in promise), so a program that wants them links -lbraid (which also holds the
@@ -70,6 +71,60 @@ typedef struct {
 } braidCompressStats_t;
 
 ncclResult_t braidCompressStats(ncclComm_t comm, braidCompressStats_t* stats);
+
+/* ---- Host streams: asynchronous collectives on host memory ------------------------------------
+ *
+ * A host stream is Braid's stand-in for a CUDA stream when the buffers are host memory. Pass it,
+ * cast to cudaStream_t, as the stream argument of any collective or ncclSend/ncclRecv on host
+ * buffers: the call is checked and planned, queued, and returns at once; a progress thread runs
+ * it. Without a host stream (any other stream value) host calls complete before they return, as
+ * before. Passing a host stream with device buffers is ncclInvalidArgument.
+ *
+ * Order: calls on one stream run in the order they were made; calls on one communicator run in
+ * the order they were made whatever their streams (NCCL's rule that every rank makes a
+ * communicator's calls in the same order is what matches their messages), except that calls of
+ * a higher priority class run beside lower ones (below). Communicators progress concurrently.
+ * ncclGroupStart/ncclGroupEnd keep their meaning: the group's calls are queued together at the
+ * outermost ncclGroupEnd and run together, after what each of their streams queued before.
+ * A blocking call (no host stream) on a communicator first waits for what is queued on it.
+ *
+ * Buffers belong to Braid from the call until its completion is reported (query, synchronize or
+ * callback); Braid never touches them after that, whether the call succeeded or failed.
+ *
+ * Errors: a call that fails while queued marks its communicator failed (ncclCommGetAsyncError),
+ * and the stream keeps its first error (sticky, as CUDA's are): later calls queued on it fail
+ * without running, and Query, Synchronize and callbacks report it. ncclCommAbort fails what is
+ * queued on the communicator and stops what runs; ncclCommDestroy and ncclCommFinalize wait for
+ * it. */
+typedef struct braidHostStream* braidHostStream_t;
+
+/* Priority, as CUDA's stream priorities: lower numbers are more urgent. 0 is the normal class;
+ * -1, -2 and -3 are higher classes (values above 0 act as 0, below -3 as -3). When calls of a
+ * higher class are queued on a communicator while a lower one runs, the lower one stops posting
+ * new chunks until they are done (its messages in flight complete), so a small urgent call does
+ * not wait behind a large one. Each class of a communicator has its own connections, made at
+ * its first call: every rank must give a call the same class. */
+ncclResult_t braidHostStreamCreate(braidHostStream_t* stream, int priority);
+ncclResult_t braidHostStreamGetPriority(braidHostStream_t stream, int* priority);
+/* Waits for the stream's work, then frees it. */
+ncclResult_t braidHostStreamDestroy(braidHostStream_t stream);
+/* ncclSuccess when everything queued on the stream so far is complete, ncclInProgress while
+ * some is not, else the stream's error. */
+ncclResult_t braidHostStreamQuery(braidHostStream_t stream);
+/* Waits until everything queued on the stream so far is complete; returns the stream's error
+ * (ncclGetLastError has its text). */
+ncclResult_t braidHostStreamSynchronize(braidHostStream_t stream);
+
+/* Called once everything queued on the stream before it is complete, with ncclSuccess or the
+ * stream's error and its text (NULL on success). It runs on a Braid progress thread: it must be
+ * short and must not wait for Braid work. */
+typedef void (*braidHostCallback_t)(ncclResult_t result, const char* message, void* arg);
+ncclResult_t braidHostStreamAddCallback(braidHostStream_t stream, braidHostCallback_t callback,
+                                        void* arg);
+
+/* Time a collective of comm may wait without progress before it fails (BRAID_TIMEOUT_MS for
+ * this communicator; 0: no limit). Set it on every rank alike. */
+ncclResult_t braidCommSetTimeout(ncclComm_t comm, int64_t timeoutMs);
 
 #ifdef __cplusplus
 }
