@@ -157,6 +157,16 @@ bool ProcessGroupBraid::asynchronous() { return BRAID_TORCH_HOST_STREAMS != 0; }
 
 ProcessGroupBraid::ProcessGroupBraid(c10d::Store& store, int rank, int size, Config config)
     : BackendBase(rank, size), config_(std::move(config)) {
+  // The policy is checked before any rank waits for the others: a bad one fails every rank alike.
+  braidCompressPolicy_t policy;
+  const bool compress = !config_.compression.empty() || config_.compressMinBytes >= 0;
+  if (compress) {
+    check(braidCompressPolicyParse(
+              config_.compression.empty() ? "none" : config_.compression.c_str(), &policy),
+          "compression \"" + config_.compression + "\"", nullptr);
+    if (config_.compressMinBytes >= 0)
+      policy.minBytes = static_cast<size_t>(config_.compressMinBytes);
+  }
   ncclUniqueId id;
   if (rank == 0) {
     check(ncclGetUniqueId(&id), "ncclGetUniqueId", nullptr);
@@ -174,15 +184,7 @@ ProcessGroupBraid::ProcessGroupBraid(c10d::Store& store, int rank, int size, Con
 #if BRAID_TORCH_HOST_STREAMS
     check(braidCommSetTimeout(comm_, config_.timeout.count()), "braidCommSetTimeout", comm_);
 #endif
-    if (!config_.compression.empty() || config_.compressMinBytes >= 0) {
-      braidCompressPolicy_t policy;
-      check(braidCompressPolicyParse(
-                config_.compression.empty() ? "none" : config_.compression.c_str(), &policy),
-            "compression \"" + config_.compression + "\"", comm_);
-      if (config_.compressMinBytes >= 0)
-        policy.minBytes = static_cast<size_t>(config_.compressMinBytes);
-      check(braidCommSetCompression(comm_, &policy), "braidCommSetCompression", comm_);
-    }
+    if (compress) check(braidCommSetCompression(comm_, &policy), "braidCommSetCompression", comm_);
 #if BRAID_TORCH_HOST_STREAMS
     check(braidHostStreamCreate(&stream_, config_.priority), "braidHostStreamCreate", comm_);
 #endif
