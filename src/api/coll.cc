@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "api/guard.h"
+#include "core/async/engine.h"
 #include "core/comm/comm.h"
 #include "core/device/device.h"
 #include "core/plan/group.h"
@@ -44,10 +45,36 @@ Status ranKept(ncclComm* comm, Status st) {
   return st;
 }
 
+// A call on a host stream: planned on the lane of the stream's priority class and queued
+// (core/async/engine.h), or kept for the group's end.
+Status enqueueOnHostStream(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
+                           braidHostStream* stream) {
+  if (braid::device::enabled()) {
+    bool onDevice = false;
+    BRAID_TRY(
+        braid::device::classify(comm, braid::extents(comm, call, sendbuff, recvbuff), &onDevice));
+    if (onDevice)
+      return braid::invalidArgument(
+          "stream is a Braid host stream but the buffers are device memory: host streams "
+          "carry host-memory calls only (pass a CUDA stream)");
+  }
+  braid::ResolvedOp op;
+  if (call.reduces) BRAID_TRY(comm->redOps.resolve(call.op, call.type, &op));
+  if (call.count == 0) return Status::Ok();
+  ncclComm* lane = nullptr;
+  BRAID_TRY(braid::async::laneFor(comm, stream, &lane));
+  braid::Plan plan;
+  BRAID_TRY(braid::makePlan(lane, call, op, sendbuff, recvbuff, &plan));
+  plan.hostStream = stream;
+  return braid::group::submit(std::move(plan));
+}
+
 // Plans one call (or takes the plan of the same call made last time); in a group the plan
 // waits for ncclGroupEnd.
 Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
                cudaStream_t stream) {
+  if (braidHostStream* hs = braid::async::hostStream(stream))
+    return enqueueOnHostStream(comm, call, sendbuff, recvbuff, hs);
   // Device support only: the host path never asks what its pointers are.
   braid::device::Buffers buffers;
   bool onDevice = false;

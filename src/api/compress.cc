@@ -1,6 +1,7 @@
 // Braid's compression extensions (include/braid/braid.h).
 #include "api/guard.h"
 #include "braid/braid.h"
+#include "core/async/engine.h"
 #include "core/comm/comm.h"
 #include "core/plan/compression.h"
 
@@ -34,6 +35,7 @@ BRAID_EXT_API(ncclResult_t, braidCommSetCompression, ncclComm_t comm,
     if (!policy) return braid::invalidArgument("policy is NULL");
     BRAID_TRY(braid::checkCompressPolicy(*policy, "policy"));
     comm->compression.setDefaultPolicy(*policy);
+    for (ncclComm* twin : braid::async::twins(comm)) twin->compression.setDefaultPolicy(*policy);
     return Status::Ok();
   });
 }

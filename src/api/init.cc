@@ -8,6 +8,7 @@
 #include "api/guard.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/async/engine.h"
 #include "core/bootstrap/bootstrap.h"
 #include "core/comm/comm.h"
 #include "core/comm/comm_init.h"
@@ -78,6 +79,7 @@ void release(ncclComm* comm) {
     if (comm->bootstrap) comm->bootstrap->abort();
     comm->initThread.join();
   }
+  braid::async::shutdown(comm);
   braid::device::shutdown(comm);
   comm->magic = 0;
   delete comm;
@@ -171,9 +173,10 @@ BRAID_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int*
 
 BRAID_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return guard(comm, "ncclCommFinalize", [&] {
-    // Host collectives complete before their call returns; device ones are flushed through
-    // the communicator's progress thread.
+    // Blocking host collectives complete before their call returns; host-stream and device
+    // ones are flushed through the communicator's progress threads.
     BRAID_TRY(braid::api::checkComm(comm));
+    BRAID_TRY(braid::async::drain(comm));
     return braid::device::drain(comm);
   });
 }

@@ -28,6 +28,10 @@
 
 namespace braid::testing {
 
+// The stream every call of the sweep passes: none (blocking calls), or a Braid host stream
+// (include/braid/braid.h), per thread.
+inline thread_local cudaStream_t callStream = nullptr;
+
 // One call as one rank makes it. `op` is what the call passes: ncclSum for collectives that do
 // not reduce, or a PreMulSum handle.
 struct CallArgs {
@@ -79,8 +83,8 @@ inline ncclResult_t sendRecvRing(const CallArgs& a, const void* send, void* recv
   const int next = (a.rank + 1) % a.nranks, prev = (a.rank + a.nranks - 1) % a.nranks;
   ncclResult_t res = ncclGroupStart();
   if (res != ncclSuccess) return res;
-  ncclResult_t s = ncclSend(send, a.count, a.type, next, comm, nullptr);
-  ncclResult_t r = ncclRecv(recv, a.count, a.type, prev, comm, nullptr);
+  ncclResult_t s = ncclSend(send, a.count, a.type, next, comm, callStream);
+  ncclResult_t r = ncclRecv(recv, a.count, a.type, prev, comm, callStream);
   res = ncclGroupEnd();
   return s != ncclSuccess ? s : r != ncclSuccess ? r : res;
 }
@@ -92,23 +96,23 @@ inline const std::array<CollSpec, 10> kCollectives = {{
     {"AllReduce", true, false, true, false, spec::one, spec::one, spec::same,
      [](const CallArgs&, size_t i) { return reducedAt(i); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclAllReduce(s, r, a.count, a.type, a.op, c, nullptr);
+       return ncclAllReduce(s, r, a.count, a.type, a.op, c, callStream);
      }},
     {"Broadcast", false, true, true, false, spec::one, spec::one, spec::same,
      [](const CallArgs& a, size_t i) { return copyOf(a.root, i); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclBroadcast(s, r, a.count, a.type, a.root, c, nullptr);
+       return ncclBroadcast(s, r, a.count, a.type, a.root, c, callStream);
      }},
     {"Bcast", false, true, false, false, spec::one, spec::one, spec::same,
      [](const CallArgs& a, size_t i) { return copyOf(a.root, i); },
      [](const CallArgs& a, const void*, void* r, ncclComm_t c) {
-       return ncclBcast(r, a.count, a.type, a.root, c, nullptr);
+       return ncclBcast(r, a.count, a.type, a.root, c, callStream);
      }},
     // recvbuff means nothing off the root: it must be left alone (in place it is the input).
     {"Reduce", true, true, true, false, spec::one, spec::one, spec::same,
      [](const CallArgs& a, size_t i) { return spec::isRoot(a) ? reducedAt(i) : keep(); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclReduce(s, r, a.count, a.type, a.op, a.root, c, nullptr);
+       return ncclReduce(s, r, a.count, a.type, a.op, a.root, c, callStream);
      }},
     {"AllGather", false, false, true, true, spec::one, spec::all,
      [](const CallArgs& a) {
@@ -116,7 +120,7 @@ inline const std::array<CollSpec, 10> kCollectives = {{
      },
      [](const CallArgs& a, size_t i) { return copyOf(static_cast<int>(i / a.count), i % a.count); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclAllGather(s, r, a.count, a.type, c, nullptr);
+       return ncclAllGather(s, r, a.count, a.type, c, callStream);
      }},
     {"ReduceScatter", true, false, true, true, spec::all, spec::one,
      [](const CallArgs& a) {
@@ -124,14 +128,14 @@ inline const std::array<CollSpec, 10> kCollectives = {{
      },
      [](const CallArgs& a, size_t i) { return reducedAt(a.rank * a.count + i); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclReduceScatter(s, r, a.count, a.type, a.op, c, nullptr);
+       return ncclReduceScatter(s, r, a.count, a.type, a.op, c, callStream);
      }},
     {"AlltoAll", false, false, true, true, spec::all, spec::all, spec::same,
      [](const CallArgs& a, size_t i) {
        return copyOf(static_cast<int>(i / a.count), a.rank * a.count + i % a.count);
      },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclAlltoAll(s, r, a.count, a.type, c, nullptr);
+       return ncclAlltoAll(s, r, a.count, a.type, c, callStream);
      }},
     // In place is defined at the root; the other ranks lay their buffers out the same way, so
     // their recvbuff around the input must stay untouched too.
@@ -143,7 +147,7 @@ inline const std::array<CollSpec, 10> kCollectives = {{
        return spec::isRoot(a) ? copyOf(static_cast<int>(i / a.count), i % a.count) : keep();
      },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclGather(s, r, a.count, a.type, a.root, c, nullptr);
+       return ncclGather(s, r, a.count, a.type, a.root, c, callStream);
      }},
     {"Scatter", false, true, true, true, spec::all, spec::one,
      [](const CallArgs& a) {
@@ -151,7 +155,7 @@ inline const std::array<CollSpec, 10> kCollectives = {{
      },
      [](const CallArgs& a, size_t i) { return copyOf(a.root, a.rank * a.count + i); },
      [](const CallArgs& a, const void* s, void* r, ncclComm_t c) {
-       return ncclScatter(s, r, a.count, a.type, a.root, c, nullptr);
+       return ncclScatter(s, r, a.count, a.type, a.root, c, callStream);
      }},
     {"SendRecv", false, false, true, false, spec::one, spec::one, spec::same,
      [](const CallArgs& a, size_t i) { return copyOf((a.rank + a.nranks - 1) % a.nranks, i); },

@@ -79,9 +79,12 @@ class BootstrapImpl final : public Bootstrap {
   }
 
   Status poll(uint64_t tag, int* from, std::vector<uint8_t>* data) override {
-    std::lock_guard<std::mutex> lock(mu_);
     *from = -1;
-    if (aborted_.load()) return Status::Ok();
+    // Never waits for another operation: a blocking one (a priority class connecting its twin,
+    // core/async/engine.h) may hold the bootstrap until other ranks get there, and those may
+    // need this rank's executor, which polls, to move first. The next poll looks again.
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || aborted_.load()) return Status::Ok();
     for (int p = 0; p < nranks_; ++p) {
       auto& queue = unexpected_[p];
       for (auto it = queue.begin(); it != queue.end(); ++it) {

@@ -45,7 +45,8 @@ class Bootstrap {
   virtual Status send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
   virtual Status recv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
   // Non-blocking: a message with `tag` from any rank, if one has arrived (*from = its rank),
-  // else *from = -1. Used to hear about another rank's failure while waiting on data.
+  // else *from = -1, also while another thread's operation holds the bootstrap. Used to hear
+  // about another rank's failure while waiting on data.
   virtual Status poll(uint64_t tag, int* from, std::vector<uint8_t>* data) = 0;
   // Makes every blocked and future call return an error (ncclCommAbort).
   virtual void abort() = 0;

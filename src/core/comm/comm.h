@@ -27,6 +27,9 @@ namespace braid {
 namespace device {
 class Proxy;
 }  // namespace device
+namespace async {
+struct Lanes;
+}  // namespace async
 
 // A communicator's view of one peer: its endpoint plus how many operations the executor has
 // posted on it (endpoints count completions; posted counts give each operation its number).
@@ -96,6 +99,12 @@ struct ncclComm {
   // device::shutdown ends it before the communicator is freed).
   int cudaDev = -1;
   braid::device::Proxy* deviceProxy = nullptr;
+  // Host streams (core/async/engine.h): the priority classes' lanes and progress threads, made
+  // at the first queued call (async::shutdown ends them). A twin (a class's own connections)
+  // names the communicator it serves and its class.
+  braid::async::Lanes* async = nullptr;
+  ncclComm* twinOf = nullptr;
+  int twinClass = 0;
 
   // Runs a blocking init body (rendezvous, connections) on this communicator.
   braid::Status init(const ncclUniqueId& id, bool hostRoot);

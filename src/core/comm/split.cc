@@ -69,6 +69,16 @@ Status splitComm(ncclComm* parent, int color, int key, InitRequest request, nccl
   return joinChild(parent, members, leader, kTagSplitId, std::move(request), out);
 }
 
+Status duplicateComm(ncclComm* parent, uint64_t tag, ncclComm** out) {
+  *out = nullptr;
+  std::vector<int> members(parent->nranks);
+  for (int r = 0; r < parent->nranks; ++r) members[r] = r;
+  InitRequest request;
+  request.config = parent->config;
+  request.config.blocking = true;
+  return joinChild(parent, members, 0, tag, std::move(request), out);
+}
+
 Status shrinkComm(ncclComm* parent, std::span<const int> excluded, InitRequest request,
                   ncclComm** out) {
   *out = nullptr;

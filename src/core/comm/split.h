@@ -21,6 +21,11 @@ Status splitComm(ncclComm* parent, int color, int key, InitRequest request, nccl
 Status shrinkComm(ncclComm* parent, std::span<const int> excluded, InitRequest request,
                   ncclComm** out);
 
+// A twin of `parent`: the same ranks in the same order, connections of its own (a host
+// stream's priority class, core/async/engine.h). Collective over the parent; `tag` tells
+// concurrent duplications apart. Always a blocking init.
+Status duplicateComm(ncclComm* parent, uint64_t tag, ncclComm** out);
+
 // NCCL_SHRINK_ABORT: fails the collectives in flight on the parent (it is left revoked) and
 // waits for them to leave. The caller must not hold a CallScope on it.
 void stopCallsInFlight(ncclComm* parent);

@@ -3,6 +3,7 @@
 // never deadlock on the order in which its operations were called.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
@@ -14,6 +15,7 @@
 #include "nccl.h"
 
 struct ncclComm;
+struct braidHostStream;
 
 namespace braid::compress {
 class Codec;
@@ -60,6 +62,9 @@ struct Plan {
   uint64_t seed = 0;
   uint16_t compressTag = 0;
 
+  // The host stream the call was queued on (core/async/engine.h); null for a blocking call.
+  braidHostStream* hostStream = nullptr;
+
   // Nonzero for a plan a communicator keeps for repeats of its call (core/plan/plan.h), unique in
   // the process: the executor then reuses what it set up for the plan's last run.
   uint64_t keptId = 0;
@@ -72,8 +77,21 @@ struct Plan {
 // "ncclAllReduce(count=16, float, sum)".
 std::string describe(const Plan& plan);
 
+namespace exec {
+// How a run behaves besides its plans.
+struct Options {
+  // A progress thread's run (core/async/engine.h): the caller computes beside it, so it never
+  // spins while waiting, whatever the communicator's spin policy.
+  bool background = false;
+  // While this counter is nonzero (a call of a higher priority class runs on the same
+  // communicator) the run posts no new sends: what it has in flight completes, and its
+  // receives still go on, so a peer's messages in flight complete too.
+  const std::atomic<uint32_t>* holdWhile = nullptr;
+};
+}  // namespace exec
+
 // Runs all plans to completion, or until one fails, times out or is aborted. On failure the
 // communicators involved are marked failed (their endpoints are in an unknown state).
-Status execute(std::span<Plan> plans);
+Status execute(std::span<Plan> plans, const exec::Options& options = {});
 
 }  // namespace braid

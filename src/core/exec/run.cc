@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "base/log.h"
 #include "base/small_copy.h"
@@ -22,8 +23,10 @@ using algos::Region;
 using algos::Step;
 using algos::StepKind;
 
-Status Run::go(std::span<Plan> plans) {
+Status Run::go(std::span<Plan> plans, const Options& options) {
   plans_ = plans;
+  holdWhile_ = options.holdWhile;
+  background_ = options.background;
   Status st;
   if (canReplay()) {
     replay();
@@ -252,10 +255,10 @@ bool Run::streamed(StepRef ref) const {
          s.dependentsBegin[ref.step] == s.dependentsBegin[ref.step + 1];
 }
 
-Status Run::pump(ChannelQueue& q, bool* moved) {
+Status Run::pump(ChannelQueue& q, bool held, bool* moved) {
   PeerChannel& ch = q.comm->channels[q.peer];
   transport::Endpoint* ep = ch.endpoint.get();
-  while (q.sendsPosted < q.sends.size() && readyToSend(q, q.sendsPosted)) {
+  while (!held && q.sendsPosted < q.sends.size() && readyToSend(q, q.sendsPosted)) {
     bool inlined;
     BRAID_TRY(postSend(q, q.sends[q.sendsPosted], &inlined));
     q.sendSeq[q.sendsPosted++] = ++ch.sendsPosted;
@@ -353,9 +356,10 @@ bool Run::sleep() {
 // sleeps until a socket is ready or a peer rings, where that is possible (sleep()), and checks
 // for timeouts, aborts and failures now and then (idle.h says when).
 Status Run::loop() {
-  idle_.start(spinRounds_);
+  idle_.start(background_ ? 0 : spinRounds_);
   while (pending_ > 0) {
     bool moved = false;
+    const bool held = holdWhile_ && holdWhile_->load(std::memory_order_relaxed) != 0;
     while (!localReady_.empty()) {
       StepRef ref = localReady_.back();
       localReady_.pop_back();
@@ -365,7 +369,7 @@ Status Run::loop() {
     }
     for (size_t i = 0; i < nQueues_; ++i) {
       ChannelQueue& q = queues_[i];
-      Status st = pump(q, &moved);
+      Status st = pump(q, held, &moved);
       if (!st.ok()) {
         const Plan& plan = plans_[q.sends.empty() ? q.recvs[0].plan : q.sends[0].plan];
         // Only a signature check fails with InvalidUsage here: mismatched calls. Ranks that do
@@ -385,6 +389,12 @@ Status Run::loop() {
     if (moved) {
       if (wakeups_.armed()) wakeups_.clear();
       idle_.moved();
+      continue;
+    }
+    if (held) {  // a higher class runs: not a wait for peers, and it ends without our help
+      for (Waiter& w : waiters_) w.restart();
+      std::this_thread::sleep_for(kHeldPoll);
+      BRAID_TRY(periodicChecks());
       continue;
     }
     if (idle_.idleRound())  // a wait starts now: timeouts measure time without progress
@@ -436,6 +446,8 @@ std::string describe(const Plan& plan) { return describeSignature(signatureOf(pl
 // GCC did when the run was one file-local class. Out of line an 8-byte AllReduce on one rank ran
 // about 120 instructions a call more (`valgrind --tool=callgrind` on a loop of 100000 8-byte
 // ncclAllReduce calls on one rank: 885 a call out of line, 766 as that class, 731 flattened).
-[[gnu::flatten]] Status execute(std::span<Plan> plans) { return perThread<exec::Run>().go(plans); }
+[[gnu::flatten]] Status execute(std::span<Plan> plans, const exec::Options& options) {
+  return perThread<exec::Run>().go(plans, options);
+}
 
 }  // namespace braid

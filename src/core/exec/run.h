@@ -25,7 +25,7 @@ namespace braid::exec {
 
 class Run {
  public:
-  Status go(std::span<Plan> plans);
+  Status go(std::span<Plan> plans, const Options& options);
 
  private:
   struct PlanState {
@@ -45,7 +45,7 @@ class Run {
   bool canReplay() const;
   void replay();
   Status loop();
-  Status pump(ChannelQueue& q, bool* moved);
+  Status pump(ChannelQueue& q, bool held, bool* moved);
   bool postRecvs(ChannelQueue& q, Status* st);
   Status postSend(ChannelQueue& q, StepRef ref, bool* inlined);
   Status postRecv(ChannelQueue& q, StepRef ref);
@@ -107,6 +107,8 @@ class Run {
   std::vector<StepRef> localReady_;
   std::vector<Waiter> waiters_;
   uint32_t spinRounds_ = 0;
+  const std::atomic<uint32_t>* holdWhile_ = nullptr;  // Options::holdWhile
+  bool background_ = false;                           // Options::background
   size_t pending_ = 0;
   IdlePolicy idle_;
   transport::WaitSet wakeups_;  // armed for a sleep on doorbells; cleared once anything moves

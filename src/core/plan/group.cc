@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/thread_local.h"
+#include "core/async/engine.h"
 #include "core/comm/comm.h"
 #include "core/device/device.h"
 
@@ -17,23 +18,39 @@ struct State {
 };
 State& state() { return perThread<State>(); }
 
-// Host plans run here and now, after any device work still queued on their communicators (it
-// uses the same connections); device plans go to their communicators' progress threads. A group
-// with both kinds runs its host plans first, so every rank must mix kinds the same way (each
-// rank's operations on a pair of ranks are matched in the order they run).
+// Waits for the device work and host-stream calls still queued on a communicator: they use the
+// same connections as a blocking call.
+Status drainQueued(ncclComm* comm) {
+  if (comm->deviceProxy) BRAID_TRY(device::drain(comm));
+  if (comm->async) BRAID_TRY(async::drain(comm));
+  return Status::Ok();
+}
+
+// Host plans run here and now, after any device work or host-stream calls still queued on their
+// communicators; device plans go to their communicators' progress threads, host-stream plans to
+// theirs (core/async/engine.h), queued first. A group with device and host plans runs its host
+// plans first, so every rank must mix kinds the same way (each rank's operations on a pair of
+// ranks are matched in the order they run).
 Status run(std::span<Plan> plans) {
-  size_t device = 0;
-  for (const Plan& p : plans) device += p.onDevice;
+  size_t device = 0, queued = 0;
+  for (const Plan& p : plans) device += p.onDevice, queued += p.hostStream != nullptr;
+  if (queued > 0) {
+    if (queued == plans.size())
+      return async::submit(
+          {std::make_move_iterator(plans.begin()), std::make_move_iterator(plans.end())});
+    std::vector<Plan> streamed, rest;
+    for (Plan& p : plans) (p.hostStream ? streamed : rest).push_back(std::move(p));
+    BRAID_TRY(async::submit(std::move(streamed)));
+    return run(rest);
+  }
   if (device == 0) {
-    for (const Plan& p : plans)
-      if (p.comm->deviceProxy) BRAID_TRY(device::drain(p.comm));
+    for (const Plan& p : plans) BRAID_TRY(drainQueued(p.comm));
     return execute(plans);
   }
   if (device == plans.size()) return device::submit(plans);
   std::vector<Plan> host, dev;
   for (Plan& p : plans) (p.onDevice ? dev : host).push_back(std::move(p));
-  for (const Plan& p : host)
-    if (p.comm->deviceProxy) BRAID_TRY(device::drain(p.comm));
+  for (const Plan& p : host) BRAID_TRY(drainQueued(p.comm));
   BRAID_TRY(execute(host));
   return device::submit(dev);
 }

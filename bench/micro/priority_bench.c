@@ -1,0 +1,146 @@
+/* An urgent small AllReduce issued while a large one runs, on host streams (include/braid/braid.h):
+ * its latency alone, behind the large call on a stream of the same class (it queues after it, as
+ * with no priorities), and on a stream of a higher class (the large call holds back its next
+ * chunks while it runs). Also the large call's own time in each case. Run under braidrun:
+ *   build/release/tools/braidrun -np 2 build/release/bench/micro/priority_bench
+ * Flags: -s small bytes (64K), -l large bytes (64M), -n iterations (20), -d microseconds between
+ * issuing the large call and the small one (2000: the large call is under way). The three cases
+ * take turns each iteration, so machine drift hits them alike; medians and 90th percentiles. */
+#include <braid/braid.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double nowUs(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int check(ncclResult_t r, const char* what, ncclComm_t comm) {
+  if (r == ncclSuccess) return 0;
+  fprintf(stderr, "%s: %s: %s\n", what, ncclGetErrorString(r), ncclGetLastError(comm));
+  exit(1);
+}
+
+static size_t parseBytes(const char* s) {
+  char* end = NULL;
+  double v = strtod(s, &end);
+  if (*end == 'K' || *end == 'k') v *= 1024;
+  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
+  if (*end == 'G' || *end == 'g') v *= 1024 * 1024 * 1024;
+  return (size_t)v;
+}
+
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+static double pct(double* v, int n, double p) {
+  qsort(v, n, sizeof *v, cmp);
+  int i = (int)(p * (n - 1) + 0.5);
+  return v[i];
+}
+
+enum { kAlone, kSameClass, kUrgent, kCases };
+static const char* kNames[kCases] = {"alone", "behind, same class", "behind, higher class"};
+
+int main(int argc, char** argv) {
+  size_t smallBytes = 64 << 10, largeBytes = 64 << 20;
+  int iters = 20;
+  double delayUs = 2000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "-s"))
+      smallBytes = parseBytes(argv[i + 1]);
+    else if (!strcmp(argv[i], "-l"))
+      largeBytes = parseBytes(argv[i + 1]);
+    else if (!strcmp(argv[i], "-n"))
+      iters = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-d"))
+      delayUs = atof(argv[i + 1]);
+    else {
+      fprintf(stderr, "unknown flag %s (-s small, -l large, -n iterations, -d delay us)\n",
+              argv[i]);
+      return 2;
+    }
+  }
+  const char* rankEnv = getenv("RANK");
+  const char* sizeEnv = getenv("WORLD_SIZE");
+  if (!rankEnv || !sizeEnv) {
+    fprintf(stderr, "run under braidrun (RANK and WORLD_SIZE unset)\n");
+    return 2;
+  }
+  if (iters < 1) iters = 1;
+  const int rank = atoi(rankEnv), nranks = atoi(sizeEnv);
+  ncclUniqueId id;
+  ncclComm_t comm;
+  check(ncclGetUniqueId(&id), "ncclGetUniqueId", NULL);
+  check(ncclCommInitRank(&comm, nranks, id, rank), "ncclCommInitRank", NULL);
+  braidHostStream_t large, normal, urgent;
+  check(braidHostStreamCreate(&large, 0), "create", NULL);
+  check(braidHostStreamCreate(&normal, 0), "create", NULL);
+  check(braidHostStreamCreate(&urgent, -1), "create", NULL);
+  float* big = calloc(largeBytes / 4, 4);
+  float* small = calloc(smallBytes / 4, 4);
+  float token = 0;
+  double* smallUs[kCases];
+  double* largeUs[kCases];
+  for (int c = 0; c < kCases; ++c) {
+    smallUs[c] = calloc(iters, sizeof(double));
+    largeUs[c] = calloc(iters, sizeof(double));
+  }
+  /* Warm-up: schedules built, the urgent class's connections made. */
+  for (int w = 0; w < 2; ++w) {
+    check(ncclAllReduce(big, big, largeBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)large),
+          "warm-up", comm);
+    check(
+        ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)urgent),
+        "warm-up", comm);
+    check(
+        ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)normal),
+        "warm-up", comm);
+    check(braidHostStreamSynchronize(large), "sync", comm);
+    check(braidHostStreamSynchronize(urgent), "sync", comm);
+    check(braidHostStreamSynchronize(normal), "sync", comm);
+  }
+  for (int it = 0; it < iters; ++it) {
+    for (int c = 0; c < kCases; ++c) {
+      /* Every rank starts the case together. */
+      check(ncclAllReduce(&token, &token, 1, ncclFloat, ncclSum, comm, NULL), "barrier", comm);
+      const double t0 = nowUs();
+      if (c != kAlone)
+        check(
+            ncclAllReduce(big, big, largeBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)large),
+            "large", comm);
+      while (nowUs() - t0 < delayUs) {}
+      braidHostStream_t s = c == kSameClass ? normal : urgent;
+      const double t1 = nowUs();
+      check(ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)s),
+            "small", comm);
+      check(braidHostStreamSynchronize(s), "sync small", comm);
+      smallUs[c][it] = nowUs() - t1;
+      check(braidHostStreamSynchronize(large), "sync large", comm);
+      largeUs[c][it] = nowUs() - t0;
+    }
+  }
+  if (rank == 0) {
+    printf(
+        "# %d ranks: %zu-byte urgent AllReduce issued %.0f us after a %zu-byte one; %d "
+        "iterations\n",
+        nranks, smallBytes, delayUs, largeBytes, iters);
+    printf("| case | small: median us | small: p90 us | large: median us |\n|---|---|---|---|\n");
+    for (int c = 0; c < kCases; ++c) {
+      double sm = pct(smallUs[c], iters, 0.5), s90 = pct(smallUs[c], iters, 0.9);
+      if (c == kAlone)
+        printf("| %s | %.0f | %.0f | - |\n", kNames[c], sm, s90);
+      else
+        printf("| %s | %.0f | %.0f | %.0f |\n", kNames[c], sm, s90, pct(largeUs[c], iters, 0.5));
+    }
+  }
+  braidHostStreamDestroy(large);
+  braidHostStreamDestroy(normal);
+  braidHostStreamDestroy(urgent);
+  return check(ncclCommDestroy(comm), "ncclCommDestroy", comm);
+}
