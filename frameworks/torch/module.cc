@@ -19,6 +19,15 @@ braid_torch::ProcessGroupBraid& asBraid(braid_torch::BackendBase* group) {
 PYBIND11_MODULE(_C, m) {
   // torch's bindings register ProcessGroup/Backend, Store and Work with pybind11 first.
   py::module_::import("torch.distributed");
+  // A group's destructor waits for its completion thread, which may need the GIL.
+  braid_torch::ProcessGroupBraid::setWithoutGil([](const std::function<void()>& fn) {
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      fn();
+    } else {
+      fn();
+    }
+  });
 
   m.def(
       "_create",
@@ -49,6 +58,5 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("group"));
 
-  m.attr("asynchronous") = braid_torch::ProcessGroupBraid::asynchronous();
   m.attr("torch_version_major") = TORCH_VERSION_MAJOR;
 }

@@ -6,12 +6,6 @@
 #include <numeric>
 #include <stdexcept>
 
-// 1: calls are queued on a host stream and complete asynchronously; 0: they run before they
-// return (NULL stream) and their Work is complete at once.
-#ifndef BRAID_TORCH_HOST_STREAMS
-#define BRAID_TORCH_HOST_STREAMS 0
-#endif
-
 namespace braid_torch {
 namespace {
 
@@ -153,8 +147,6 @@ struct CallbackArg {
 
 }  // namespace
 
-bool ProcessGroupBraid::asynchronous() { return BRAID_TORCH_HOST_STREAMS != 0; }
-
 ProcessGroupBraid::ProcessGroupBraid(c10d::Store& store, int rank, int size, Config config)
     : BackendBase(rank, size), config_(std::move(config)) {
   // The policy is checked before any rank waits for the others: a bad one fails every rank alike.
@@ -181,13 +173,9 @@ ProcessGroupBraid::ProcessGroupBraid(c10d::Store& store, int rank, int size, Con
   }
   check(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank", nullptr);
   try {
-#if BRAID_TORCH_HOST_STREAMS
     check(braidCommSetTimeout(comm_, config_.timeout.count()), "braidCommSetTimeout", comm_);
-#endif
     if (compress) check(braidCommSetCompression(comm_, &policy), "braidCommSetCompression", comm_);
-#if BRAID_TORCH_HOST_STREAMS
     check(braidHostStreamCreate(&stream_, config_.priority), "braidHostStreamCreate", comm_);
-#endif
   } catch (...) {
     ncclCommDestroy(comm_);
     throw;
@@ -196,17 +184,27 @@ ProcessGroupBraid::ProcessGroupBraid(c10d::Store& store, int rank, int size, Con
   init();
 }
 
+ProcessGroupBraid::WithoutGil ProcessGroupBraid::withoutGil_ = nullptr;
+
+void ProcessGroupBraid::setWithoutGil(WithoutGil fn) { withoutGil_ = fn; }
+
 ProcessGroupBraid::~ProcessGroupBraid() {
-#if BRAID_TORCH_HOST_STREAMS
-  // Waits for what is queued; every callback has then handed its Work to the completer.
-  if (stream_) braidHostStreamDestroy(stream_);
-#endif
-  {
-    std::lock_guard<std::mutex> lock(doneMutex_);
-    stopping_ = true;
-  }
-  doneCv_.notify_all();
-  completer_.join();
+  // The completion thread may need the interpreter lock (a Future's Python callbacks, the last
+  // reference to a Python tensor), and Python may drop the group while holding it.
+  auto drain = [this] {
+    // Waits for what is queued; every callback has then handed its Work to the completer.
+    braidHostStreamDestroy(stream_);
+    {
+      std::lock_guard<std::mutex> lock(doneMutex_);
+      stopping_ = true;
+    }
+    doneCv_.notify_all();
+    completer_.join();
+  };
+  if (withoutGil_)
+    withoutGil_(drain);
+  else
+    drain();
   ncclCommDestroy(comm_);
 }
 
@@ -215,10 +213,13 @@ void ProcessGroupBraid::completionLoop() {
   for (;;) {
     doneCv_.wait(lock, [&] { return stopping_ || !done_.empty(); });
     if (done_.empty()) return;  // stopping, and everything handed over is completed
-    Done done = std::move(done_.front());
-    done_.pop_front();
-    lock.unlock();
-    done.work->complete(done.result, done.message);
+    {
+      Done done = std::move(done_.front());
+      done_.pop_front();
+      lock.unlock();
+      done.work->complete(done.result, done.message);
+      // `done` (maybe the Work's last reference) is released here, without the lock.
+    }
     lock.lock();
   }
 }
@@ -243,25 +244,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::run(const c10::intrusive_ptr<W
     ncclResult_t end = ncclGroupEnd();
     if (result == ncclSuccess) result = end;
   }
-#if BRAID_TORCH_HOST_STREAMS
-  if (result != ncclSuccess) {
+  if (result != ncclSuccess) {  // refused before anything was queued
     std::string message = ncclGetLastError(comm_);
     lock.unlock();
     work->complete(result, message);  // releases what the call borrowed
-    check(result, "call", comm_);
+    work->wait();                     // throws the call's error with Braid's message
   }
   auto* arg = new CallbackArg{this, work};
   ncclResult_t added = braidHostStreamAddCallback(stream_, &ProcessGroupBraid::onStreamDone, arg);
   if (added != ncclSuccess) {
+    // The call is queued but nothing will report its end: wait for the stream, then fail.
     delete arg;
-    check(added, "braidHostStreamAddCallback", comm_);
+    std::string message = ncclGetLastError(comm_);
+    braidHostStreamSynchronize(stream_);
+    lock.unlock();
+    work->complete(added, "braidHostStreamAddCallback: " + message);
+    work->wait();
   }
-#else
-  std::string message = result == ncclSuccess ? "" : ncclGetLastError(comm_);
-  lock.unlock();
-  work->complete(result, message);
-  if (result != ncclSuccess) work->wait();  // throws the call's error
-#endif
   return work;
 }
 

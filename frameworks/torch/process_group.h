@@ -96,8 +96,11 @@ class ProcessGroupBraid : public BackendBase {
 
   // The communicator's compression counters (braidCompressStats).
   braidCompressStats_t compressionStats() const;
-  // Whether calls run on a host stream (asynchronously) rather than before they return.
-  static bool asynchronous();
+
+  // Runs a function with the calling thread's Python interpreter lock released where it holds
+  // it; the Python module installs it (this file knows nothing of Python).
+  using WithoutGil = void (*)(const std::function<void()>&);
+  static void setWithoutGil(WithoutGil fn);
 
  private:
   using Enqueue = std::function<ncclResult_t()>;
@@ -113,6 +116,8 @@ class ProcessGroupBraid : public BackendBase {
   // completion thread (copies back and Future callbacks must not run on Braid's thread).
   static void onStreamDone(ncclResult_t result, const char* message, void* arg);
   void completionLoop();
+
+  static WithoutGil withoutGil_;
 
   const Config config_;
   ncclComm_t comm_ = nullptr;

@@ -13,7 +13,6 @@ import time
 import torch
 import torch.distributed as dist
 
-import braid_torch
 import harness
 
 
@@ -49,7 +48,7 @@ def main():
     for name, t in sorted(e.items(), key=lambda kv: kv[1]):
         print(f"rank 0 {1e3 * (t - t0):9.3f} ms  {name}")
     print(f"rank 0: {r['products']} matrix products before it saw the Work complete; "
-          f"completed at return: {r['completed_at_return']}; asynchronous={braid_torch.asynchronous}")
+          f"completed at return: {r['completed_at_return']}")
     order = ["returned", "first_product", "future_done", "seen_complete"]
     ok = (not r["completed_at_return"] and r["products"] > 0 and all(k in e for k in order)
           and all(e[a] <= e[b] for a, b in zip(order, order[1:])) and r["correct"] and r["success"])

@@ -6,8 +6,8 @@
                              tolerance).
     ddp_test.py --overlap    2 ranks, one gradient bucket per layer: the first bucket's Work
                              completes after its call returned and before backward computed the
-                             first layer's gradient (timestamps; rank 1 joins that bucket late
-                             so rank 0's call is certainly in flight when it returns).
+                             first layer's gradient (timestamps; rank 1 joins that bucket only
+                             once rank 0's call has returned, told through the store).
 """
 
 import sys
@@ -17,7 +17,6 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-import braid_torch
 import harness
 
 STEPS = 8
@@ -86,14 +85,19 @@ def overlap(rank, world):
     ddp = DDP(model, bucket_cap_mb=1, gradient_as_bucket_view=True)
     events = []  # (what, bucket or layer, time)
 
+    store = dist.distributed_c10d._get_default_store()
+
     def hook(_, bucket):
         index = bucket.index()
-        if rank == 1 and index == 0 and steps["n"] == 1:
-            time.sleep(0.01)  # rank 0's call for this bucket cannot complete before rank 1's
+        measured = index == 0 and steps["n"] == 1
+        if rank == 1 and measured:
+            store.wait(["bucket0_returned"])  # rank 0's call cannot complete before it returned
         work = dist.all_reduce(bucket.buffer(), async_op=True)
         returned = time.perf_counter()
         if not work.is_completed():
             events.append(("in_flight_at_return", index, returned))
+        if rank == 0 and measured:
+            store.set("bucket0_returned", "1")
 
         def done(fut):
             events.append(("done", index, time.perf_counter()))
@@ -135,8 +139,7 @@ def main():
         ok = in_flight and returned < done < first and buckets >= 3
         print(f"{'PASS' if ok else 'FAIL'}: {buckets} buckets; bucket 0 returned at {1e3 * (returned - t0):.2f} ms "
               f"{'in flight' if in_flight else 'already complete'}, "
-              f"completed at {1e3 * (done - t0):.2f} ms, before the first layer's gradient at {1e3 * (first - t0):.2f} ms "
-              f"(asynchronous={braid_torch.asynchronous})")
+              f"completed at {1e3 * (done - t0):.2f} ms, before the first layer's gradient at {1e3 * (first - t0):.2f} ms")
         return 0 if ok else 1
 
     world = harness.parse_world(sys.argv)

@@ -12,7 +12,6 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-import braid_torch
 import harness
 
 
@@ -85,29 +84,28 @@ def check_rank(rank, world):
     if not torch.equal(t, torch.full((4,), float(world))):
         failures.append(f"all_reduce after refusals: {t.tolist()}")
 
-    if braid_torch.asynchronous:
-        # Work.wait(timeout): rank 1 joins 1.5 s late; rank 0's wait of 0.2 s gives up first and
-        # the call still completes afterwards.
-        x = torch.full((4,), float(rank))
-        if rank == 1:
-            time.sleep(1.5)
-        work = dist.all_reduce(x, async_op=True)
-        if rank == 0:
-            expect_error(failures, "Work.wait(timeout)", lambda: work.wait(timeout=timedelta(milliseconds=200)),
-                         "did not complete within 200 ms")
-        work.wait()
-        if not torch.equal(x, torch.full((4,), float(sum(range(world))))):
-            failures.append(f"all_reduce after a wait timeout: {x.tolist()}")
+    # Work.wait(timeout): rank 1 joins 1.5 s late; rank 0's wait of 0.2 s gives up first and
+    # the call still completes afterwards.
+    x = torch.full((4,), float(rank))
+    if rank == 1:
+        time.sleep(1.5)
+    work = dist.all_reduce(x, async_op=True)
+    if rank == 0:
+        expect_error(failures, "Work.wait(timeout)", lambda: work.wait(timeout=timedelta(milliseconds=200)),
+                     "did not complete within 200 ms")
+    work.wait()
+    if not torch.equal(x, torch.full((4,), float(sum(range(world))))):
+        failures.append(f"all_reduce after a wait timeout: {x.tolist()}")
 
-        # The group's timeout: in a group made with a 1 s timeout, rank 1 never calls; rank 0's
-        # call fails within the timeout's order with Braid's message.
-        g = dist.new_group(backend="braid", timeout=timedelta(seconds=1))
-        if rank == 0:
-            start = time.monotonic()
-            work = dist.all_reduce(torch.ones(4), group=g, async_op=True)
-            text = expect_error(failures, "group timeout", work.wait, "braid: allreduce failed")
-            print(f"rank 0: the call on the 1 s group failed after {time.monotonic() - start:.2f} s: {text}")
-        dist.barrier()  # rank 1 stays until rank 0's call has failed
+    # The group's timeout: in a group made with a 1 s timeout, rank 1 never calls; rank 0's
+    # call fails within the timeout's order with Braid's message.
+    g = dist.new_group(backend="braid", timeout=timedelta(seconds=1))
+    if rank == 0:
+        start = time.monotonic()
+        work = dist.all_reduce(torch.ones(4), group=g, async_op=True)
+        text = expect_error(failures, "group timeout", work.wait, "braid: allreduce failed")
+        print(f"rank 0: the call on the 1 s group failed after {time.monotonic() - start:.2f} s: {text}")
+    dist.barrier()  # rank 1 stays until rank 0's call has failed
 
     # Ranks calling differently (different counts) fail on both, with Braid's message naming the
     # calls. In its own group: a failed communicator stays failed.
@@ -121,7 +119,7 @@ def check_rank(rank, world):
     text = expect_error(failures, "mismatched counts", mismatched, "braid: allreduce failed",
                         f"ncclAllReduce(count={4 + rank}, float, sum)", f"ncclAllReduce(count={5 - rank}, float, sum)")
     work = calls.get("work")
-    if braid_torch.asynchronous and work is None:
+    if work is None:
         failures.append("mismatched counts: the call raised before it returned a Work (it must fail asynchronously)")
     if work is not None and (not work.is_completed() or work.is_success()):
         failures.append(f"mismatched counts: the failed Work says completed={work.is_completed()} success={work.is_success()}")

@@ -3,6 +3,7 @@
 each rank returned. A rank that raises fails the run with its traceback; a run that outlives its
 deadline is killed and fails naming the ranks that did not finish."""
 
+import faulthandler
 import multiprocessing
 import os
 import queue as queue_module
@@ -26,7 +27,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _child(fn, rank, world, port, init, backend, pg_timeout, pg_options, args, queue):
+def _child(fn, rank, world, port, init, backend, pg_timeout, pg_options, args, queue, deadline_s):
+    faulthandler.dump_traceback_later(max(deadline_s - 5, 1))  # a hung rank shows where it is
     try:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                           WORLD_SIZE=str(world), NCCL_SOCKET_IFNAME="lo", GLOO_SOCKET_IFNAME="lo")
@@ -60,7 +62,8 @@ def run(fn, world, init="env", backend="braid", deadline_s=60.0, pg_timeout=time
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=_child, args=(fn, r, world, port, init, backend, pg_timeout, pg_options, args, queue))
+    procs = [ctx.Process(target=_child, args=(fn, r, world, port, init, backend, pg_timeout, pg_options, args, queue,
+                                                    deadline_s))
              for r in range(world)]
     for p in procs:
         p.start()

@@ -26,10 +26,7 @@ except ImportError as e:
     raise ImportError(f"{e}: a Braid built with CUDA must be loaded when the process starts: "
                       "run Python with LD_PRELOAD=<build dir>/libbraid.so.0 (docs/frameworks.md)") from e
 
-__all__ = ["Options", "compression_stats", "asynchronous"]
-
-# Whether calls run on a host stream and complete after they return (the build's choice).
-asynchronous = _C.asynchronous
+__all__ = ["Options", "compression_stats"]
 
 
 class Options:
