@@ -204,6 +204,15 @@ def check_rank(rank, world):
             dist.send(mine, nxt)
         c.same(f"send/recv {name} from {prv}", got, inputs[prv])
 
+    # A subgroup of the odd ranks (every rank creates it, as torch requires).
+    if world >= 4:
+        odd = [r for r in range(world) if r % 2 == 1]
+        sub = dist.new_group(odd, backend="braid")
+        if rank in odd:
+            t = torch.full((N,), float(rank))
+            dist.all_reduce(t, group=sub)
+            c.same("all_reduce SUM float32 in the subgroup of odd ranks", t, torch.full((N,), float(sum(odd))))
+
     dist.barrier()
     work = dist.barrier(async_op=True)
     work.wait()

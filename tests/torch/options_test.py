@@ -1,7 +1,8 @@
-"""Compression per process group through braid_torch.Options (2 ranks): a group made with
-compression="int8" runs its float AllReduce compressed (Braid's counters say so) within INT8's
-error, "topk:0.25" likewise by its counters; the default group stays exact; a bad policy is
-refused naming it.
+"""braid_torch.Options per process group (2 ranks): a group made with compression="int8" runs
+its float AllReduce compressed (Braid's counters say so) within INT8's error, "topk:0.25"
+likewise by its counters; the default group stays exact; a bad policy is refused naming it; a
+group of priority -1 computes like any other; options that are not braid_torch.Options are
+refused.
 """
 
 import sys
@@ -52,6 +53,18 @@ def check_rank(rank, world):
     except Exception as e:  # noqa: BLE001
         if "zip" not in str(e):
             failures.append(f"compression=\"zip\": the error does not name it: {e}")
+    urgent = dist.new_group(backend="braid", pg_options=braid_torch.Options(priority=-1))
+    x = inputs[rank].clone()
+    dist.all_reduce(x, group=urgent)
+    if not torch.allclose(x, exact, rtol=1e-6, atol=1e-6):
+        failures.append("priority -1 group: all_reduce differs from the exact sum")
+
+    try:
+        dist.new_group(backend="braid", pg_options={"compression": "int8"})
+        failures.append("a dict as pg_options was accepted")
+    except TypeError as e:
+        if "braid_torch.Options" not in str(e):
+            failures.append(f"a dict as pg_options: the error does not say what to pass: {e}")
     print(f"rank {rank}: int8 relative L2 error {error:.4f}")
     return failures
 
@@ -61,7 +74,7 @@ def main():
     failures = [f"rank {r}: {f}" for r, fs in enumerate(results) for f in fs]
     for f in failures:
         print("FAIL", f)
-    print(f"compression: {len(failures)} failed")
+    print(f"options: {len(failures)} failed")
     return 1 if failures else 0
 
 
