@@ -119,6 +119,8 @@ Status refusal(const Item& item) {
   for (const Lane* l : item.lanes) {
     for (ncclComm* c : {l->owner, l->comm}) {
       if (c->abortFlag.load()) return invalidUsage("not run: the communicator was aborted");
+      if (c->revoked.load())
+        return invalidUsage("not run: the communicator was revoked (ncclCommRevoke)");
       const ncclResult_t err = c->asyncError.load();
       if (err != ncclSuccess)
         return {err,
@@ -164,6 +166,7 @@ void finish(Item& item, const Status& st, std::unique_lock<std::mutex>& lock) {
     }
   }
   item.plans.clear();  // the buffers are the caller's again; schedules go back to the cache
+  item.after.clear();  // else every item would keep its predecessors alive
   cv.notify_all();
   for (braidHostStream* s : item.streams) ++s->pins;
   for (braidHostStream* s : item.streams) {
