@@ -4,7 +4,8 @@
  * chunks while it runs). Also the large call's own time in each case. Run under braidrun:
  *   build/release/tools/braidrun -np 2 build/release/bench/micro/priority_bench
  * Flags: -s small bytes (64K), -l large bytes (64M), -n iterations (20), -d microseconds between
- * issuing the large call and the small one (2000: the large call is under way). The three cases
+ * issuing the large call and the small one (2000: the large call is under way; every rank sleeps
+ * that long, so that they issue the small call together). The three cases
  * take turns each iteration, so machine drift hits them alike; medians and 90th percentiles. */
 #include <braid/braid.h>
 #include <nccl.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double nowUs(void) {
   struct timespec t;
@@ -114,7 +116,10 @@ int main(int argc, char** argv) {
         check(
             ncclAllReduce(big, big, largeBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)large),
             "large", comm);
-      while (nowUs() - t0 < delayUs) {}
+      /* Sleep, not spin: where ranks outnumber cores, spinning callers would take the cores
+       * from the large call and from each other, and issue the small call at skewed times. */
+      const double left = delayUs - (nowUs() - t0);
+      if (left > 0) usleep((useconds_t)left);
       braidHostStream_t s = c == kSameClass ? normal : urgent;
       const double t1 = nowUs();
       check(ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)s),

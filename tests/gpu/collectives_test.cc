@@ -15,6 +15,7 @@
 
 #include "common/ranks.h"
 #include "gpu_test_util.h"
+#include "braid/braid.h"
 #include "nccl.h"
 
 namespace braid::testing {
@@ -285,6 +286,33 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     RANK_NCCL(ncclAllReduce(h.data(), h.data(), 8, ncclFloat32, ncclSum, comm, nullptr), comm);
     if (h[0] != 1.0f) return "host AllReduce after device work gave " + std::to_string(h[0]);
     RANK_NCCL(ncclMemFree(mem), comm);
+    return "";
+  }));
+}
+
+// A Braid host stream carries host-memory calls only: with device buffers it is refused by
+// name; with host buffers, device support on, the call is queued and completes as on a
+// machine without a GPU.
+TEST_F(GpuCollectives, HostStreamTakesHostBuffersOnly) {
+  expectAllOk(runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    RankDevice d;
+    if (auto e = d.init(comm); !e.empty()) return e;
+    float* dev;
+    if (auto e = d.alloc(1024 * 4, &dev); !e.empty()) return e;
+    braidHostStream_t hs = nullptr;
+    RANK_NCCL(braidHostStreamCreate(&hs, 0), comm);
+    const auto stream = reinterpret_cast<cudaStream_t>(hs);
+    if (ncclAllReduce(dev, dev, 1024, ncclFloat32, ncclSum, comm, stream) != ncclInvalidArgument)
+      return "device buffers on a host stream were not ncclInvalidArgument";
+    if (std::string(ncclGetLastError(comm)).find("host stream") == std::string::npos)
+      return std::string("message: ") + ncclGetLastError(comm);
+    std::vector<float> host(1024, float(rank + 1));
+    RANK_NCCL(ncclAllReduce(host.data(), host.data(), 1024, ncclFloat32, ncclSum, comm, stream),
+              comm);
+    RANK_NCCL(braidHostStreamSynchronize(hs), comm);
+    RANK_NCCL(braidHostStreamDestroy(hs), comm);
+    for (float v : host)
+      if (v != 3.0f) return "host-stream AllReduce with device support on gave " + std::to_string(v);
     return "";
   }));
 }

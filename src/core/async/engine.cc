@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/futex.h"
 #include "base/log.h"
 #include "core/comm/comm.h"
 #include "core/comm/split.h"
@@ -45,8 +46,9 @@ struct Item {
   std::vector<braidHostStream*> streams;     // distinct
   std::vector<struct Lane*> lanes;           // distinct; lanes[0]'s thread runs it
   std::vector<std::shared_ptr<Item>> after;  // items queued before it on its streams
-  int cls = 0;         // its lanes' class (the highest when a group mixes classes)
-  bool mixed = false;  // a group over lanes of several classes: it holds nothing back
+  int cls = 0;           // its lanes' class (the highest when a group mixes classes)
+  bool mixed = false;    // a group over lanes of several classes: it holds nothing back
+  bool holding = false;  // counted in Lanes::activeAbove: lower lanes hold back
   bool done = false;
 };
 
@@ -110,6 +112,25 @@ bool runnable(const Lane* lane) {
   return true;
 }
 
+// From the moment an item of a class above 0 can run until it is complete, the lower lanes of
+// its communicator hold back their sends: counted as soon as it is submitted when nothing is
+// before it, so they stop before its thread is even scheduled (where ranks outnumber cores,
+// that takes a while), and never earlier, since what is before it may need them.
+void startHolding(Item& item) {
+  if (item.holding || item.mixed || item.cls == 0) return;
+  item.holding = true;
+  Lanes& lanes = *item.lanes[0]->owner->async;
+  for (int c = 0; c < item.cls; ++c) lanes.activeAbove[c].fetch_add(1);
+}
+
+void stopHolding(Item& item) {
+  if (!item.holding) return;
+  item.holding = false;
+  Lanes& lanes = *item.lanes[0]->owner->async;
+  for (int c = 0; c < item.cls; ++c)
+    if (lanes.activeAbove[c].fetch_sub(1) == 1) futexWakeAll(&lanes.activeAbove[c]);
+}
+
 // Why an item must not run: a failed stream, an aborted or failed communicator.
 Status refusal(const Item& item) {
   for (const braidHostStream* s : item.streams)
@@ -119,6 +140,8 @@ Status refusal(const Item& item) {
   for (const Lane* l : item.lanes) {
     for (ncclComm* c : {l->owner, l->comm}) {
       if (c->abortFlag.load()) return invalidUsage("not run: the communicator was aborted");
+      if (c->revoked.load())
+        return invalidUsage("not run: the communicator was revoked (ncclCommRevoke)");
       const ncclResult_t err = c->asyncError.load();
       if (err != ncclSuccess)
         return {err,
@@ -164,6 +187,7 @@ void finish(Item& item, const Status& st, std::unique_lock<std::mutex>& lock) {
     }
   }
   item.plans.clear();  // the buffers are the caller's again; schedules go back to the cache
+  item.after.clear();  // else every item would keep its predecessors alive
   cv.notify_all();
   for (braidHostStream* s : item.streams) ++s->pins;
   for (braidHostStream* s : item.streams) {
@@ -181,19 +205,15 @@ void runWorker(Lane* lane) {
     std::shared_ptr<Item> item = lane->queue.front();
     Status st = refusal(*item);
     if (st.ok()) {
-      Lanes& lanes = *lane->owner->async;
-      const bool holds = !item->mixed;
-      if (holds)
-        for (int c = 0; c < item->cls; ++c) lanes.activeAbove[c].fetch_add(1);
+      startHolding(*item);
       lock.unlock();
       exec::Options options;
       options.background = true;
-      if (holds) options.holdWhile = &lanes.activeAbove[item->cls];
+      if (!item->mixed) options.holdWhile = &lane->owner->async->activeAbove[item->cls];
       st = execute(item->plans, options);
       lock.lock();
-      if (holds)
-        for (int c = 0; c < item->cls; ++c) lanes.activeAbove[c].fetch_sub(1);
     }
+    stopHolding(*item);
     if (!st.ok()) BRAID_WARN("host stream: %s", st.message().c_str());
     finish(*item, st, lock);
   }
@@ -336,6 +356,7 @@ Status submit(std::vector<Plan> plans) {
     ++s->queued;
   }
   for (Lane* l : item->lanes) l->queue.push_back(item);
+  if (runnable(item->lanes[0])) startHolding(*item);
   cv.notify_all();
   return Status::Ok();
 }

@@ -85,7 +85,8 @@ struct Options {
   bool background = false;
   // While this counter is nonzero (a call of a higher priority class runs on the same
   // communicator) the run posts no new sends: what it has in flight completes, and its
-  // receives still go on, so a peer's messages in flight complete too.
+  // receives still go on, so a peer's messages in flight complete too. When nothing moves it
+  // sleeps on the counter (base/futex.h): whoever brings it to zero wakes it.
   const std::atomic<uint32_t>* holdWhile = nullptr;
 };
 }  // namespace exec

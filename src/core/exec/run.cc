@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
+#include "base/futex.h"
 #include "base/log.h"
 #include "base/small_copy.h"
 #include "base/thread_local.h"
@@ -393,7 +393,8 @@ Status Run::loop() {
     }
     if (held) {  // a higher class runs: not a wait for peers, and it ends without our help
       for (Waiter& w : waiters_) w.restart();
-      std::this_thread::sleep_for(kHeldPoll);
+      if (const uint32_t v = holdWhile_->load(std::memory_order_relaxed); v != 0)
+        futexWait(holdWhile_, v, kSleep);  // woken when the last call above ends
       BRAID_TRY(periodicChecks());
       continue;
     }

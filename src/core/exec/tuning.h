@@ -10,9 +10,6 @@ namespace braid::exec {
 // The longest a waiting rank sleeps (in poll or on doorbells) before it checks for timeouts,
 // aborts and failures again.
 constexpr std::chrono::microseconds kSleep{2000};
-// How often a run held back for a higher priority class looks again (core/async/engine.h): a
-// small share of the urgent call's time, so the held call resumes soon after it.
-constexpr std::chrono::microseconds kHeldPoll{20};
 // How long a rank yields before it sleeps on doorbells (shared memory).
 constexpr std::chrono::microseconds kBellsAfter{200};
 // Calls whose own data (count x type size) is this large cannot keep their output in the caches:
