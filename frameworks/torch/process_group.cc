@@ -2,6 +2,7 @@
 
 #include <ATen/MemoryOverlap.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
@@ -75,6 +76,27 @@ void checkSingle(size_t n, const std::string& what, const std::string& which) {
   if (n != 1)
     refuse(what, which + " holds " + std::to_string(n) +
                      " tensors; the braid backend takes one tensor per rank (CPU)");
+}
+
+// A per-rank list (all_gather's outputs, scatter's inputs, ...): one tensor per rank of the
+// group, each of `like`'s dtype and element count.
+void checkList(const std::vector<at::Tensor>& list, const at::Tensor& like, int size,
+               const std::string& what, const std::string& which) {
+  if (static_cast<int>(list.size()) != size)
+    refuse(what, which + " holds " + std::to_string(list.size()) +
+                     " tensors, expected the group size " + std::to_string(size));
+  const std::string element = "a tensor of " + which;
+  for (const auto& t : list) {
+    checkSameKind(t, like, what, element);
+    checkNumel(t, like.numel(), what, element);
+  }
+}
+
+void checkTag(int tag, const std::string& what) {
+  if (tag != 0)
+    refuse(what, "tag " + std::to_string(tag) +
+                     " is not supported: Braid matches a pair's messages in call order, tags must "
+                     "be 0");
 }
 
 // What Braid reads: the tensor itself when contiguous, else a contiguous copy, kept alive.
@@ -153,9 +175,12 @@ ProcessGroupBraid::ProcessGroupBraid(c10d::Store& store, int rank, int size, Con
   braidCompressPolicy_t policy;
   const bool compress = !config_.compression.empty() || config_.compressMinBytes >= 0;
   if (compress) {
-    check(braidCompressPolicyParse(
-              config_.compression.empty() ? "none" : config_.compression.c_str(), &policy),
-          "compression \"" + config_.compression + "\"", nullptr);
+    // Without a codec of its own the group keeps BRAID_COMPRESS's, with its own minimum size.
+    const char* env = std::getenv("BRAID_COMPRESS");
+    const std::string text = !config_.compression.empty() ? config_.compression
+                             : env && *env                ? env
+                                                          : "none";
+    check(braidCompressPolicyParse(text.c_str(), &policy), "compression \"" + text + "\"", nullptr);
     if (config_.compressMinBytes >= 0)
       policy.minBytes = static_cast<size_t>(config_.compressMinBytes);
   }
@@ -304,14 +329,22 @@ ncclRedOp_t ProcessGroupBraid::reductionOp(const c10d::ReduceOp& op, const at::T
           static_cast<const c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
       if (!supplement) refuse(name, "PREMUL_SUM without its factor");
       at::Tensor factor;
+#if TORCH_VERSION_MAJOR >= 2
+      // torch 2.x: one factor, a double or a one-element tensor.
+      if (supplement->tensor_factor.defined())
+        factor = supplement->tensor_factor.to(at::kCPU, type).reshape({-1});
+#else
+      // torch 1.x: a double, or one one-element tensor per input tensor.
       if (!supplement->tensor_factors.empty()) {
         if (index >= supplement->tensor_factors.size())
           refuse(name, "PREMUL_SUM has fewer factors than tensors");
         factor = supplement->tensor_factors[index].to(at::kCPU, type).reshape({-1});
-        checkNumel(factor, 1, name, "PREMUL_SUM's factor");
-      } else {
-        factor = at::full({1}, supplement->double_factor, tensor.options());
       }
+#endif
+      if (factor.defined())
+        checkNumel(factor, 1, name, "PREMUL_SUM's factor");
+      else
+        factor = at::full({1}, supplement->double_factor, tensor.options());
       factor = factor.contiguous();
       ncclRedOp_t premul;
       check(ncclRedOpCreatePreMulSum(&premul, factor.data_ptr(), dataType(tensor, name),
@@ -407,13 +440,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
   checkSingle(outputs.size(), what, "the output list of lists");
   const at::Tensor& in = inputs[0];
   checkTensor(in, what);
-  if (static_cast<int>(outputs[0].size()) != size_)
-    refuse(what, "the output list holds " + std::to_string(outputs[0].size()) +
-                     " tensors, expected the group size " + std::to_string(size_));
-  for (const auto& o : outputs[0]) {
-    checkSameKind(o, in, what, "an output tensor");
-    checkNumel(o, in.numel(), what, "an output tensor");
-  }
+  checkList(outputs[0], in, size_, what, "the output list");
   auto work = c10::make_intrusive<Work>(rank_, c10d::OpType::ALLGATHER, what, outputs[0]);
   at::Tensor src = input(in, *work);
   at::Tensor flat = flatOutput(outputs[0], *work);
@@ -452,13 +479,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::gather(
   const int root = static_cast<int>(opts.rootRank);
   if (rank_ == root) {
     checkSingle(outputs.size(), what, "the output list of lists");
-    if (static_cast<int>(outputs[0].size()) != size_)
-      refuse(what, "the gather list holds " + std::to_string(outputs[0].size()) +
-                       " tensors, expected the group size " + std::to_string(size_));
-    for (const auto& o : outputs[0]) {
-      checkSameKind(o, in, what, "a gather-list tensor");
-      checkNumel(o, in.numel(), what, "a gather-list tensor");
-    }
+    checkList(outputs[0], in, size_, what, "the gather list");
   } else if (!outputs.empty() && !outputs[0].empty()) {
     refuse(what, "only the root rank takes a gather list");
   }
@@ -484,13 +505,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::scatter(
   const int root = static_cast<int>(opts.rootRank);
   if (rank_ == root) {
     checkSingle(inputs.size(), what, "the input list of lists");
-    if (static_cast<int>(inputs[0].size()) != size_)
-      refuse(what, "the scatter list holds " + std::to_string(inputs[0].size()) +
-                       " tensors, expected the group size " + std::to_string(size_));
-    for (const auto& i : inputs[0]) {
-      checkSameKind(i, out, what, "a scatter-list tensor");
-      checkNumel(i, out.numel(), what, "a scatter-list tensor");
-    }
+    checkList(inputs[0], out, size_, what, "the scatter list");
   } else if (!inputs.empty() && !inputs[0].empty()) {
     refuse(what, "only the root rank takes a scatter list");
   }
@@ -512,13 +527,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
   checkSingle(inputs.size(), what, "the input list of lists");
   const at::Tensor& out = outputs[0];
   checkTensor(out, what);
-  if (static_cast<int>(inputs[0].size()) != size_)
-    refuse(what, "the input list holds " + std::to_string(inputs[0].size()) +
-                     " tensors, expected the group size " + std::to_string(size_));
-  for (const auto& i : inputs[0]) {
-    checkSameKind(i, out, what, "an input tensor");
-    checkNumel(i, out.numel(), what, "an input tensor");
-  }
+  checkList(inputs[0], out, size_, what, "the input list");
   auto work = c10::make_intrusive<Work>(rank_, c10d::OpType::REDUCE_SCATTER, what, outputs);
   ncclRedOp_t op = reductionOp(opts.reduceOp, out, 0, "reduce_scatter", *work);
   at::Tensor flat = flatInput(inputs[0], *work);
@@ -654,10 +663,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& 
   checkSingle(tensors.size(), what, "the tensor list");
   checkTensor(tensors[0], what);
   checkPeer(dstRank, size_, what);
-  if (tag != 0)
-    refuse(what,
-           "tag " + std::to_string(tag) +
-               " is not supported: Braid matches a pair's messages in call order, tags must be 0");
+  checkTag(tag, what);
   auto work = c10::make_intrusive<Work>(rank_, c10d::OpType::SEND, what, tensors);
   at::Tensor src = input(tensors[0], *work);
   ncclDataType_t type = dataType(src, what);
@@ -672,10 +678,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& 
   checkSingle(tensors.size(), what, "the tensor list");
   checkTensor(tensors[0], what);
   checkPeer(srcRank, size_, what);
-  if (tag != 0)
-    refuse(what,
-           "tag " + std::to_string(tag) +
-               " is not supported: Braid matches a pair's messages in call order, tags must be 0");
+  checkTag(tag, what);
   auto work = c10::make_intrusive<Work>(rank_, c10d::OpType::RECV, what, tensors);
   at::Tensor dst = output(tensors[0], *work, what);
   ncclDataType_t type = dataType(dst, what);

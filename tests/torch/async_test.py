@@ -3,8 +3,8 @@
 Rank 1 calls all_reduce 0.3 s late, so rank 0's call cannot complete before it returns. Rank 0
 then multiplies matrices, polling Work.is_completed() between products, and never calls wait()
 before it sees completion. Timestamps, in order, must be: the call returned (not completed),
-matrix products ran, the Work's Future completed (its callback's time), rank 0 saw it complete
-while computing. Then the result is checked.
+matrix products ran, rank 0 saw it complete while computing; and the Work's Future completed
+(its callback's time) after the call returned. Then the result is checked.
 """
 
 import sys
@@ -49,9 +49,12 @@ def main():
         print(f"rank 0 {1e3 * (t - t0):9.3f} ms  {name}")
     print(f"rank 0: {r['products']} matrix products before it saw the Work complete; "
           f"completed at return: {r['completed_at_return']}")
-    order = ["returned", "first_product", "future_done", "seen_complete"]
-    ok = (not r["completed_at_return"] and r["products"] > 0 and all(k in e for k in order)
-          and all(e[a] <= e[b] for a, b in zip(order, order[1:])) and r["correct"] and r["success"])
+    # The Future's callback runs on the group's completion thread once the Work is complete, so
+    # it is ordered after the return, not against rank 0's polling.
+    order = ["returned", "first_product", "seen_complete"]
+    ok = (not r["completed_at_return"] and r["products"] > 0 and all(k in e for k in order + ["future_done"])
+          and all(e[a] <= e[b] for a, b in zip(order, order[1:])) and e["returned"] < e["future_done"]
+          and r["correct"] and r["success"])
     print("PASS" if ok else "FAIL", "the Work completed after the call returned, while rank 0 computed")
     return 0 if ok else 1
 

@@ -161,10 +161,7 @@ def main():
     print(f"{world} ranks, {STEPS} steps: one process {['%.6f' % v for v in single]}")
     print(f"{world} ranks, {STEPS} steps: braid DDP   {['%.6f' % v for v in results[0][0]]}")
     print(f"{world} ranks, {STEPS} steps: gloo DDP    {['%.6f' % v for v in results[0][1]]}")
-    for f in failures:
-        print("FAIL", f)
-    print(f"DDP loss match, {world} ranks: {'PASS' if not failures else 'FAIL'}")
-    return 1 if failures else 0
+    return harness.report(failures, f"DDP loss match, {world} ranks")
 
 
 if __name__ == "__main__":

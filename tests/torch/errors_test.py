@@ -43,7 +43,7 @@ def check_rank(rank, world):
                  "ReduceOp.AVG needs a floating-point tensor")
     expect_error(failures, "all_gather shapes",
                  lambda: dist.all_gather([torch.empty(4), torch.empty(3)], t),
-                 "braid: allgather", "an output tensor has 3 elements, expected 4")
+                 "braid: allgather", "a tensor of the output list has 3 elements, expected 4")
     expect_error(failures, "_reduce_scatter_base dtypes",
                  lambda: dist._reduce_scatter_base(torch.empty(4), torch.ones(4 * world, dtype=torch.float64)),
                  "the input tensor has dtype Double, expected Float")
@@ -129,11 +129,7 @@ def check_rank(rank, world):
 
 def main():
     results = harness.run(check_rank, 2, init="store", deadline_s=60)
-    failures = [f"rank {r}: {f}" for r, fs in enumerate(results) for f in fs]
-    for f in failures:
-        print("FAIL", f)
-    print(f"errors: {len(failures)} failed")
-    return 1 if failures else 0
+    return harness.report(harness.rank_failures(results), "errors")
 
 
 if __name__ == "__main__":

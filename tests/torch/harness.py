@@ -100,6 +100,19 @@ def run(fn, world, init="env", backend="braid", deadline_s=60.0, pg_timeout=time
     return [results[r] for r in range(world)]
 
 
+def report(failures, summary):
+    """Prints each failure and a summary line ending in how many failed; the exit code."""
+    for f in failures:
+        print("FAIL", f)
+    print(f"{summary}, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+def rank_failures(results):
+    """[["text", ...] per rank] as one list of "rank r: text"."""
+    return [f"rank {r}: {f}" for r, fs in enumerate(results) for f in fs]
+
+
 def parse_world(argv, default=2):
     """`--world N` from argv."""
     if "--world" in argv:

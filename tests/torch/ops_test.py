@@ -227,11 +227,7 @@ def main():
     init = sys.argv[sys.argv.index("--init") + 1] if "--init" in sys.argv else "env"
     results = harness.run(check_rank, world, init=init, deadline_s=120)
     failures = [f for _, fs in results for f in fs]
-    checks = sum(n for n, _ in results)
-    for f in failures:
-        print("FAIL", f)
-    print(f"{world} ranks ({init}://): {checks} checks, {len(failures)} failed")
-    return 1 if failures else 0
+    return harness.report(failures, f"{world} ranks ({init}://): {sum(n for n, _ in results)} checks")
 
 
 if __name__ == "__main__":

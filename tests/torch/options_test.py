@@ -71,11 +71,7 @@ def check_rank(rank, world):
 
 def main():
     results = harness.run(check_rank, 2, deadline_s=60)
-    failures = [f"rank {r}: {f}" for r, fs in enumerate(results) for f in fs]
-    for f in failures:
-        print("FAIL", f)
-    print(f"options: {len(failures)} failed")
-    return 1 if failures else 0
+    return harness.report(harness.rank_failures(results), "options")
 
 
 if __name__ == "__main__":

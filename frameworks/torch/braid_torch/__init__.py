@@ -16,15 +16,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-try:
-    from . import _C
-except ImportError as e:
-    if "static TLS" not in str(e):
-        raise
-    # A Braid built with CUDA links the CUDA runtime statically; its thread-local block cannot
-    # be mapped into a process that is already running (dlopen), only at its start.
-    raise ImportError(f"{e}: a Braid built with CUDA must be loaded when the process starts: "
-                      "run Python with LD_PRELOAD=<build dir>/libbraid.so.0 (docs/frameworks.md)") from e
+from . import _C
 
 __all__ = ["Options", "compression_stats"]
 
