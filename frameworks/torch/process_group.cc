@@ -346,12 +346,15 @@ ncclRedOp_t ProcessGroupBraid::reductionOp(const c10d::ReduceOp& op, const at::T
       else
         factor = at::full({1}, supplement->double_factor, tensor.options());
       factor = factor.contiguous();
+      // Created and destroyed under the enqueue lock, as calls are queued: the communicator's op
+      // table is never changed by two threads at once.
       ncclRedOp_t premul;
-      check(ncclRedOpCreatePreMulSum(&premul, factor.data_ptr(), dataType(tensor, name),
-                                     ncclScalarHostImmediate, comm_),
-            name + ": ncclRedOpCreatePreMulSum", comm_);
-      // Destroyed under the enqueue lock: the completion thread must not race a call's use of
-      // the communicator's op table.
+      {
+        std::lock_guard<std::mutex> lock(enqueueMutex_);
+        check(ncclRedOpCreatePreMulSum(&premul, factor.data_ptr(), dataType(tensor, name),
+                                       ncclScalarHostImmediate, comm_),
+              name + ": ncclRedOpCreatePreMulSum", comm_);
+      }
       work.atCompletion([this, premul] {
         std::lock_guard<std::mutex> lock(enqueueMutex_);
         ncclRedOpDestroy(premul, comm_);

@@ -10,7 +10,10 @@ namespace braid_torch {
 Work::Work(int rank, c10d::OpType type, std::string what, std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type), what_(std::move(what)), outputs_(std::move(outputs)) {}
 
-Work::~Work() = default;
+Work::~Work() {
+  // A call refused before it was queued never completes: release what it borrowed.
+  for (auto& fn : cleanup_) fn();
+}
 
 void Work::complete(ncclResult_t result, const std::string& message) {
   std::exception_ptr error;

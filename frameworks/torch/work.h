@@ -29,7 +29,8 @@ class Work : public c10d::Work {
   void copyBack(at::Tensor staging, at::Tensor destination) {
     copyBack_.emplace_back(std::move(staging), std::move(destination));
   }
-  // Runs once the call is complete, before the Work is (releases what the call borrowed).
+  // Runs once the call is complete, before the Work is, or when a Work that never ran is
+  // destroyed (releases what the call borrowed).
   void atCompletion(std::function<void()> fn) { cleanup_.push_back(std::move(fn)); }
 
   // Called once, on the process group's completion thread (or on the calling thread for calls
