@@ -100,9 +100,8 @@ typedef struct braidHostStream* braidHostStream_t;
 
 /* Priority, as CUDA's stream priorities: lower numbers are more urgent. 0 is the normal class;
  * -1, -2 and -3 are higher classes (values above 0 act as 0, below -3 as -3). When calls of a
- * higher class are queued on a communicator while a lower one runs, the lower one stops posting
- * new chunks until they are done (its messages in flight complete), so a small urgent call does
- * not wait behind a large one. Each class of a communicator has its own connections, made at
+ * higher class are queued on a communicator while a lower one runs, the lower one pauses
+ * between chunks until they are done, so a small urgent call does not wait behind a large one. Each class of a communicator has its own connections, made at
  * its first call: every rank must give a call the same class. */
 ncclResult_t braidHostStreamCreate(braidHostStream_t* stream, int priority);
 ncclResult_t braidHostStreamGetPriority(braidHostStream_t stream, int* priority);

@@ -320,7 +320,6 @@ Status laneFor(ncclComm* comm, const braidHostStream* stream, ncclComm** lane) {
   ncclComm* twin = nullptr;
   BRAID_TRY(duplicateComm(comm, kTagTwin + static_cast<uint64_t>(cls), &twin)
                 .withContext(strfmt("connecting priority class %d", cls)));
-  twin->twinOf = comm;
   twin->twinClass = cls;
   twin->timeoutMs = comm->timeoutMs;
   twin->compression.setDefaultPolicy(comm->compression.defaultPolicy());

@@ -9,8 +9,8 @@
 // makes the twin there). Each lane has one progress thread that runs its items one at a time
 // with the ordinary executor, so the k-th call of a lane meets the k-th call of every peer's,
 // as blocking calls do; lanes, and so communicators and priority classes, run concurrently.
-// While a lane of a higher class runs an item, the lower lanes of its communicator post no new
-// sends (exec::Options::holdWhile): their messages in flight complete, their next chunks wait.
+// While a lane of a higher class runs an item, the lower lanes of its communicator move nothing
+// (exec::Options::holdWhile): their runs sleep, their chunks wait where they are.
 #pragma once
 
 #include <cstdint>

@@ -138,7 +138,10 @@ Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
              cores, localRanks <= cores ? "spinning" : "not spinning");
   BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
-  BRAID_TRY(buildTopology());
+  if (twinOf)
+    topology = twinOf->topology;
+  else
+    BRAID_TRY(buildTopology());
   BRAID_INFO(kInit, "comm %p rank %d nranks %d: ready (%s)", static_cast<void*>(this), rank, nranks,
              config.name.empty() ? "unnamed" : config.name.c_str());
   return Status::Ok();

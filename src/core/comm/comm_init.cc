@@ -53,6 +53,7 @@ Status createComm(const InitRequest& request, ncclComm** out) {
   comm->rank = request.rank;
   comm->nranks = request.nranks;
   comm->config = request.config;
+  comm->twinOf = request.twinOf;
   BRAID_TRY(applyEnvironment(comm.get()));
   comm->initTimeoutMs = request.staggered ? 2 * comm->timeoutMs : comm->timeoutMs;
   // The device is the caller's, so it is read here on the caller's thread, before a

@@ -27,6 +27,9 @@ struct InitRequest {
   // BRAID_TIMEOUT_MS apart (a rank next to the failed one notices at once, the others by
   // their timeout), so init waits twice the timeout for them.
   bool staggered = false;
+  // A twin (core/async/engine.h): the same ranks as this communicator, whose topology it takes
+  // instead of probing the network again (while the original may be moving data).
+  ncclComm* twinOf = nullptr;
 };
 
 // Blocking config: returns once connected, *out set only on success. Non-blocking: *out is set

@@ -76,6 +76,7 @@ Status duplicateComm(ncclComm* parent, uint64_t tag, ncclComm** out) {
   InitRequest request;
   request.config = parent->config;
   request.config.blocking = true;
+  request.twinOf = parent;
   return joinChild(parent, members, 0, tag, std::move(request), out);
 }
 

@@ -22,8 +22,9 @@ Status shrinkComm(ncclComm* parent, std::span<const int> excluded, InitRequest r
                   ncclComm** out);
 
 // A twin of `parent`: the same ranks in the same order, connections of its own (a host
-// stream's priority class, core/async/engine.h). Collective over the parent; `tag` tells
-// concurrent duplications apart. Always a blocking init.
+// stream's priority class, core/async/engine.h), the parent's topology (no second probe), and
+// (*out)->twinOf = parent. Collective over the parent; `tag` tells concurrent duplications
+// apart. Always a blocking init.
 Status duplicateComm(ncclComm* parent, uint64_t tag, ncclComm** out);
 
 // NCCL_SHRINK_ABORT: fails the collectives in flight on the parent (it is left revoked) and

@@ -84,9 +84,10 @@ struct Options {
   // spins while waiting, whatever the communicator's spin policy.
   bool background = false;
   // While this counter is nonzero (a call of a higher priority class runs on the same
-  // communicator) the run posts no new sends: what it has in flight completes, and its
-  // receives still go on, so a peer's messages in flight complete too. When nothing moves it
-  // sleeps on the counter (base/futex.h): whoever brings it to zero wakes it.
+  // communicator) the run moves nothing: it neither posts nor progresses its messages (a chunk
+  // half sent waits where it is) and sleeps on the counter (base/futex.h) until whoever brings
+  // it to zero wakes it. The urgent call has its own connections, so it needs nothing from a
+  // held run, on this rank or any other.
   const std::atomic<uint32_t>* holdWhile = nullptr;
 };
 }  // namespace exec

@@ -255,10 +255,10 @@ bool Run::streamed(StepRef ref) const {
          s.dependentsBegin[ref.step] == s.dependentsBegin[ref.step + 1];
 }
 
-Status Run::pump(ChannelQueue& q, bool held, bool* moved) {
+Status Run::pump(ChannelQueue& q, bool* moved) {
   PeerChannel& ch = q.comm->channels[q.peer];
   transport::Endpoint* ep = ch.endpoint.get();
-  while (!held && q.sendsPosted < q.sends.size() && readyToSend(q, q.sendsPosted)) {
+  while (q.sendsPosted < q.sends.size() && readyToSend(q, q.sendsPosted)) {
     bool inlined;
     BRAID_TRY(postSend(q, q.sends[q.sendsPosted], &inlined));
     q.sendSeq[q.sendsPosted++] = ++ch.sendsPosted;
@@ -359,7 +359,17 @@ Status Run::loop() {
   idle_.start(background_ ? 0 : spinRounds_);
   while (pending_ > 0) {
     bool moved = false;
-    const bool held = holdWhile_ && holdWhile_->load(std::memory_order_relaxed) != 0;
+    // A call of a higher priority class runs on this communicator: this run moves nothing,
+    // neither posting nor progressing its messages, until it ends (it needs nothing from us).
+    // Not a wait for peers: no timeout runs meanwhile.
+    if (holdWhile_) {
+      if (const uint32_t v = holdWhile_->load(std::memory_order_relaxed); v != 0) {
+        futexWait(holdWhile_, v, kSleep);  // woken when the last call above ends
+        for (Waiter& w : waiters_) w.restart();
+        BRAID_TRY(periodicChecks());
+        continue;
+      }
+    }
     while (!localReady_.empty()) {
       StepRef ref = localReady_.back();
       localReady_.pop_back();
@@ -369,7 +379,7 @@ Status Run::loop() {
     }
     for (size_t i = 0; i < nQueues_; ++i) {
       ChannelQueue& q = queues_[i];
-      Status st = pump(q, held, &moved);
+      Status st = pump(q, &moved);
       if (!st.ok()) {
         const Plan& plan = plans_[q.sends.empty() ? q.recvs[0].plan : q.sends[0].plan];
         // Only a signature check fails with InvalidUsage here: mismatched calls. Ranks that do
@@ -389,13 +399,6 @@ Status Run::loop() {
     if (moved) {
       if (wakeups_.armed()) wakeups_.clear();
       idle_.moved();
-      continue;
-    }
-    if (held) {  // a higher class runs: not a wait for peers, and it ends without our help
-      for (Waiter& w : waiters_) w.restart();
-      if (const uint32_t v = holdWhile_->load(std::memory_order_relaxed); v != 0)
-        futexWait(holdWhile_, v, kSleep);  // woken when the last call above ends
-      BRAID_TRY(periodicChecks());
       continue;
     }
     if (idle_.idleRound())  // a wait starts now: timeouts measure time without progress

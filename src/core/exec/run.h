@@ -45,7 +45,7 @@ class Run {
   bool canReplay() const;
   void replay();
   Status loop();
-  Status pump(ChannelQueue& q, bool held, bool* moved);
+  Status pump(ChannelQueue& q, bool* moved);
   bool postRecvs(ChannelQueue& q, Status* st);
   Status postSend(ChannelQueue& q, StepRef ref, bool* inlined);
   Status postRecv(ChannelQueue& q, StepRef ref);
