@@ -227,7 +227,7 @@ def main():
     init = sys.argv[sys.argv.index("--init") + 1] if "--init" in sys.argv else "env"
     results = harness.run(check_rank, world, init=init, deadline_s=120)
     failures = [f for _, fs in results for f in fs]
-    return harness.report(failures, f"{world} ranks ({init}://): {sum(n for n, _ in results)} checks")
+    return harness.report(failures, f"{world} ranks (rendezvous: {init}): {sum(n for n, _ in results)} checks")
 
 
 if __name__ == "__main__":
