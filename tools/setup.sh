@@ -5,10 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# python3-torch, libtorch-dev, pybind11-dev and python3-dev: the torch.distributed backend
+# (frameworks/torch, built when they are present) and its tests (ctest -L torch).
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2
-          libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev
+          python3-torch libtorch-dev pybind11-dev python3-dev)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(openmpi-bin libopenmpi-dev python3-torch python3-matplotlib)
+  packages+=(openmpi-bin libopenmpi-dev python3-matplotlib)
 fi
 
 missing=()
