@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Braid needs on a fresh Debian/Ubuntu machine (root or sudo), then configures
 # and builds it in build/release. `--bench` also installs the baselines bench/compare runs
-# against (OpenMPI and PyTorch's Gloo) and matplotlib for its --plot.
+# against (OpenMPI; PyTorch's Gloo comes with python3-torch), matplotlib for its --plot, and
+# scikit-learn for bench/train's data set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ packages=(build-essential cmake ninja-build pkg-config python3 iproute2
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev
           python3-torch libtorch-dev pybind11-dev python3-dev)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(openmpi-bin libopenmpi-dev python3-matplotlib)
+  packages+=(openmpi-bin libopenmpi-dev python3-matplotlib python3-sklearn)
 fi
 
 missing=()

@@ -10,8 +10,8 @@ python3-sklearn), per setting and backend side by side in one run.
 Settings: `host` runs --np ranks as processes of this machine (127.0.0.1); `cluster` runs one
 rank per host of `tools/netcluster --hosts 8 --racks 2` (host links 2 Gbit/s, rack uplinks a
 third of that, ranks alternating racks; root needed), `cluster-int8` / `cluster-topk` the same
-with BRAID_COMPRESS=int8 / topk:0.01 for Braid (Gloo has no compression: its column is the exact
-run of the same cluster). Each (setting, backend) runs --rounds times, the backends taking turns,
+with BRAID_COMPRESS=int8 / topk:0.01 for Braid only (Gloo has no compression: compare with its
+run in `cluster`). Each (setting, backend) runs --rounds times, the backends taking turns,
 and the table keeps each metric's median over rounds.
 
 Per run, every rank trains --steps steps of --batch samples (a fresh shuffle each epoch, each
@@ -247,6 +247,8 @@ def main():
     for setting in args.settings:
         for rnd in range(args.rounds):
             for backend in args.backends:
+                if SETTINGS[setting]["compress"] and backend != "braid":
+                    continue  # nothing to compress: the exact run of the same cluster stands
                 r = run_one(args, setting, backend)
                 results.setdefault((setting, backend), []).append(r)
                 print(f"# {setting} {backend} round {rnd + 1}: step {r['step_ms']:.1f} ms, overlap "
