@@ -7,10 +7,12 @@ python3-sklearn), per setting and backend side by side in one run.
     /usr/bin/python3 bench/train/train_ddp.py --settings host,cluster,cluster-int8,cluster-topk \\
         --out bench/results/train_ddp.md
 
-Settings: `host` runs --np ranks as processes of this machine (127.0.0.1); `cluster` runs one
+Settings: `host` runs --np ranks as processes of this machine (127.0.0.1), `host-int8` and
+`host-topk` the same compressed (below); `cluster` runs one
 rank per host of `tools/netcluster --hosts 8 --racks 2` (host links 2 Gbit/s, rack uplinks a
 third of that, ranks alternating racks; root needed), `cluster-int8` / `cluster-topk` the same
-with BRAID_COMPRESS=int8 / topk:0.01 for Braid only (Gloo has no compression: compare with its
+with BRAID_COMPRESS=int8 / topk:0.01 (and BRAID_COMPRESS_MIN_BYTES=--compress-min-bytes) for
+Braid only (Gloo has no compression: compare with its
 run in `cluster`). Each (setting, backend) runs --rounds times, the backends taking turns,
 and the table keeps each metric's median over rounds.
 
@@ -44,6 +46,8 @@ NETCLUSTER = ROOT / "tools" / "netcluster"
 CLUSTER_ARGS = ["--hosts", "8", "--racks", "2", "--placement", "alternate"]
 SETTINGS = {
     "host": {"cluster": False, "compress": None},
+    "host-int8": {"cluster": False, "compress": "int8"},
+    "host-topk": {"cluster": False, "compress": "topk:0.01"},
     "cluster": {"cluster": True, "compress": None},
     "cluster-int8": {"cluster": True, "compress": "int8"},
     "cluster-topk": {"cluster": True, "compress": "topk:0.01"},
@@ -71,7 +75,8 @@ def worker(args):
     import torch.distributed as dist
     import torch.nn as nn
     if args.backend == "braid":
-        import braid_torch  # noqa: F401  (registers the "braid" backend)
+        global braid_torch
+        import braid_torch  # registers the "braid" backend
     torch.set_num_threads(1)  # ranks share the machine's cores
     torch.manual_seed(0)
     dist.init_process_group(args.backend, init_method="env://")
@@ -128,6 +133,9 @@ def worker(args):
                 accuracy = (model(xv).argmax(1) == yv).float().mean().item()
             if time_to_target is None and accuracy >= args.target:
                 time_to_target = train_time
+    # Which calls ran compressed (Braid's counters), so a compressed setting shows it compressed.
+    compressed = (braid_torch.compression_stats()["compressed_calls"]
+                  if args.backend == "braid" else 0)
     dist.barrier()
     if rank == 0:
         step = statistics.mean(step_times)
@@ -136,7 +144,8 @@ def worker(args):
             "overlap": statistics.mean(overlaps) if overlaps else 0.0,
             "samples_s": world * args.batch / step,
             "time_to_target_s": time_to_target, "accuracy": accuracy,
-            "buckets": len(comm), "params": sum(p.numel() for p in model.parameters())}), flush=True)
+            "buckets": len(comm), "params": sum(p.numel() for p in model.parameters()),
+            "compressed_calls": compressed}), flush=True)
     dist.destroy_process_group()
     return 0
 
@@ -165,6 +174,9 @@ def run_one(args, setting, backend):
     env.pop("BRAID_COMPRESS", None)
     if backend == "braid" and conf["compress"]:
         env["BRAID_COMPRESS"] = conf["compress"]
+        # DDP's buckets are --bucket-mb at most: below Braid's default minimum (1 MiB) they
+        # would all stay exact.
+        env["BRAID_COMPRESS_MIN_BYTES"] = str(args.compress_min_bytes)
     cmd = ["/usr/bin/python3", str(Path(__file__).resolve()), "--worker", "--backend", backend,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch),
            "--hidden", str(args.hidden), "--bucket-mb", str(args.bucket_mb), "--lr", str(args.lr),
@@ -197,7 +209,8 @@ def run_one(args, setting, backend):
 
 def table(results, args):
     lines = ["| setting | backend | ranks | step ms | overlap | samples/s | time to "
-             f"{args.target:.0%} s | final accuracy |", "|---|---|---|---|---|---|---|---|"]
+             f"{args.target:.0%} s | final accuracy | calls compressed |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for setting in args.settings:
         for backend in args.backends:
             runs = results.get((setting, backend), [])
@@ -212,7 +225,7 @@ def table(results, args):
                 reached += f" ({len(tts)}/{len(runs)} runs reached it)"
             lines.append(f"| {setting} | {label} | {runs[0]['world']} | {med('step_ms'):.1f} | "
                          f"{med('overlap'):.0%} | {med('samples_s'):.0f} | {reached} | "
-                         f"{med('accuracy'):.1%} |")
+                         f"{med('accuracy'):.1%} | {runs[0].get('compressed_calls', 0)} |")
     return "\n".join(lines)
 
 
@@ -229,7 +242,9 @@ def main():
     ap.add_argument("--batch", type=int, default=32, help="samples per rank per step")
     ap.add_argument("--hidden", type=int, default=1024, help="width of the three hidden layers")
     ap.add_argument("--bucket-mb", type=float, default=1.0, help="DDP's bucket_cap_mb")
-    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--compress-min-bytes", type=int, default=65536,
+                    help="BRAID_COMPRESS_MIN_BYTES of the compressed settings")
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--target", type=float, default=0.95)
     ap.add_argument("--build", default=str(ROOT / "build" / "release"))
