@@ -115,8 +115,9 @@ ncclResult_t braidHostStreamQuery(braidHostStream_t stream);
 ncclResult_t braidHostStreamSynchronize(braidHostStream_t stream);
 
 /* Called once everything queued on the stream before it is complete, with ncclSuccess or the
- * stream's error and its text (NULL on success). It runs on a Braid progress thread: it must be
- * short and must not wait for Braid work. */
+ * stream's error and its text (NULL on success). It runs on a Braid progress thread, or at once
+ * on the calling thread when the stream is idle; a stream's callbacks run one at a time, in the
+ * order they were added. It must be short and must not wait for Braid work. */
 typedef void (*braidHostCallback_t)(ncclResult_t result, const char* message, void* arg);
 ncclResult_t braidHostStreamAddCallback(braidHostStream_t stream, braidHostCallback_t callback,
                                         void* arg);
