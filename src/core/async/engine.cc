@@ -20,8 +20,6 @@ struct Item;
 
 // The object behind braidHostStream_t. Its state is guarded by the engine's one mutex.
 struct braidHostStream {
-  static constexpr uint64_t kMagic = 0x62726169642d6873ull;  // "braid-hs"
-  uint64_t magic = kMagic;
   int priority = 0;
   uint64_t queued = 0;     // items queued on the stream so far
   uint64_t completed = 0;  // of those, complete (items of a stream complete in order)
@@ -86,10 +84,8 @@ Lanes& lanesOf(ncclComm* owner) {
 
 void runWorker(Lane* lane);
 
-// The lane that runs plans made on `comm` (a communicator or a twin), its thread started.
-Lane* laneOfPlanComm(ncclComm* comm) {
-  ncclComm* owner = comm->twinOf ? comm->twinOf : comm;
-  const int cls = comm->twinOf ? comm->twinClass : 0;
+// Class `cls`'s lane of `owner`, carried by `comm` (owner itself, or its twin), made on first use.
+Lane* laneSlot(ncclComm* owner, ncclComm* comm, int cls) {
   std::unique_ptr<Lane>& slot = lanesOf(owner).lane[cls];
   if (!slot) {
     slot = std::make_unique<Lane>();
@@ -97,8 +93,15 @@ Lane* laneOfPlanComm(ncclComm* comm) {
     slot->comm = comm;
     slot->cls = cls;
   }
-  if (!slot->thread.joinable()) slot->thread = std::thread(runWorker, slot.get());
   return slot.get();
+}
+
+// The lane that runs plans made on `comm` (a communicator or a twin), its thread started.
+Lane* laneOfPlanComm(ncclComm* comm) {
+  Lane* lane =
+      comm->twinOf ? laneSlot(comm->twinOf, comm, comm->twinClass) : laneSlot(comm, comm, 0);
+  if (!lane->thread.joinable()) lane->thread = std::thread(runWorker, lane);
+  return lane;
 }
 
 bool runnable(const Lane* lane) {
@@ -258,17 +261,11 @@ Status destroyStream(braidHostStream* stream) {
     return stream->completed >= target && stream->due.empty() && !stream->delivering &&
            stream->pins == 0;
   });
+  // Every callback has run: each was due once the calls before it completed, all of them now.
   live.erase(stream);
   liveCount.store(live.size());
-  // Callbacks registered after the last call are due now (nothing is queued any more).
-  std::deque<braidHostStream::Callback> left = std::move(stream->callbacks);
   const Status error = stream->error;
-  stream->magic = 0;
-  stream->last.reset();
   delete stream;
-  lock.unlock();
-  for (const auto& cb : left)
-    cb.fn(error.code(), error.ok() ? nullptr : error.message().c_str(), cb.arg);
   return error;
 }
 
@@ -310,7 +307,7 @@ Status laneFor(ncclComm* comm, const braidHostStream* stream, ncclComm** lane) {
   {
     std::lock_guard<std::mutex> lock(mu);
     Lanes& lanes = lanesOf(comm);
-    if (lanes.lane[cls] && lanes.lane[cls]->comm) {
+    if (lanes.lane[cls]) {
       *lane = lanes.lane[cls]->comm;
       return Status::Ok();
     }
@@ -325,11 +322,7 @@ Status laneFor(ncclComm* comm, const braidHostStream* stream, ncclComm** lane) {
   twin->compression.setDefaultPolicy(comm->compression.defaultPolicy());
   BRAID_INFO(kInit, "rank %d: priority class %d has its own connections now", comm->rank, cls);
   std::lock_guard<std::mutex> lock(mu);
-  auto slot = std::make_unique<Lane>();
-  slot->owner = comm;
-  slot->comm = twin;
-  slot->cls = cls;
-  lanesOf(comm).lane[cls] = std::move(slot);
+  laneSlot(comm, twin, cls);
   *lane = twin;
   return Status::Ok();
 }
