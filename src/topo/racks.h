@@ -51,14 +51,15 @@ using MeasureFn = std::function<Status(int hostA, int hostB, LinkSample* out)>;
 
 struct ProbeOptions {
   std::chrono::milliseconds budget{1000};  // no new measurement starts after this
-  int maxPairs = 0;                        // 0: 4 x hosts
+  int maxPairs = 0;                        // measurements at most (0: 4 x hosts)
   RackOptions racks;
 };
 
 // Measures a ring (h, h+1) and a star from host 0, clusters, then lets the lowest host outside
 // every known rack measure the hosts still unplaced, until every host is placed or the budget or
-// maxPairs runs out (the racks are then those the measurements made so far support).
-// `samples` (optional) receives every measurement.
+// maxPairs runs out (the racks are then those the measurements made so far support). A host
+// left alone in a rack has its fastest pair to each other rack measured again (the faster of the
+// two counts) before the split is accepted. `samples` (optional) receives each measured pair once.
 Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options,
                   RackClustering* out, std::vector<PairSample>* samples = nullptr);
 

@@ -136,7 +136,7 @@ TEST_P(Probe, FindsTheRacksWithFewMeasurements) {
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_EQ(c.racks, pc.racks) << "seed " << seed;
     EXPECT_EQ(c.rackOfHost, canonical(pc.rack)) << "seed " << seed;
-    EXPECT_EQ(static_cast<int>(samples.size()), s.calls);
+    EXPECT_LE(static_cast<int>(samples.size()), s.calls);
     EXPECT_LE(s.calls, 4 * n) << "the probe is bounded, not all pairs";
     EXPECT_LT(s.calls, n * (n - 1) / 2) << "fewer than all pairs";
     std::set<std::pair<int, int>> pairs;
@@ -154,6 +154,42 @@ INSTANTIATE_TEST_SUITE_P(
         ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0}, 1},  // uniform
         ProbeCase{{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, 4},  // four racks of three
         ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2}, 3}));
+
+// One in-rack pair measured at an uplink's rate the first time (a loaded machine): with racks
+// interleaved, that pair is host 2's only one inside its rack, so the first clustering leaves
+// host 2 alone. The probe measures it again and finds the two real racks.
+TEST(Probe, OneBadMeasurementDoesNotMakeARack) {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    Synthetic s{{0, 1, 0, 1, 0, 1, 0, 1}};
+    s.rng.seed(seed);
+    bool spoiled = false;
+    MeasureFn noisy = [&](int a, int b, LinkSample* out) {
+      *out = s.measure(a, b);
+      if (std::min(a, b) == 0 && std::max(a, b) == 2 && !spoiled) {
+        spoiled = true;
+        out->bandwidthGbps = s.across;
+      }
+      return Status::Ok();
+    };
+    RackClustering c;
+    std::vector<PairSample> samples;
+    ASSERT_TRUE(probeRacks(8, noisy, {}, &c, &samples).ok());
+    EXPECT_TRUE(spoiled);
+    EXPECT_EQ(c.racks, 2) << "seed " << seed;
+    EXPECT_EQ(c.rackOfHost, canonical(s.rack)) << "seed " << seed;
+    EXPECT_LE(s.calls, 4 * 8);
+  }
+}
+
+// A host that really is alone stays alone, at the cost of one more measurement per other rack.
+TEST(Probe, ALoneHostIsConfirmedOnce) {
+  Synthetic s{{0, 0, 0, 1, 0, 0, 0, 0}};
+  RackClustering c;
+  std::vector<PairSample> samples;
+  ASSERT_TRUE(probeRacks(8, s.fn(), {}, &c, &samples).ok());
+  EXPECT_EQ(c.rackOfHost, canonical(s.rack));
+  EXPECT_EQ(s.calls, static_cast<int>(samples.size()) + 1);
+}
 
 TEST(ProbeLimits, StopsAtTheBudget) {
   Synthetic s{{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1}};
