@@ -37,6 +37,15 @@ const char* collectiveName(Collective coll);  // NCCL's function name, e.g. "ncc
 // (see the executor). The other collectives check with every rank.
 bool needsEveryInput(Collective coll);
 
+// A schedule's steps, and the selector's work pricing candidates, grow with the call's data
+// over its pipeline chunk. A call has at most this many chunks of its whole data (the nranks
+// blocks of a block collective included): past it (2 GiB at the default 512 KiB chunks) chunks
+// grow instead of the schedule, so no count makes a schedule unbounded.
+inline constexpr size_t kMaxChunksPerCall = size_t{1} << 12;
+// CollArgs::chunkCount for a call: chunkBytes' worth of elements, or more for a call above
+// kMaxChunksPerCall chunks. The same on every rank (it depends on no rank's role).
+size_t pipelineChunk(Collective coll, size_t count, int nranks, size_t typeSize, size_t chunkBytes);
+
 // One collective call as one rank sees it. `count` is the NCCL call's count argument:
 //   AllReduce, Broadcast, Reduce: elements of the buffer;
 //   AllGather: sendcount (recvbuff holds nranks * count);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 
 #include "algos/algorithm.h"
@@ -40,6 +41,17 @@ const char* collectiveName(Collective coll) {
 bool needsEveryInput(Collective coll) {
   return coll == Collective::AllReduce || coll == Collective::AllGather ||
          coll == Collective::ReduceScatter || coll == Collective::AlltoAll;
+}
+
+size_t pipelineChunk(Collective coll, size_t count, int nranks, size_t typeSize,
+                     size_t chunkBytes) {
+  const bool blocks = coll == Collective::AllGather || coll == Collective::ReduceScatter ||
+                      coll == Collective::AlltoAll || coll == Collective::Gather ||
+                      coll == Collective::Scatter;
+  // The caller checked count x type size x nranks fits in 64 bits (core/plan's checkExtents).
+  const size_t elements = count * (blocks ? static_cast<size_t>(std::max(nranks, 1)) : 1);
+  const size_t fewest = elements / kMaxChunksPerCall + (elements % kMaxChunksPerCall != 0);
+  return std::max({size_t{1}, chunkBytes / std::max<size_t>(typeSize, 1), fewest});
 }
 
 std::span<const Algorithm* const> algorithms() {

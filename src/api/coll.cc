@@ -73,6 +73,7 @@ Status enqueueOnHostStream(ncclComm* comm, const Call& call, const void* sendbuf
 // waits for ncclGroupEnd.
 Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
                cudaStream_t stream) {
+  BRAID_TRY(braid::checkExtents(comm, call, sendbuff, recvbuff));
   if (braidHostStream* hs = braid::async::hostStream(stream))
     return enqueueOnHostStream(comm, call, sendbuff, recvbuff, hs);
   // Device support only: the host path never asks what its pointers are.

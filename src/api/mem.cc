@@ -1,6 +1,8 @@
 // Memory: ncclMemAlloc / ncclMemFree (device memory where there is device support, else shared
 // host memory), buffer registration (with every transport of the communicator) and windows
 // (core/comm/memory_registry.h).
+#include <cstdint>
+
 #include "api/guard.h"
 #include "core/comm/comm.h"
 #include "core/comm/memory_registry.h"
@@ -8,6 +10,21 @@
 
 using braid::Status;
 using braid::api::guard;
+
+namespace {
+
+// A registered range is looked up by address arithmetic: it must not wrap the address space.
+Status checkRange(const void* buff, size_t size) {
+  if (!buff) return braid::invalidArgument("buff is NULL (size %zu)", size);
+  if (size == 0) return braid::invalidArgument("size is 0 (buff %p)", buff);
+  uintptr_t end = 0;
+  if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(buff), size, &end))
+    return braid::invalidArgument("buff %p + size %zu runs past the end of the address space", buff,
+                                  size);
+  return Status::Ok();
+}
+
+}  // namespace
 
 BRAID_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   return guard(nullptr, "ncclMemAlloc", [&]() -> Status {
@@ -38,8 +55,7 @@ BRAID_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, siz
     BRAID_TRY(braid::api::checkComm(comm));
     if (!handle) return braid::invalidArgument("handle is NULL");
     *handle = nullptr;
-    if (!buff) return braid::invalidArgument("buff is NULL (size %zu)", size);
-    if (size == 0) return braid::invalidArgument("size is 0 (buff %p)", buff);
+    BRAID_TRY(checkRange(buff, size));
     return comm->memory.add(buff, size, comm->transports, handle);
   });
 }
@@ -59,8 +75,7 @@ BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, siz
     BRAID_TRY(braid::api::checkComm(comm));
     if (!win) return braid::invalidArgument("win is NULL");
     *win = nullptr;
-    if (!buff) return braid::invalidArgument("buff is NULL (size %zu)", size);
-    if (size == 0) return braid::invalidArgument("size is 0 (buff %p)", buff);
+    BRAID_TRY(checkRange(buff, size));
     if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC)
       return braid::invalidArgument(
           "winFlags 0x%x is neither NCCL_WIN_DEFAULT nor NCCL_WIN_COLL_SYMMETRIC", winFlags);

@@ -185,7 +185,9 @@ void expectHierarchicalInt8(const SimRun& run, int n, size_t count, double div,
     err2 += d * d;
     ref2 += exact * exact;
   }
-  if (count > 100) EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+  if (count > 100) {
+    EXPECT_LT(std::sqrt(err2 / ref2), 0.03) << what;
+  }
 }
 
 // c2hier on equal racks (and hosts with several ranks): every rank the same bits, the error of

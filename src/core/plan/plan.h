@@ -33,6 +33,13 @@ struct Call {
 device::Buffers extents(const ncclComm* comm, const Call& call, const void* sendbuff,
                         const void* recvbuff);
 
+// Whether every buffer the call touches on this rank can exist: its bytes (count x type size,
+// x nranks for the block collectives) neither overflow nor run past the end of the address
+// space from its pointer. ncclInvalidArgument naming the buffer otherwise. Checked before
+// anything computes with the sizes (extents, the plan).
+Status checkExtents(const ncclComm* comm, const Call& call, const void* sendbuff,
+                    const void* recvbuff);
+
 // The plan for a call of count > 0 on this rank: the schedule selected and built (or taken from
 // the communicator's cache), the buffers and arithmetic bound. Host memory; the caller marks a
 // device plan (onDevice, stream, extents).
