@@ -1,13 +1,16 @@
 // A rank dies (SIGKILL) or stalls (alive but silent) in the middle of an AllReduce loop: with
-// BRAID_TIMEOUT_MS set, every other rank returns an error within the timeout plus one second,
-// nobody hangs, and no shared-memory segment is left behind in /dev/shm.
+// BRAID_TIMEOUT_MS set, every other rank returns an error within the timeout plus one second
+// that names the lost rank, its host and pid, nobody hangs, and no shared-memory segment is
+// left behind in /dev/shm.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "common/ranks.h"
@@ -26,6 +29,7 @@ struct Shared {
   std::atomic<int64_t> failedAt[8];
   std::atomic<int> result[8];
   std::atomic<int> pid[8];
+  char message[8][2048];
 };
 
 // Segments the test's ranks created ("braid-<kind>-<pid>-..."): other tests running at the same
@@ -69,6 +73,8 @@ void faultOneRank(const char* shmDisable, Fault fault) {
           if (res != ncclSuccess) {
             shared->failedAt[rank] = nowMs();
             shared->result[rank] = res;
+            snprintf(shared->message[rank], sizeof shared->message[rank], "%s",
+                     ncclGetLastError(comm));
             return 0;
           }
         }
@@ -87,6 +93,12 @@ void faultOneRank(const char* shmDisable, Fault fault) {
           << "rank " << r << " gave up early";
     }
     EXPECT_LE(shared->failedAt[r] - shared->killedAt, kTimeoutMs + 1000) << "rank " << r;
+    // Every survivor names the lost rank, with its host and pid, whomever it waited on itself.
+    const std::string named = "no word from rank " + std::to_string(kVictim) + " (host ";
+    const std::string pid = "pid " + std::to_string(shared->pid[kVictim]) + ")";
+    const std::string text = shared->message[r];
+    EXPECT_NE(text.find(named), std::string::npos) << "rank " << r << ": " << text;
+    EXPECT_NE(text.find(pid), std::string::npos) << "rank " << r << ": " << text;
   }
   const auto left = segmentsOf(*shared, kRanks);
   EXPECT_TRUE(left.empty()) << "a /dev/shm segment was left behind: " << left.front();

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "core/bootstrap/bootstrap.h"
 #include "core/comm/memory_registry.h"
+#include "core/comm/peer_loss.h"
 #include "core/comm/redop.h"
 #include "core/plan/compression.h"
 #include "core/plan/plan.h"
@@ -139,6 +140,8 @@ struct ncclComm {
   // bootstrap, heard by ranks that are waiting on data that will never come.
   void broadcastFailure(const std::string& text);
   bool heardFailure(std::string* text);
+  // Ranks that gave up on their peers, and whom they awaited (core/comm/peer_loss.h).
+  braid::loss::Reports loss;
 
   void setLastError(const std::string& text);
   std::string lastError();

@@ -10,6 +10,7 @@
 #include "base/small_copy.h"
 #include "base/thread_local.h"
 #include "core/comm/comm.h"
+#include "core/comm/peer_loss.h"
 #include "core/exec/codec_steps.h"
 #include "core/exec/handshake.h"
 #include "core/exec/signature.h"
@@ -393,7 +394,9 @@ Status Run::loop() {
         std::string text;
         if (plan.comm->checkMismatch && plan.comm->heardFailure(&text))
           return failed(plan, invalidUsage("%s", text.c_str()));
-        return failed(plan, st.withContext(strfmt("with rank %d", q.peer)));
+        return lostPeers(
+            plan, st.withContext(strfmt("with %s", loss::describeRank(q.comm, q.peer).c_str())),
+            {q.peer});
       }
     }
     if (moved) {
@@ -421,6 +424,11 @@ Status Run::loop() {
 Status Run::periodicChecks() {
   for (size_t p = 0; p < plans_.size(); ++p) {
     Status st = waiters_[p].check("waiting for peers");
+    if (!st.ok() && waiters_[p].expired()) {
+      std::vector<int> ranks;
+      const std::string text = st.message() + awaited(plans_[p].comm, &ranks);
+      return lostPeers(plans_[p], Status(st.code(), text), std::move(ranks));
+    }
     if (!st.ok()) return failed(plans_[p], st);
     // Revoked is not failed: the communicator stays usable for shrink and split.
     if (plans_[p].comm->revoked.load(std::memory_order_relaxed))
@@ -428,11 +436,66 @@ Status Run::periodicChecks() {
                           plans_[p].comm->rank, describe(plans_[p]).c_str());
   }
   if (!idle_.check()) return Status::Ok();
+  // Another rank gave up on its peers: this call cannot complete either.
+  for (size_t p = 0; p < plans_.size(); ++p) {
+    loss::Report report;
+    if (!loss::heard(plans_[p].comm, &report)) continue;
+    std::vector<int> ranks;
+    const std::string own = awaited(plans_[p].comm, &ranks);
+    return lostPeers(plans_[p],
+                     remoteError("rank %d gave up on its peers (%s)%s", report.from,
+                                 report.text.c_str(), own.c_str()),
+                     std::move(ranks), strfmt("after rank %d gave up%s", report.from, own.c_str()));
+  }
   std::string text;
   for (size_t p = 0; p < plans_.size(); ++p)
     if (plans_[p].comm->checkMismatch && plans_[p].comm->heardFailure(&text))
       return failed(plans_[p], invalidUsage("%s", text.c_str()));
   return Status::Ok();
+}
+
+std::string Run::awaited(const ncclComm* comm, std::vector<int>* ranks) const {
+  constexpr int kNamed = 8;  // a thousand-rank job's message names a few, then counts
+  std::string out;
+  int named = 0, more = 0;
+  for (size_t i = 0; i < nQueues_; ++i) {
+    const ChannelQueue& q = queues_[i];
+    if (q.comm != comm) continue;
+    std::string what;
+    if (q.recvsDone < q.recvsPosted) {
+      const StepRef ref = q.recvs[q.recvsDone];
+      what = ref.step >= kSignature
+                 ? std::string("its signature of this call")
+                 : strfmt("message %zu of %zu from it (step %u, %s of %zu bytes)", q.recvsDone + 1,
+                          q.recvs.size(), ref.step, algos::stepKindName(stepOf(ref).kind),
+                          bytesOf(ref.plan, stepOf(ref).dst));
+    } else if (q.sendsDone < q.sendsPosted) {
+      const StepRef ref = q.sends[q.sendsDone];
+      what = ref.step >= kSignature
+                 ? std::string("it to take this rank's signature")
+                 : strfmt("it to take message %zu of %zu (step %u, %zu bytes)", q.sendsDone + 1,
+                          q.sends.size(), ref.step, bytesOf(ref.plan, stepOf(ref).src));
+    } else {
+      continue;
+    }
+    ranks->push_back(q.peer);
+    if (named++ >= kNamed) {
+      ++more;
+      continue;
+    }
+    out += strfmt("%s %s: %s", named == 1 ? "; awaiting" : ";",
+                  loss::describeRank(comm, q.peer).c_str(), what.c_str());
+  }
+  if (more > 0) out += strfmt("; and %d more ranks", more);
+  return out;
+}
+
+Status Run::lostPeers(const Plan& plan, const Status& status, std::vector<int> awaited,
+                      const std::string& diagnosis) {
+  std::sort(awaited.begin(), awaited.end());
+  awaited.erase(std::unique(awaited.begin(), awaited.end()), awaited.end());
+  loss::report(plan.comm, awaited, diagnosis.empty() ? status.message() : diagnosis);
+  return failed(plan, Status(status.code(), status.message() + loss::culprits(plan.comm, awaited)));
 }
 
 Status Run::failed(const Plan& plan, const Status& status) {

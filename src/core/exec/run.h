@@ -59,6 +59,14 @@ class Run {
   Status failed(const Plan& plan, const Status& status);
   void abandon(ncclResult_t code);
 
+  // After a timeout: the peers this run waits on, on which host, and for what.
+  std::string awaited(const ncclComm* comm, std::vector<int>* ranks) const;
+  // A failure that involves peers: every rank is told whom this rank awaited (with `diagnosis`,
+  // or the status's text), and the message is completed with the ranks that went silent
+  // (core/comm/peer_loss.h).
+  Status lostPeers(const Plan& plan, const Status& status, std::vector<int> awaited,
+                   const std::string& diagnosis = {});
+
   // handshake.h (inline: on every small call's path) and handshake.cc
   Status addSignatures(uint32_t plan);
   Status announceReceives();
