@@ -45,11 +45,16 @@ const Var kBraidDirectMaxBytes = {
     "BRAID_DIRECT_MAX_BYTES", "65536",
     "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
     "decides below it"};
+const Var kBraidInitTimeoutMs = {
+    "BRAID_INIT_TIMEOUT_MS", "600000",
+    "the longest init waits (reaching the bootstrap root, the rendezvous, connecting to peers) "
+    "before it fails naming what it waited for; twice as long in ncclCommSplit and "
+    "ncclCommShrink; 0: no limit. The default is PyTorch's process-group timeout"};
 const Var kBraidTimeoutMs = {
     "BRAID_TIMEOUT_MS", "0",
-    "0: no timeout; otherwise a collective that makes no progress for this long fails with "
-    "ncclRemoteError (peer gone) or ncclSystemError; init waits this long for the other ranks "
-    "(twice as long in ncclCommSplit and ncclCommShrink)"};
+    "0: no timeout (NCCL's default); otherwise a collective that makes no progress for this long "
+    "fails with ncclRemoteError (peer gone) or ncclSystemError, naming the ranks it awaited; "
+    "init then waits no longer than this either"};
 
 List coreVariables() {
   static const Var* const kList[] = {&kNcclAlgo,
@@ -63,6 +68,7 @@ List coreVariables() {
                                      &kBraidCompressMinBytes,
                                      &kBraidCuda,
                                      &kBraidDirectMaxBytes,
+                                     &kBraidInitTimeoutMs,
                                      &kBraidTimeoutMs};
   return kList;
 }

@@ -17,6 +17,7 @@ extern const Var kBraidCompressFeedback;
 extern const Var kBraidCompressMinBytes;
 extern const Var kBraidCuda;
 extern const Var kBraidDirectMaxBytes;
+extern const Var kBraidInitTimeoutMs;
 extern const Var kBraidTimeoutMs;
 
 List coreVariables();

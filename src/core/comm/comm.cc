@@ -16,6 +16,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "core/comm/calls_in_flight.h"
+#include "core/variables.h"
 #include "topo/comm_topology.h"
 #include "topo/host_topology.h"
 #include "topo/probe.h"
@@ -113,6 +114,15 @@ using braid::Status;
 
 Status ncclComm::init(const ncclUniqueId& id, bool hostRoot) {
   braid::Waiter waiter(initTimeoutMs > 0 ? initTimeoutMs : 0, &abortFlag);
+  Status st = initWith(id, hostRoot, waiter);
+  if (!st.ok() && waiter.expired())
+    return Status(st.code(), st.message() + braid::strfmt(" (init waits at most %lld ms: %s)",
+                                                          static_cast<long long>(initTimeoutMs),
+                                                          braid::env::kBraidInitTimeoutMs.name));
+  return st;
+}
+
+Status ncclComm::initWith(const ncclUniqueId& id, bool hostRoot, const braid::Waiter& waiter) {
   BRAID_TRY(braid::Bootstrap::create(id, rank, nranks, hostRoot, waiter, &bootstrap));
 
   peers.assign(nranks, {});

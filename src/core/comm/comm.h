@@ -151,6 +151,7 @@ struct ncclComm {
   }
 
  private:
+  braid::Status initWith(const ncclUniqueId& id, bool hostRoot, const braid::Waiter& waiter);
   braid::Status connectAll(const braid::Waiter& waiter);
   braid::Status buildTopology();
   braid::transport::LinkCost pairLinkCost(bool sameHost) const;

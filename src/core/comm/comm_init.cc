@@ -55,7 +55,11 @@ Status createComm(const InitRequest& request, ncclComm** out) {
   comm->config = request.config;
   comm->twinOf = request.twinOf;
   BRAID_TRY(applyEnvironment(comm.get()));
-  comm->initTimeoutMs = request.staggered ? 2 * comm->timeoutMs : comm->timeoutMs;
+  // Init never waits forever by default (BRAID_INIT_TIMEOUT_MS); a collective timeout that is
+  // shorter bounds it too.
+  int64_t initMs = std::max<int64_t>(0, env::getInt(env::kBraidInitTimeoutMs));
+  if (comm->timeoutMs > 0 && (initMs == 0 || comm->timeoutMs < initMs)) initMs = comm->timeoutMs;
+  comm->initTimeoutMs = request.staggered ? 2 * initMs : initMs;
   // The device is the caller's, so it is read here on the caller's thread, before a
   // non-blocking init moves to its own.
   device::probe();
