@@ -20,6 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "core/comm/calls_in_flight.h"
 #include "nccl.h"
 
 namespace braid::testing {
@@ -131,9 +134,20 @@ inline int hostOnlyExitCode() {
   return dev == -1 ? 0 : 4;
 }
 
+// Returns once some thread is inside a call on `comm` (core/comm/calls_in_flight.h: what
+// ncclCommAbort itself waits for); false after 60 s without.
+inline bool waitUntilInCall(ncclComm_t comm) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (bool first = true; !calls::inFlight(comm, first); first = false) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 // Rank 0 of a clique waits in an AllReduce that its peers never join, on a thread of its own:
 // what ncclCommAbort, ncclCommRevoke or a shrink must end. result is the call's once it returned,
-// -1 before; the constructor gives the thread 200 ms to get inside the call.
+// -1 before; the constructor returns once the thread is inside the call.
 class StuckAllReduce {
  public:
   explicit StuckAllReduce(ncclComm_t comm)
@@ -141,7 +155,7 @@ class StuckAllReduce {
           float x[16] = {};
           result = ncclAllReduce(x, x, 16, ncclFloat, ncclSum, comm, nullptr);
         }) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!waitUntilInCall(comm)) ADD_FAILURE() << "the AllReduce thread never entered its call";
   }
   ~StuckAllReduce() { join(); }
   void join() {

@@ -5,6 +5,7 @@
 // still carries its signature (a mismatch after many identical calls is caught).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -89,11 +90,25 @@ TEST(RepeatCall, GroupedCallBetweenRepeats) {
 TEST(RepeatCall, SignatureThatWentWithoutItsData) {
   setenv("BRAID_ALGO", "chain", 1);
   constexpr int kRanks = 4;
-  auto errors = testing::runThreads(kRanks, [](int rank, ncclComm_t comm) -> std::string {
+  std::atomic<ncclComm_t> comms[kRanks] = {};
+  std::atomic<int> calling[kRanks] = {};  // the call a rank is about to make (1-based)
+  auto errors = testing::runThreads(kRanks, [&](int rank, ncclComm_t comm) -> std::string {
+    comms[rank] = comm;
     std::vector<int> buf(4);
     for (int i = 0; i < 3; ++i) {
       for (int& v : buf) v = rank == 0 ? 100 + i : -1;
-      if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      // The root calls once every other rank is inside its call, and then only after their
+      // signatures' wait for data (kFlushSignaturesAfter, 5 ms) ran out several times over.
+      if (rank == 0) {
+        for (int r = 1; r < kRanks; ++r) {
+          while (calling[r].load() <= i) std::this_thread::yield();
+          if (!testing::waitUntilInCall(comms[r].load()))
+            return "rank " + std::to_string(r) + " never entered call " + std::to_string(i);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      } else {
+        calling[rank] = i + 1;  // its previous call has returned: in flight now means this one
+      }
       if (ncclBroadcast(buf.data(), buf.data(), buf.size(), ncclInt32, 0, comm, nullptr) !=
           ncclSuccess)
         return "call " + std::to_string(i) + ": " + last(comm);
