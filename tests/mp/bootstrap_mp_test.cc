@@ -174,7 +174,8 @@ TEST(BootstrapMp, AnIdOfAnotherRendezvousIsRefusedAndTheOthersInit) {
   auto refused = forkRanks(
       1, [&](int) { return expectInitFailure(stale, 0, 2, ncclInvalidArgument, {"magic"}); }, 60);
   EXPECT_EQ(refused, std::vector<int>(1, 0));
-  auto codes = forkRanks(2, [&](int r) { return initAndDestroy(id, r, 2); }, 60);
+  auto codes = forkRanks(
+      2, [&](int r) { return initAndDestroy(id, r, 2); }, 60);
   EXPECT_EQ(codes, std::vector<int>(2, 0));
 }
 

@@ -1,12 +1,14 @@
 // Ranks after the rendezvous: a ring (one dialed connection to the next rank, one accepted from
 // the previous) carries allGather and barrier; send/recv use one direct connection per ordered
 // pair, dialed lazily by the sender. Every connection opens with magic + rank + kind, so a
-// stray connection to a rank's listener is recognised and dropped.
+// stray connection to a rank's listener is recognised and dropped; hellos are read without
+// blocking, all pending connections at once, so strangers hold up no rank.
 #include "core/bootstrap/bootstrap.h"
 
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -27,6 +29,18 @@ using bootstrap::ConnKind;
 using bootstrap::kMsgHeaderBytes;
 using bootstrap::kPeerHelloBytes;
 constexpr int kPollMs = 50;
+
+// Connections waiting for their hello beyond this are refused: a flood must not exhaust fds.
+constexpr size_t kMaxIncoming = 256;
+using Clock = std::chrono::steady_clock;
+
+// An accepted connection whose hello is still arriving.
+struct Incoming {
+  net::Fd fd;
+  uint8_t hello[kPeerHelloBytes] = {};
+  size_t got = 0;
+  Clock::time_point deadline;
+};
 
 struct Unexpected {
   uint64_t tag;
@@ -96,14 +110,11 @@ class BootstrapImpl final : public Bootstrap {
         return Status::Ok();
       }
     }
-    // Connections dialed since we last looked: take them in without waiting.
+    // Connections dialed since we last looked, and hellos that came in: take them without
+    // waiting.
     Waiter w = opWaiter();
-    for (;;) {
-      net::Fd fd;
-      BRAID_TRY(net::acceptOne(listener_.get(), w, 0, &fd));
-      if (!fd.valid()) break;
-      BRAID_TRY(admit(std::move(fd), w));
-    }
+    BRAID_TRY(acceptWaiting(w));
+    readHellos();
     for (auto it = stash_.begin(); it != stash_.end();) {
       if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
         recvConns_[it->first.first] = std::move(it->second);
@@ -162,6 +173,7 @@ class BootstrapImpl final : public Bootstrap {
     for (auto& fd : sendConns_) fd.reset();
     for (auto& fd : recvConns_) fd.reset();
     stash_.clear();
+    incoming_.clear();
   }
 
   Status allGatherLocked(void* data, size_t bytes) {
@@ -277,39 +289,81 @@ class BootstrapImpl final : public Bootstrap {
       }
       BRAID_TRY(
           waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str()));
-      net::Fd fd;
-      BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
-      if (fd.valid()) BRAID_TRY(admit(std::move(fd), waiter));
+      std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+      for (const Incoming& c : incoming_) fds.push_back({c.fd.get(), POLLIN, 0});
+      ::poll(fds.data(), fds.size(), kPollMs);
+      BRAID_TRY(acceptWaiting(waiter));
+      readHellos();
     }
   }
 
-  // Reads a new connection's hello and keeps it in the stash; a stray or malformed connection
-  // is dropped with a warning (only an abort is an error).
-  Status admit(net::Fd fd, const Waiter& waiter) {
-    uint8_t hello[kPeerHelloBytes];
-    Status st = net::recvAll(fd.get(), hello, sizeof(hello),
-                             Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
-    if (!st.ok()) {
-      if (waiter.aborted() || aborted_) return st;
-      BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_,
-                 st.message().c_str());
-      return Status::Ok();
+  // Takes in every connection waiting in the listener's backlog; its hello is read by
+  // readHellos, which never blocks, so a silent or slow stranger holds up nothing.
+  Status acceptWaiting(const Waiter& waiter) {
+    for (;;) {
+      net::Fd fd;
+      BRAID_TRY(net::acceptOne(listener_.get(), waiter, 0, &fd));
+      if (!fd.valid()) return Status::Ok();
+      if (incoming_.size() >= kMaxIncoming) {
+        BRAID_WARN("bootstrap: rank %d has %zu connections without a hello; refusing another",
+                   rank_, incoming_.size());
+        continue;
+      }
+      Incoming c;
+      c.fd = std::move(fd);
+      c.deadline = Clock::now() + std::chrono::milliseconds(bootstrap::kHelloDeadlineMs);
+      incoming_.push_back(std::move(c));
     }
+  }
+
+  // Reads what has arrived of each new connection's hello without waiting; a whole, valid one
+  // moves the connection to the stash. A stray, malformed, closed or (after 5 s) silent
+  // connection is dropped with a warning.
+  void readHellos() {
+    const auto now = Clock::now();
+    for (size_t i = 0; i < incoming_.size();) {
+      Incoming& c = incoming_[i];
+      const ssize_t n = ::recv(c.fd.get(), c.hello + c.got, kPeerHelloBytes - c.got, MSG_DONTWAIT);
+      bool keep = true;
+      if (n > 0) {
+        c.got += static_cast<size_t>(n);
+        if (c.got == kPeerHelloBytes) {
+          stashHello(c);
+          keep = false;
+        }
+      } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        BRAID_WARN("bootstrap: rank %d dropped a connection closed after %zu hello bytes", rank_,
+                   c.got);
+        keep = false;
+      } else if (now >= c.deadline) {
+        BRAID_WARN("bootstrap: rank %d dropped a connection without a hello within %lld ms", rank_,
+                   static_cast<long long>(bootstrap::kHelloDeadlineMs));
+        keep = false;
+      }
+      if (keep) {
+        ++i;
+      } else {
+        incoming_.erase(incoming_.begin() + static_cast<long>(i));
+      }
+    }
+  }
+
+  void stashHello(Incoming& c) {
     uint32_t from = 0;
     ConnKind k{};
-    st = bootstrap::decodePeerHello(hello, magic_, static_cast<uint32_t>(nranks_), &from, &k);
+    Status st =
+        bootstrap::decodePeerHello(c.hello, magic_, static_cast<uint32_t>(nranks_), &from, &k);
     if (!st.ok()) {
       BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello: %s", rank_,
                  st.message().c_str());
-      return Status::Ok();
+      return;
     }
     auto fromKey = std::make_pair(static_cast<int>(from), k);
     if (stash_.count(fromKey)) {
       BRAID_WARN("bootstrap: rank %d got a second connection from rank %u; dropped", rank_, from);
-      return Status::Ok();
+      return;
     }
-    stash_.emplace(fromKey, std::move(fd));
-    return Status::Ok();
+    stash_.emplace(fromKey, std::move(c.fd));
   }
 
   // One ring step: sends to the next rank while receiving from the previous, so neither side
@@ -370,6 +424,7 @@ class BootstrapImpl final : public Bootstrap {
   std::vector<net::Fd> sendConns_, recvConns_;
   std::vector<std::deque<Unexpected>> unexpected_;
   std::map<std::pair<int, ConnKind>, net::Fd> stash_;
+  std::vector<Incoming> incoming_;  // accepted, hello not yet complete
 };
 
 // Hello to the root, then the table of every rank's listener address, or the root's refusal
@@ -395,7 +450,8 @@ Status rendezvous(const bootstrap::IdContents& id, int rank, int nranks,
   std::vector<uint8_t> body(reply.bodyBytes);
   BRAID_TRY(net::recvAll(root.get(), body.data(), body.size(), waiter)
                 .withContext("reading the root's reply"));
-  if (reply.kind == bootstrap::kReplyRefusal) return bootstrap::decodeRefusal(body.data(), body.size());
+  if (reply.kind == bootstrap::kReplyRefusal)
+    return bootstrap::decodeRefusal(body.data(), body.size());
   return bootstrap::decodeTable(body.data(), body.size(), ours.nranks, peers);
 }
 

@@ -144,13 +144,9 @@ class Root {
     Refusal reason{};
     std::string text;
     switch (rendezvous_.inspect(c.hello, c.got, &hello, &reason, &text)) {
-      case Rendezvous::Step::NeedMore:
-        return true;
-      case Rendezvous::Step::Refuse:
-        refuse(c, reason, text);
-        return false;
-      case Rendezvous::Step::Complete:
-        break;
+      case Rendezvous::Step::NeedMore: return true;
+      case Rendezvous::Step::Refuse: refuse(c, reason, text); return false;
+      case Rendezvous::Step::Complete: break;
     }
     if (!rendezvous_.admit(hello, &reason, &text)) {
       refuse(c, reason, text);

@@ -18,21 +18,24 @@ std::string describeVersion(uint32_t v) {
   return strfmt("a Braid build older than bootstrap versions (word 0x%08x)", v);
 }
 
+// "magic 0x..., this rendezvous has 0x...": what a stranger's or a stale id's bytes show.
+std::string magics(uint64_t got, uint64_t ours) {
+  return strfmt("magic 0x%016llx, this rendezvous has 0x%016llx",
+                static_cast<unsigned long long>(got), static_cast<unsigned long long>(ours));
+}
+
 }  // namespace
 
 ncclResult_t refusalCode(Refusal reason) {
   switch (reason) {
     case Refusal::WrongMagic:
     case Refusal::BadAddress:
-    case Refusal::RankOutOfRange:
-      return ncclInvalidArgument;
+    case Refusal::RankOutOfRange: return ncclInvalidArgument;
     case Refusal::WrongVersion:
     case Refusal::WorldSizeMismatch:
     case Refusal::DuplicateRank:
-    case Refusal::RendezvousFailed:
-      return ncclInvalidUsage;
-    case Refusal::Timeout:
-      return ncclRemoteError;
+    case Refusal::RendezvousFailed: return ncclInvalidUsage;
+    case Refusal::Timeout: return ncclRemoteError;
   }
   return ncclInternalError;
 }
@@ -71,9 +74,7 @@ Status decodeReplyHeader(const uint8_t* header, uint64_t magic, uint32_t nranks,
   const uint64_t gotMagic = net::getU64(header);
   const uint32_t kind = net::getU32(header + 8), count = net::getU32(header + 12);
   if (gotMagic != magic)
-    return internalError("the root's reply carries magic 0x%016llx, this rendezvous is 0x%016llx",
-                         static_cast<unsigned long long>(gotMagic),
-                         static_cast<unsigned long long>(magic));
+    return internalError("the root's reply carries %s", magics(gotMagic, magic).c_str());
   if (kind == kReplyTable) {
     if (count != nranks)
       return internalError("the root's table holds %u ranks, this rank expects %u", count, nranks);
@@ -101,14 +102,16 @@ Status decodeTable(const uint8_t* body, size_t bytes, uint32_t nranks,
   for (uint32_t r = 0; r < nranks; ++r) {
     BRAID_TRY(net::SocketAddress::fromWire(body + r * net::SocketAddress::kWireBytes, &out[r])
                   .withContext(strfmt("the root's table: rank %u's address", r)));
-    if (out[r].port() == 0) return internalError("the root's table: rank %u's address has port 0", r);
+    if (out[r].port() == 0)
+      return internalError("the root's table: rank %u's address has port 0", r);
   }
   *peers = std::move(out);
   return Status::Ok();
 }
 
 Status decodeRefusal(const uint8_t* body, size_t bytes) {
-  if (bytes < 4) return internalError("the root's refusal is %zu bytes, under its 4-byte reason", bytes);
+  if (bytes < 4)
+    return internalError("the root's refusal is %zu bytes, under its 4-byte reason", bytes);
   const uint32_t reason = net::getU32(body);
   std::string text(reinterpret_cast<const char*>(body + 4), bytes - 4);
   // The text is shown to people: anything but printable ASCII becomes '?'.
@@ -118,25 +121,25 @@ Status decodeRefusal(const uint8_t* body, size_t bytes) {
       reason > static_cast<uint32_t>(Refusal::Timeout))
     return internalError("the root refused this rank for reason %u, unknown to this build: %s",
                          reason, text.c_str());
-  return {refusalCode(static_cast<Refusal>(reason)), "the bootstrap root refused this rank: " + text};
+  return {refusalCode(static_cast<Refusal>(reason)),
+          "the bootstrap root refused this rank: " + text};
 }
 
 Rendezvous::Step Rendezvous::inspect(const uint8_t* bytes, size_t got, RootHello* hello,
                                      Refusal* reason, std::string* text) {
   if (got >= 8 && net::getU64(bytes) != magic_) {
     *reason = Refusal::WrongMagic;
-    *text = strfmt("hello with magic 0x%016llx, this root serves the unique id with magic 0x%016llx"
-                   " (an id of another rendezvous, or a stale one)",
-                   static_cast<unsigned long long>(net::getU64(bytes)),
-                   static_cast<unsigned long long>(magic_));
+    *text = "hello with " + magics(net::getU64(bytes), magic_) +
+            " (a unique id of another rendezvous, or a stale one)";
     return Step::Refuse;
   }
   if (got >= kVersionEnd && net::getU32(bytes + 8) != kWireVersion) {
     *reason = Refusal::WrongVersion;
-    *text = strfmt("hello of bootstrap %s, this root (Braid %s) speaks version %u: every rank must "
-                   "run the same Braid build",
-                   describeVersion(net::getU32(bytes + 8)).c_str(), BRAID_VERSION_STRING,
-                   versionNumber(kWireVersion));
+    *text = strfmt(
+        "hello of bootstrap %s, this root (Braid %s) speaks version %u: every rank must "
+        "run the same Braid build",
+        describeVersion(net::getU32(bytes + 8)).c_str(), BRAID_VERSION_STRING,
+        versionNumber(kWireVersion));
     fail(*reason, *text);
     return Step::Refuse;
   }
@@ -162,8 +165,9 @@ Rendezvous::Step Rendezvous::inspect(const uint8_t* bytes, size_t got, RootHello
   }
   if (h.nranks == 0 || h.nranks > kMaxRanks || h.rank >= h.nranks) {
     *reason = Refusal::RankOutOfRange;
-    *text = strfmt("rank %u of nranks %u is out of range (rank must be below nranks, nranks 1 to %u)",
-                   h.rank, h.nranks, kMaxRanks);
+    *text =
+        strfmt("rank %u of nranks %u is out of range (rank must be below nranks, nranks 1 to %u)",
+               h.rank, h.nranks, kMaxRanks);
     fail(*reason, *text);
     return Step::Refuse;
   }
@@ -179,9 +183,10 @@ bool Rendezvous::admit(const RootHello& hello, Refusal* reason, std::string* tex
   }
   if (expected_ > 0 && hello.nranks != expected_) {
     *reason = Refusal::WorldSizeMismatch;
-    *text = strfmt("rank %u says nranks %u, rank %u said nranks %u: the ranks disagree on the "
-                   "world size",
-                   hello.rank, hello.nranks, firstRank_, expected_);
+    *text = strfmt(
+        "rank %u says nranks %u, rank %u said nranks %u: the ranks disagree on the "
+        "world size",
+        hello.rank, hello.nranks, firstRank_, expected_);
     return fail(*reason, *text);
   }
   if (expected_ == 0) {
@@ -210,9 +215,7 @@ void Rendezvous::timeOut(int64_t idleMs) {
               arrived_, expected_, static_cast<long long>(idleMs), missingRanks().c_str()));
 }
 
-std::string Rendezvous::failedNotice() const {
-  return "the rendezvous failed: " + failureText_;
-}
+std::string Rendezvous::failedNotice() const { return "the rendezvous failed: " + failureText_; }
 
 std::string Rendezvous::missingRanks() const {
   constexpr int kNamed = 8;
@@ -250,10 +253,7 @@ Status decodePeerHello(const uint8_t* hello, uint64_t magic, uint32_t nranks, ui
                        ConnKind* kind) {
   const uint64_t gotMagic = net::getU64(hello);
   const uint32_t from = net::getU32(hello + 8), k = net::getU32(hello + 12);
-  if (gotMagic != magic)
-    return invalidArgument("hello with magic 0x%016llx (this rendezvous: 0x%016llx)",
-                           static_cast<unsigned long long>(gotMagic),
-                           static_cast<unsigned long long>(magic));
+  if (gotMagic != magic) return invalidArgument("hello with %s", magics(gotMagic, magic).c_str());
   if (from >= nranks) return invalidArgument("hello from rank %u of %u", from, nranks);
   if (k != static_cast<uint32_t>(ConnKind::Ring) && k != static_cast<uint32_t>(ConnKind::P2P))
     return invalidArgument("hello from rank %u of connection kind %u", from, k);

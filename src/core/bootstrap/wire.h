@@ -119,7 +119,7 @@ class Rendezvous {
   bool fail(Refusal reason, std::string text);
 
   const uint64_t magic_;
-  uint32_t expected_ = 0;  // 0: no hello admitted yet
+  uint32_t expected_ = 0;   // 0: no hello admitted yet
   uint32_t firstRank_ = 0;  // the rank whose hello set expected_
   uint32_t arrived_ = 0;
   std::vector<bool> present_;
