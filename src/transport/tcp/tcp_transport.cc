@@ -146,7 +146,8 @@ class TcpTransport final : public Transport {
       tcp::StreamHello h;
       st = tcp::decodeHello(hello, token_, static_cast<uint32_t>(options_.streams), &h);
       if (!st.ok()) {
-        BRAID_WARN("TCP transport: dropped a connection with a bad hello: %s", st.message().c_str());
+        BRAID_WARN("TCP transport: dropped a connection with a bad hello: %s",
+                   st.message().c_str());
         continue;
       }
       const uint32_t rank = h.rank, stream = h.stream;

@@ -24,8 +24,8 @@ Status decodeHandle(const std::vector<uint8_t>& bytes, Handle* out) {
   Handle h;
   h.streams = static_cast<int>(streams);
   h.token = net::getU64(bytes.data() + 8);
-  BRAID_TRY(net::SocketAddress::fromWire(bytes.data() + 16, &h.address)
-                .withContext("the peer's handle"));
+  BRAID_TRY(
+      net::SocketAddress::fromWire(bytes.data() + 16, &h.address).withContext("the peer's handle"));
   if (h.address.port() == 0) return invalidArgument("%s", "the peer's handle has port 0");
   *out = h;
   return Status::Ok();
