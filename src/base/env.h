@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
+#include <string>
+#include <string_view>
 
 namespace braid::env {
 
@@ -23,5 +26,12 @@ using List = std::span<const Var* const>;
 const char* get(const Var& var);
 int64_t getInt(const Var& var);  // an unparsable value falls back to the default, with a warning
 bool isSet(const Var& var);      // set in the environment itself
+
+// The parsers behind get and getInt, pure so the fuzz target (tests/fuzz/fuzz_env.cc) runs them.
+// An integer as strtoll reads it (base 0: 12, 0x1f, 017), the whole text, in int64_t's range.
+bool parseInt(const char* text, int64_t* out);
+// NCCL_CONF_FILE's text: one NAME=value a line; empty lines, lines starting '#' and lines
+// without '=' are skipped; a later line for a name replaces an earlier one.
+void parseConf(std::string_view text, std::map<std::string, std::string>* out);
 
 }  // namespace braid::env

@@ -54,36 +54,6 @@ State& state() {
   return s;
 }
 
-Level parseLevel(const char* v) {
-  if (!v || !*v) return Level::None;
-  if (!strcasecmp(v, "VERSION")) return Level::Version;
-  if (!strcasecmp(v, "WARN")) return Level::Warn;
-  if (!strcasecmp(v, "INFO")) return Level::Info;
-  if (!strcasecmp(v, "ABORT")) return Level::Abort;
-  if (!strcasecmp(v, "TRACE")) return Level::Trace;
-  return Level::None;
-}
-
-// NCCL_DEBUG_SUBSYS: comma list; a leading ^ inverts the whole list (NCCL's rule).
-uint64_t parseMask(const char* v) {
-  if (!v || !*v) return kInit | kBootstrap | kEnv;
-  bool invert = v[0] == '^';
-  if (invert) ++v;
-  uint64_t mask = 0;
-  std::string list(v);
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    std::string tok =
-        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    for (const auto& n : kSubsysNames)
-      if (!strcasecmp(tok.c_str(), n.name)) mask |= n.bits;
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return invert ? ~mask : mask;
-}
-
 // NCCL_DEBUG_FILE: %h host, %p pid, %% percent.
 FILE* openFile(const char* pattern, const char* host) {
   if (!pattern || !*pattern) return stderr;
@@ -121,6 +91,36 @@ void init() {
 }
 
 }  // namespace
+
+Level parseLevel(const char* v) {
+  if (!v || !*v) return Level::None;
+  if (!strcasecmp(v, "VERSION")) return Level::Version;
+  if (!strcasecmp(v, "WARN")) return Level::Warn;
+  if (!strcasecmp(v, "INFO")) return Level::Info;
+  if (!strcasecmp(v, "ABORT")) return Level::Abort;
+  if (!strcasecmp(v, "TRACE")) return Level::Trace;
+  return Level::None;
+}
+
+// NCCL_DEBUG_SUBSYS: comma list; a leading ^ inverts the whole list (NCCL's rule).
+uint64_t parseMask(const char* v) {
+  if (!v || !*v) return kInit | kBootstrap | kEnv;
+  bool invert = v[0] == '^';
+  if (invert) ++v;
+  uint64_t mask = 0;
+  std::string list(v);
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string tok =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (const auto& n : kSubsysNames)
+      if (!strcasecmp(tok.c_str(), n.name)) mask |= n.bits;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return invert ? ~mask : mask;
+}
 
 bool enabled(Level level, uint64_t subsys) {
   State& s = state();

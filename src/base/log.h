@@ -30,6 +30,10 @@ enum Subsys : uint64_t {
 
 // Cheap check used by the macros so that disabled logging costs one load and a compare.
 bool enabled(Level level, uint64_t subsys);
+// NCCL_DEBUG's value (a level name, any case; anything else: None) and NCCL_DEBUG_SUBSYS's
+// (a comma list of subsystem names, ^ first inverts it; unset: INIT,BOOTSTRAP,ENV).
+Level parseLevel(const char* value);
+uint64_t parseMask(const char* value);
 [[gnu::format(printf, 5, 6)]] void write(Level level, uint64_t subsys, const char* file, int line,
                                          const char* fmt, ...);
 // Re-reads NCCL_DEBUG* (ncclResetDebugInit).

@@ -16,7 +16,8 @@ const Var kBraidAlgo = {
     "implements; the cost model chooses for the others"};
 const Var kBraidBootstrapRootTimeoutMs = {
     "BRAID_BOOTSTRAP_ROOT_TIMEOUT_MS", "300000",
-    "the bootstrap root gives up (and its thread exits) after this long without a new rank"};
+    "the bootstrap root gives up after this long without a new rank: the ranks that arrived "
+    "fail naming the missing ones, and its thread exits"};
 const Var kBraidCheckMismatch = {
     "BRAID_CHECK_MISMATCH", "1",
     "1: ranks exchange a signature of each call and fail mismatched calls (different collective, "

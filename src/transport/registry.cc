@@ -26,22 +26,22 @@ bool sameName(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// BRAID_TRANSPORTS: a comma list restricting which transports may be used (tests use it to run
-// threads as ranks over TCP, say). Unset: all of them.
 bool allowed(std::string_view name) {
   const char* list = env::get(env::kBraidTransports);
-  if (!list || !*list) return true;
-  std::string_view s(list);
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    if (sameName(s.substr(0, comma), name)) return true;
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  return false;
+  return !list || !*list || transportListAllows(list, name);
 }
 
 }  // namespace
+
+bool transportListAllows(std::string_view list, std::string_view name) {
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (sameName(list.substr(0, comma), name)) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
 
 std::span<const TransportEntry* const> registered() { return kRegistered; }
 

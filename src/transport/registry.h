@@ -26,6 +26,11 @@ struct TransportEntry {
   env::List variables;
 };
 
+// BRAID_TRANSPORTS: a comma list of transport names (any case) restricting which transports
+// may be used (tests use it to run threads as ranks over TCP, say); unset or empty: all of them.
+// Whether a non-empty `list` names `name`.
+bool transportListAllows(std::string_view list, std::string_view name);
+
 // Every registered transport, in preference order.
 std::span<const TransportEntry* const> registered();
 // The entry called `name` (case does not matter), or null.

@@ -184,15 +184,29 @@ void sendRaw(int fd, const void* p, size_t n) {
   EXPECT_TRUE(net::sendAll(fd, p, n, Waiter(5000, nullptr)).ok());
 }
 
-std::vector<uint8_t> fakeHello(uint64_t magic, uint32_t rank, uint32_t nranks) {
-  std::vector<uint8_t> h(bootstrap::kRootHelloBytes, 0);
-  net::putU64(h.data(), magic);
-  net::putU32(h.data() + 8, rank);
-  net::putU32(h.data() + 12, nranks);
-  net::SocketAddress a;
-  EXPECT_TRUE(net::SocketAddress::parse("127.0.0.1:9", &a).ok());
-  a.toWire(h.data() + 16);
-  return h;
+std::vector<uint8_t> fakeHello(uint64_t magic, uint32_t rank, uint32_t nranks,
+                               uint32_t version = bootstrap::kWireVersion) {
+  bootstrap::RootHello h;
+  h.magic = magic;
+  h.version = version;
+  h.rank = rank;
+  h.nranks = nranks;
+  EXPECT_TRUE(net::SocketAddress::parse("127.0.0.1:9", &h.address).ok());
+  std::vector<uint8_t> out(bootstrap::kRootHelloBytes);
+  bootstrap::encodeRootHello(h, out.data());
+  return out;
+}
+
+// Reads the root's reply to a hello: Ok for a table, else the refusal's error.
+Status readReply(int fd, uint64_t magic, uint32_t nranks) {
+  uint8_t header[bootstrap::kRootReplyHeaderBytes];
+  BRAID_TRY(net::recvAll(fd, header, sizeof(header), Waiter(10000, nullptr)));
+  bootstrap::ReplyHeader h;
+  BRAID_TRY(bootstrap::decodeReplyHeader(header, magic, nranks, &h));
+  std::vector<uint8_t> body(h.bodyBytes);
+  BRAID_TRY(net::recvAll(fd, body.data(), body.size(), Waiter(10000, nullptr)));
+  if (h.kind == bootstrap::kReplyRefusal) return bootstrap::decodeRefusal(body.data(), body.size());
+  return Status::Ok();
 }
 
 TEST(Bootstrap, RootSurvivesGarbageAndStillCompletesQuickly) {
@@ -223,14 +237,20 @@ TEST(Bootstrap, RootSurvivesGarbageAndStillCompletesQuickly) {
     sendRaw(fd.get(), noise.data(), noise.size());
     junk.push_back(std::move(fd));
   }
-  for (auto [rank, nranks] : {std::pair<uint32_t, uint32_t>{7, n}, {0, 0}}) {  // out of range
-    auto h = fakeHello(c.magic, rank, nranks);
+  {
+    std::vector<uint8_t> ones(bootstrap::kRootHelloBytes, 0xff);  // every length field huge
     net::Fd fd = dialRoot(id);
-    sendRaw(fd.get(), h.data(), h.size());
+    sendRaw(fd.get(), ones.data(), ones.size());
+    junk.push_back(std::move(fd));
+  }
+  {
+    auto h = fakeHello(c.magic ^ 1, 0, n);  // half of a stranger's hello, left open
+    net::Fd fd = dialRoot(id);
+    sendRaw(fd.get(), h.data(), h.size() / 2);
     junk.push_back(std::move(fd));
   }
 
-  // Ranks 1..3 arrive first; then a duplicate rank 1 and an inconsistent nranks; then rank 0.
+  // Ranks 1..3 arrive first, then rank 0.
   auto start = Clock::now();
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
@@ -242,14 +262,6 @@ TEST(Bootstrap, RootSurvivesGarbageAndStillCompletesQuickly) {
     ok++;
   };
   for (int r = 1; r < n; ++r) threads.emplace_back(runRank, r);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (auto [rank, nranks] : {std::pair<uint32_t, uint32_t>{1, n}, {0, n + 1}}) {
-    auto h = fakeHello(c.magic, rank, nranks);
-    net::Fd fd = dialRoot(id);
-    sendRaw(fd.get(), h.data(), h.size());
-    junk.push_back(std::move(fd));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   threads.emplace_back(runRank, 0);
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), n);
@@ -354,6 +366,139 @@ TEST(Bootstrap, PeerGoneIsAnErrorNotAHang) {
   bs[1].reset();
   EXPECT_FALSE(bs[0]->recv(1, 2, &v, sizeof(v)).ok());
   EXPECT_FALSE(bs[0]->barrier().ok());
+}
+
+// A hello the root must refuse, sent before any real rank: the sender reads the reason, and
+// the real ranks, whose rendezvous it broke (a hello with the id's magic is one of its ranks),
+// fail at once with ncclInvalidUsage naming what the root saw instead of waiting.
+void expectRefusalFailsRendezvous(const std::vector<uint8_t>& hello, ncclResult_t senderCode,
+                                  const std::string& words) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  bootstrap::IdContents c;
+  ASSERT_TRUE(bootstrap::decodeUniqueId(id, &c).ok());
+  {
+    std::vector<uint8_t> ours = hello;
+    net::putU64(ours.data(), c.magic);
+    net::Fd fd = dialRoot(id);
+    sendRaw(fd.get(), ours.data(), ours.size());
+    Status st = readReply(fd.get(), c.magic, 2);
+    EXPECT_EQ(st.code(), senderCode) << st.message();
+    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+  }
+  for (int r = 0; r < 2; ++r) {
+    std::unique_ptr<Bootstrap> b;
+    Status st = Bootstrap::create(id, r, 2, false, Waiter(kTimeoutMs, nullptr), &b);
+    EXPECT_EQ(st.code(), ncclInvalidUsage) << st.message();
+    EXPECT_NE(st.message().find("the rendezvous failed"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+  }
+}
+
+TEST(Bootstrap, AnotherBootstrapVersionIsRefusedNamingBoth) {
+  expectRefusalFailsRendezvous(fakeHello(0, 0, 2, bootstrap::kWireVersionMarker | 1),
+                               ncclInvalidUsage, "version 1");
+}
+
+TEST(Bootstrap, ABuildOlderThanTheVersionFieldIsRefusedAsSuch) {
+  // Such a hello has the rank id where the version now is.
+  expectRefusalFailsRendezvous(fakeHello(0, 0, 2, 1), ncclInvalidUsage,
+                               "older than bootstrap versions");
+}
+
+TEST(Bootstrap, RankOutOfRangeIsRefusedNamingIt) {
+  expectRefusalFailsRendezvous(fakeHello(0, 7, 4), ncclInvalidArgument, "rank 7 of nranks 4");
+}
+
+TEST(Bootstrap, AStrangersHelloIsRefusedWithoutFailingTheRendezvous) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  bootstrap::IdContents c;
+  ASSERT_TRUE(bootstrap::decodeUniqueId(id, &c).ok());
+  auto hello = fakeHello(c.magic ^ 0xff, 0, 2);
+  net::Fd fd = dialRoot(id);
+  sendRaw(fd.get(), hello.data(), hello.size());
+  Status st = readReply(fd.get(), c.magic ^ 0xff, 2);
+  EXPECT_EQ(st.code(), ncclInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("magic"), std::string::npos) << st.message();
+  runRanks(id, 2, collectivesAndP2P);
+}
+
+// Connections a stranger (who does not know the id's magic) opens to a rank's bootstrap
+// listener: silent, random bytes, a hello with huge fields, half a hello, a hello of a rank out
+// of range followed by a message header claiming 2^62 bytes. Kept open in `junk`.
+void throwGarbageAt(const net::SocketAddress& to, uint64_t magic, std::vector<net::Fd>* junk) {
+  auto dial = [&] {
+    net::Fd fd;
+    EXPECT_TRUE(net::connectTo(to, Waiter(5000, nullptr), &fd).ok());
+    return fd;
+  };
+  junk->push_back(dial());  // silent
+  std::mt19937 rng(11);
+  std::vector<uint8_t> noise(4096);
+  for (auto& b : noise) b = uint8_t(rng());
+  std::vector<uint8_t> ones(64, 0xff);
+  uint8_t half[bootstrap::kPeerHelloBytes / 2] = {1, 2, 3, 4, 5, 6, 7, 8};
+  uint8_t outOfRange[bootstrap::kPeerHelloBytes + bootstrap::kMsgHeaderBytes];
+  bootstrap::encodePeerHello(magic, 99, bootstrap::ConnKind::P2P, outOfRange);
+  bootstrap::encodeMsgHeader(1, uint64_t{1} << 62, outOfRange + bootstrap::kPeerHelloBytes);
+  for (auto [p, n] : {std::pair<const uint8_t*, size_t>{noise.data(), noise.size()},
+                      {ones.data(), ones.size()},
+                      {half, sizeof(half)},
+                      {outOfRange, sizeof(outOfRange)}}) {
+    net::Fd fd = dial();
+    sendRaw(fd.get(), p, n);
+    junk->push_back(std::move(fd));
+  }
+}
+
+TEST(Bootstrap, GarbageAtRanksListenersDuringInitChangesNothing) {
+  ncclUniqueId realId;
+  ASSERT_TRUE(createUniqueId(&realId).ok());
+  bootstrap::IdContents root;
+  ASSERT_TRUE(bootstrap::decodeUniqueId(realId, &root).ok());
+  // A relay stands in for the root: it reads each rank's hello, which names the rank's
+  // listener, throws garbage at that listener, then passes the hello on to the real root and
+  // the root's reply back. Every rank's listener thus holds garbage before the ring connects.
+  net::Fd relay;
+  net::SocketAddress any, relayAddress;
+  ASSERT_TRUE(net::SocketAddress::parse("127.0.0.1:0", &any).ok());
+  ASSERT_TRUE(net::listenOn(any, &relay, &relayAddress).ok());
+  ncclUniqueId id;
+  bootstrap::encodeUniqueId({root.magic, relayAddress}, &id);
+  const int n = 3;
+  std::vector<net::Fd> junk;
+  std::thread relayThread([&] {
+    std::vector<std::pair<net::Fd, net::Fd>> links;  // (rank, root)
+    while (links.size() < static_cast<size_t>(n)) {
+      net::Fd rank;
+      ASSERT_TRUE(net::acceptOne(relay.get(), Waiter(kTimeoutMs, nullptr), 1000, &rank).ok());
+      if (!rank.valid()) continue;
+      uint8_t hello[bootstrap::kRootHelloBytes];
+      ASSERT_TRUE(net::recvAll(rank.get(), hello, sizeof(hello), Waiter(5000, nullptr)).ok());
+      net::SocketAddress listener;
+      ASSERT_TRUE(net::SocketAddress::fromWire(hello + 20, &listener).ok());
+      throwGarbageAt(listener, root.magic, &junk);
+      net::Fd up;
+      ASSERT_TRUE(net::connectTo(root.root, Waiter(5000, nullptr), &up).ok());
+      sendRaw(up.get(), hello, sizeof(hello));
+      links.emplace_back(std::move(rank), std::move(up));
+    }
+    const size_t replyBytes = bootstrap::kRootReplyHeaderBytes + n * net::SocketAddress::kWireBytes;
+    for (auto& [rank, up] : links) {
+      std::vector<uint8_t> reply(replyBytes);
+      ASSERT_TRUE(
+          net::recvAll(up.get(), reply.data(), reply.size(), Waiter(kTimeoutMs, nullptr)).ok());
+      sendRaw(rank.get(), reply.data(), reply.size());
+    }
+  });
+  // Each rank drops the garbage and completes the ring, collectives and point-to-point
+  // messages as usual. The silent connections have a 5 s hello deadline; finishing well before
+  // it shows no rank waited on them.
+  auto start = Clock::now();
+  runRanks(id, n, collectivesAndP2P);
+  relayThread.join();
+  EXPECT_LT(secondsSince(start), 4.0);
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // Ranks after the rendezvous: a ring (one dialed connection to the next rank, one accepted from
 // the previous) carries allGather and barrier; send/recv use one direct connection per ordered
 // pair, dialed lazily by the sender. Every connection opens with magic + rank + kind, so a
-// stray connection to a rank's listener is recognised and dropped.
+// stray connection to a rank's listener is recognised and dropped; hellos are read without
+// blocking, all pending connections at once, so strangers hold up no rank.
 #include "core/bootstrap/bootstrap.h"
 
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -17,15 +19,28 @@
 #include "base/log.h"
 #include "base/net/socket.h"
 #include "core/bootstrap/bootstrap_root.h"
+#include "core/bootstrap/wire.h"
 #include "core/variables.h"
 
 namespace braid {
 namespace {
 
-enum class ConnKind : uint32_t { Ring = 1, P2P = 2 };
-constexpr size_t kPeerHelloBytes = 16;  // magic u64, rank u32, kind u32
-constexpr size_t kMsgHeaderBytes = 16;  // tag (or size for the ring) u64, bytes u64
+using bootstrap::ConnKind;
+using bootstrap::kMsgHeaderBytes;
+using bootstrap::kPeerHelloBytes;
 constexpr int kPollMs = 50;
+
+// Connections waiting for their hello beyond this are refused: a flood must not exhaust fds.
+constexpr size_t kMaxIncoming = 256;
+using Clock = std::chrono::steady_clock;
+
+// An accepted connection whose hello is still arriving.
+struct Incoming {
+  net::Fd fd;
+  uint8_t hello[kPeerHelloBytes] = {};
+  size_t got = 0;
+  Clock::time_point deadline;
+};
 
 struct Unexpected {
   uint64_t tag;
@@ -95,14 +110,11 @@ class BootstrapImpl final : public Bootstrap {
         return Status::Ok();
       }
     }
-    // Connections dialed since we last looked: take them in without waiting.
+    // Connections dialed since we last looked, and hellos that came in: take them without
+    // waiting.
     Waiter w = opWaiter();
-    for (;;) {
-      net::Fd fd;
-      BRAID_TRY(net::acceptOne(listener_.get(), w, 0, &fd));
-      if (!fd.valid()) break;
-      BRAID_TRY(admit(std::move(fd), w));
-    }
+    BRAID_TRY(acceptWaiting(w));
+    readHellos();
     for (auto it = stash_.begin(); it != stash_.end();) {
       if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
         recvConns_[it->first.first] = std::move(it->second);
@@ -117,22 +129,25 @@ class BootstrapImpl final : public Bootstrap {
       pollfd pfd{recvConns_[p].get(), POLLIN, 0};
       while (::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
         uint8_t header[kMsgHeaderBytes];
+        uint64_t gotTag = 0, gotBytes = 0;
         std::vector<uint8_t> body;
         Status st = net::recvAll(pfd.fd, header, sizeof(header), w);
+        if (st.ok()) st = bootstrap::decodeMsgHeader(header, &gotTag, &gotBytes);
         if (st.ok()) {
-          body.resize(net::getU64(header + 8) > (uint64_t{1} << 30) ? 0 : net::getU64(header + 8));
+          body.resize(gotBytes);
           st = net::recvAll(pfd.fd, body.data(), body.size(), w);
         }
         if (!st.ok()) {
-          recvConns_[p].reset();  // the peer is gone; its failure shows elsewhere
+          // The peer is gone, or its stream is out of step; its failure shows elsewhere.
+          recvConns_[p].reset();
           break;
         }
-        if (net::getU64(header) == tag) {
+        if (gotTag == tag) {
           *data = std::move(body);
           *from = p;
           return Status::Ok();
         }
-        unexpected_[p].push_back({net::getU64(header), std::move(body)});
+        unexpected_[p].push_back({gotTag, std::move(body)});
       }
     }
     return Status::Ok();
@@ -158,6 +173,7 @@ class BootstrapImpl final : public Bootstrap {
     for (auto& fd : sendConns_) fd.reset();
     for (auto& fd : recvConns_) fd.reset();
     stash_.clear();
+    incoming_.clear();
   }
 
   Status allGatherLocked(void* data, size_t bytes) {
@@ -194,8 +210,7 @@ class BootstrapImpl final : public Bootstrap {
     }
     if (!sendConns_[peer].valid()) BRAID_TRY(dial(peer, ConnKind::P2P, w, &sendConns_[peer]));
     uint8_t header[kMsgHeaderBytes];
-    net::putU64(header, tag);
-    net::putU64(header + 8, bytes);
+    bootstrap::encodeMsgHeader(tag, bytes, header);
     Status st = net::sendAll(sendConns_[peer].get(), header, sizeof(header), w);
     if (st.ok()) st = net::sendAll(sendConns_[peer].get(), data, bytes, w);
     if (!st.ok()) sendConns_[peer].reset();  // half a message went out: the stream is unusable
@@ -226,11 +241,9 @@ class BootstrapImpl final : public Bootstrap {
     for (;;) {
       uint8_t header[kMsgHeaderBytes];
       int fd = recvConns_[peer].get();
+      uint64_t gotTag = 0, gotBytes = 0;
       Status st = net::recvAll(fd, header, sizeof(header), w);
-      uint64_t gotTag = net::getU64(header), gotBytes = net::getU64(header + 8);
-      if (st.ok() && gotBytes > (uint64_t{1} << 40))
-        st = internalError("message header claims %llu bytes",
-                           static_cast<unsigned long long>(gotBytes));
+      if (st.ok()) st = bootstrap::decodeMsgHeader(header, &gotTag, &gotBytes);
       if (st.ok() && gotTag == tag && gotBytes == bytes) st = net::recvAll(fd, data, bytes, w);
       if (st.ok() && gotTag == tag && gotBytes == bytes) return Status::Ok();
       std::vector<uint8_t> body;
@@ -259,9 +272,7 @@ class BootstrapImpl final : public Bootstrap {
     BRAID_TRY(net::connectTo(peers_[peer], waiter, &fd)
                   .withContext(strfmt("bootstrap: rank %d connecting to rank %d", rank_, peer)));
     uint8_t hello[kPeerHelloBytes];
-    net::putU64(hello, magic_);
-    net::putU32(hello + 8, static_cast<uint32_t>(rank_));
-    net::putU32(hello + 12, static_cast<uint32_t>(kind));
+    bootstrap::encodePeerHello(magic_, static_cast<uint32_t>(rank_), kind, hello);
     BRAID_TRY(net::sendAll(fd.get(), hello, sizeof(hello), waiter));
     *out = std::move(fd);
     return Status::Ok();
@@ -278,44 +289,87 @@ class BootstrapImpl final : public Bootstrap {
       }
       BRAID_TRY(
           waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str()));
-      net::Fd fd;
-      BRAID_TRY(net::acceptOne(listener_.get(), waiter, kPollMs, &fd));
-      if (fd.valid()) BRAID_TRY(admit(std::move(fd), waiter));
+      std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+      for (const Incoming& c : incoming_) fds.push_back({c.fd.get(), POLLIN, 0});
+      ::poll(fds.data(), fds.size(), kPollMs);
+      BRAID_TRY(acceptWaiting(waiter));
+      readHellos();
     }
   }
 
-  // Reads a new connection's hello and keeps it in the stash; a stray or malformed connection
-  // is dropped with a warning (only an abort is an error).
-  Status admit(net::Fd fd, const Waiter& waiter) {
-    uint8_t hello[kPeerHelloBytes];
-    Status st = net::recvAll(fd.get(), hello, sizeof(hello),
-                             Waiter(bootstrap::kHelloDeadlineMs, waiter.abortFlag()));
+  // Takes in every connection waiting in the listener's backlog; its hello is read by
+  // readHellos, which never blocks, so a silent or slow stranger holds up nothing.
+  Status acceptWaiting(const Waiter& waiter) {
+    for (;;) {
+      net::Fd fd;
+      BRAID_TRY(net::acceptOne(listener_.get(), waiter, 0, &fd));
+      if (!fd.valid()) return Status::Ok();
+      if (incoming_.size() >= kMaxIncoming) {
+        BRAID_WARN("bootstrap: rank %d has %zu connections without a hello; refusing another",
+                   rank_, incoming_.size());
+        continue;
+      }
+      Incoming c;
+      c.fd = std::move(fd);
+      c.deadline = Clock::now() + std::chrono::milliseconds(bootstrap::kHelloDeadlineMs);
+      incoming_.push_back(std::move(c));
+    }
+  }
+
+  // Reads what has arrived of each new connection's hello without waiting; a whole, valid one
+  // moves the connection to the stash. A stray, malformed, closed or (after 5 s) silent
+  // connection is dropped with a warning.
+  void readHellos() {
+    const auto now = Clock::now();
+    for (size_t i = 0; i < incoming_.size();) {
+      Incoming& c = incoming_[i];
+      const ssize_t n = ::recv(c.fd.get(), c.hello + c.got, kPeerHelloBytes - c.got, MSG_DONTWAIT);
+      bool keep = true;
+      if (n > 0) {
+        c.got += static_cast<size_t>(n);
+        if (c.got == kPeerHelloBytes) {
+          stashHello(c);
+          keep = false;
+        }
+      } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        BRAID_WARN("bootstrap: rank %d dropped a connection closed after %zu hello bytes", rank_,
+                   c.got);
+        keep = false;
+      } else if (now >= c.deadline) {
+        BRAID_WARN("bootstrap: rank %d dropped a connection without a hello within %lld ms", rank_,
+                   static_cast<long long>(bootstrap::kHelloDeadlineMs));
+        keep = false;
+      }
+      if (keep) {
+        ++i;
+      } else {
+        incoming_.erase(incoming_.begin() + static_cast<long>(i));
+      }
+    }
+  }
+
+  void stashHello(Incoming& c) {
+    uint32_t from = 0;
+    ConnKind k{};
+    Status st =
+        bootstrap::decodePeerHello(c.hello, magic_, static_cast<uint32_t>(nranks_), &from, &k);
     if (!st.ok()) {
-      if (waiter.aborted() || aborted_) return st;
-      BRAID_WARN("bootstrap: rank %d dropped a connection without a hello: %s", rank_,
+      BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello: %s", rank_,
                  st.message().c_str());
-      return Status::Ok();
+      return;
     }
-    uint32_t from = net::getU32(hello + 8), k = net::getU32(hello + 12);
-    if (net::getU64(hello) != magic_ || from >= static_cast<uint32_t>(nranks_) ||
-        (k != static_cast<uint32_t>(ConnKind::Ring) && k != static_cast<uint32_t>(ConnKind::P2P))) {
-      BRAID_WARN("bootstrap: rank %d dropped a connection with a bad hello (rank %u kind %u)",
-                 rank_, from, k);
-      return Status::Ok();
-    }
-    auto fromKey = std::make_pair(static_cast<int>(from), static_cast<ConnKind>(k));
+    auto fromKey = std::make_pair(static_cast<int>(from), k);
     if (stash_.count(fromKey)) {
       BRAID_WARN("bootstrap: rank %d got a second connection from rank %u; dropped", rank_, from);
-      return Status::Ok();
+      return;
     }
-    stash_.emplace(fromKey, std::move(fd));
-    return Status::Ok();
+    stash_.emplace(fromKey, std::move(c.fd));
   }
 
   // One ring step: sends to the next rank while receiving from the previous, so neither side
   // blocks on a full socket buffer. Each message carries its size, checked on arrival.
   Status exchange(const uint8_t* sendBuf, uint8_t* recvBuf, size_t bytes) {
-    uint8_t sendHeader[8], recvHeader[8];
+    uint8_t sendHeader[bootstrap::kRingHeaderBytes], recvHeader[bootstrap::kRingHeaderBytes];
     net::putU64(sendHeader, bytes);
     size_t sent = 0, got = 0;
     const size_t total = sizeof(sendHeader) + bytes;
@@ -341,9 +395,7 @@ class BootstrapImpl final : public Bootstrap {
         if (n > 0) {
           got += static_cast<size_t>(n);
           moved = true;
-          if (got == 8 && net::getU64(recvHeader) != bytes)
-            return internalError("previous rank sent %llu bytes per rank, this rank expects %zu",
-                                 static_cast<unsigned long long>(net::getU64(recvHeader)), bytes);
+          if (got == 8) BRAID_TRY(bootstrap::checkRingHeader(recvHeader, bytes));
         } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           return remoteError("recv from rank %d: %s", (rank_ + nranks_ - 1) % nranks_,
                              std::strerror(errno));
@@ -372,33 +424,35 @@ class BootstrapImpl final : public Bootstrap {
   std::vector<net::Fd> sendConns_, recvConns_;
   std::vector<std::deque<Unexpected>> unexpected_;
   std::map<std::pair<int, ConnKind>, net::Fd> stash_;
+  std::vector<Incoming> incoming_;  // accepted, hello not yet complete
 };
 
-// Hello to the root, then the table of every rank's listener address.
+// Hello to the root, then the table of every rank's listener address, or the root's refusal
+// (which names what the root saw: world sizes, a duplicate rank, another build...).
 Status rendezvous(const bootstrap::IdContents& id, int rank, int nranks,
                   const net::SocketAddress& self, const Waiter& waiter,
                   std::vector<net::SocketAddress>* peers) {
   net::Fd root;
   BRAID_TRY(net::connectTo(id.root, waiter, &root));
+  bootstrap::RootHello ours;
+  ours.magic = id.magic;
+  ours.rank = static_cast<uint32_t>(rank);
+  ours.nranks = static_cast<uint32_t>(nranks);
+  ours.address = self;
   uint8_t hello[bootstrap::kRootHelloBytes];
-  net::putU64(hello, id.magic);
-  net::putU32(hello + 8, static_cast<uint32_t>(rank));
-  net::putU32(hello + 12, static_cast<uint32_t>(nranks));
-  self.toWire(hello + 16);
+  bootstrap::encodeRootHello(ours, hello);
   BRAID_TRY(net::sendAll(root.get(), hello, sizeof(hello), waiter));
   uint8_t header[bootstrap::kRootReplyHeaderBytes];
   BRAID_TRY(net::recvAll(root.get(), header, sizeof(header), waiter)
                 .withContext("waiting for the other ranks"));
-  if (net::getU64(header) != id.magic || net::getU32(header + 8) != static_cast<uint32_t>(nranks))
-    return internalError("%s", "the root's reply does not match this rendezvous (magic or nranks)");
-  std::vector<uint8_t> table(static_cast<size_t>(nranks) * net::SocketAddress::kWireBytes);
-  BRAID_TRY(net::recvAll(root.get(), table.data(), table.size(), waiter));
-  peers->resize(nranks);
-  for (int r = 0; r < nranks; ++r)
-    BRAID_TRY(net::SocketAddress::fromWire(table.data() + r * net::SocketAddress::kWireBytes,
-                                           &(*peers)[r])
-                  .withContext(strfmt("rank %d's address", r)));
-  return Status::Ok();
+  bootstrap::ReplyHeader reply;
+  BRAID_TRY(bootstrap::decodeReplyHeader(header, id.magic, ours.nranks, &reply));
+  std::vector<uint8_t> body(reply.bodyBytes);
+  BRAID_TRY(net::recvAll(root.get(), body.data(), body.size(), waiter)
+                .withContext("reading the root's reply"));
+  if (reply.kind == bootstrap::kReplyRefusal)
+    return bootstrap::decodeRefusal(body.data(), body.size());
+  return bootstrap::decodeTable(body.data(), body.size(), ours.nranks, peers);
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 // The bootstrap root and the unique id. The root is one thread that polls every open connection
 // at once, so a silent, slow or hostile connection never holds up the real ranks: each gets a
-// short deadline for its hello and is dropped (with a warning) when it misbehaves.
+// short deadline for its hello and is dropped (with a warning) when it misbehaves. What a hello
+// means is decided by bootstrap::Rendezvous (wire.h); this file only moves bytes. A refused
+// hello is answered with the reason before the connection closes, and a refusal that breaks the
+// rendezvous (world sizes that disagree, a rank twice, another build) is sent to every rank.
 #include "core/bootstrap/bootstrap_root.h"
 
 #include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -18,6 +22,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "core/bootstrap/bootstrap.h"
+#include "core/bootstrap/wire.h"
 #include "core/variables.h"
 
 namespace braid::bootstrap {
@@ -28,6 +33,9 @@ constexpr size_t kIdAddressOffset = 8;
 constexpr size_t kIdUsedBytes = kIdAddressOffset + net::SocketAddress::kWireBytes;
 // Connections waiting for their hello beyond this are refused: a flood must not exhaust fds.
 constexpr size_t kMaxPending = 256;
+// After a failed rendezvous the root stays this long (at most its idle timeout) to tell ranks
+// that arrive late why, then exits.
+constexpr int64_t kFailedLingerMs = 10000;
 
 std::atomic<int> gLiveRoots{0};
 
@@ -38,26 +46,48 @@ struct PendingConn {
   Clock::time_point deadline;
 };
 
+// One best-effort send: a reply is small enough for any socket buffer, and a connection that
+// does not take it must not hold up the root.
+void sendReply(int fd, const std::vector<uint8_t>& reply) {
+  (void)::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 class Root {
  public:
   Root(net::Fd listener, uint64_t magic, int64_t idleTimeoutMs)
-      : listener_(std::move(listener)), magic_(magic), idleTimeoutMs_(idleTimeoutMs) {}
+      : listener_(std::move(listener)),
+        magic_(magic),
+        idleTimeoutMs_(idleTimeoutMs),
+        rendezvous_(magic) {}
 
   void run() {
     auto lastProgress = Clock::now();
-    while (!done()) {
+    while (!rendezvous_.complete()) {
       std::vector<pollfd> fds;
       fds.push_back({listener_.get(), POLLIN, 0});
       for (PendingConn& c : pending_) fds.push_back({c.fd.get(), POLLIN, 0});
       ::poll(fds.data(), fds.size(), 100);
       if (fds[0].revents & POLLIN) acceptAll();
-      size_t before = arrived_;
+      const uint32_t before = rendezvous_.arrived();
+      const bool failedBefore = rendezvous_.failed();
       readHellos();
       dropExpired();
-      if (arrived_ != before) lastProgress = Clock::now();
-      if (Clock::now() - lastProgress > std::chrono::milliseconds(idleTimeoutMs_)) {
-        BRAID_WARN("bootstrap root: %zu of %d ranks arrived, none for %lld ms; giving up", arrived_,
-                   expected_, static_cast<long long>(idleTimeoutMs_));
+      if (rendezvous_.arrived() != before) lastProgress = Clock::now();
+      if (rendezvous_.failed() && !failedBefore) {
+        failAdmitted();
+        lastProgress = Clock::now();
+      }
+      const int64_t limit =
+          rendezvous_.failed() ? std::min(idleTimeoutMs_, kFailedLingerMs) : idleTimeoutMs_;
+      if (Clock::now() - lastProgress > std::chrono::milliseconds(limit)) {
+        if (rendezvous_.failed()) return;
+        BRAID_WARN("bootstrap root: %u of %u ranks arrived, none for %lld ms; giving up",
+                   rendezvous_.arrived(), rendezvous_.expected(),
+                   static_cast<long long>(idleTimeoutMs_));
+        if (rendezvous_.expected() > 0) {
+          rendezvous_.timeOut(idleTimeoutMs_);
+          failAdmitted();
+        }
         return;
       }
     }
@@ -65,8 +95,6 @@ class Root {
   }
 
  private:
-  bool done() const { return expected_ > 0 && arrived_ == static_cast<size_t>(expected_); }
-
   void acceptAll() {
     for (;;) {
       int s = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -98,15 +126,7 @@ class Root {
         if (!keep) BRAID_WARN("bootstrap root: connection error %s; dropped", std::strerror(errno));
       } else {
         c.got += static_cast<size_t>(n);
-        // Check the magic as soon as it is in, so strangers are cut off early.
-        if (c.got >= 8 && net::getU64(c.hello) != magic_) {
-          BRAID_WARN("bootstrap root: connection with wrong magic 0x%016llx; dropped",
-                     static_cast<unsigned long long>(net::getU64(c.hello)));
-          keep = false;
-        } else if (c.got == kRootHelloBytes) {
-          admit(c);
-          keep = false;  // admitted or rejected: either way it leaves the pending list
-        }
+        keep = consider(c);
       }
       if (keep) {
         ++i;
@@ -116,40 +136,46 @@ class Root {
     }
   }
 
-  void admit(PendingConn& c) {
-    uint32_t rank = net::getU32(c.hello + 8);
-    uint32_t nranks = net::getU32(c.hello + 12);
-    net::SocketAddress addr;
-    Status st = net::SocketAddress::fromWire(c.hello + 16, &addr);
-    if (!st.ok() || addr.port() == 0) {
-      BRAID_WARN("bootstrap root: hello from rank %u with a bad address; dropped", rank);
-      return;
+  // Decides on a connection's hello as far as it has arrived; false once it leaves the
+  // pending list (admitted, or refused and answered). The magic is checked as soon as it is in,
+  // so strangers are cut off early.
+  bool consider(PendingConn& c) {
+    RootHello hello;
+    Refusal reason{};
+    std::string text;
+    switch (rendezvous_.inspect(c.hello, c.got, &hello, &reason, &text)) {
+      case Rendezvous::Step::NeedMore: return true;
+      case Rendezvous::Step::Refuse: refuse(c, reason, text); return false;
+      case Rendezvous::Step::Complete: break;
     }
-    if (nranks == 0 || nranks > kMaxRanks || rank >= nranks) {
-      BRAID_WARN("bootstrap root: hello with rank %u of nranks %u is out of range; dropped", rank,
-                 nranks);
-      return;
+    if (!rendezvous_.admit(hello, &reason, &text)) {
+      refuse(c, reason, text);
+      return false;
     }
-    if (expected_ > 0 && nranks != static_cast<uint32_t>(expected_)) {
-      BRAID_WARN("bootstrap root: rank %u says nranks %u, earlier ranks said %d; dropped", rank,
-                 nranks, expected_);
-      return;
+    if (ranks_.empty()) ranks_.resize(rendezvous_.expected());
+    ranks_[hello.rank] = std::move(c.fd);
+    BRAID_INFO(kBootstrap, "bootstrap root: rank %u/%u arrived from %s", hello.rank, hello.nranks,
+               hello.address.toString().c_str());
+    return false;
+  }
+
+  void refuse(PendingConn& c, Refusal reason, const std::string& text) {
+    BRAID_WARN("bootstrap root: %s; refused", text.c_str());
+    // The reply carries the sender's own magic, the one thing a rank checks it by.
+    if (c.got >= 8) sendReply(c.fd.get(), encodeRefusalReply(net::getU64(c.hello), reason, text));
+  }
+
+  // The rendezvous failed: every rank admitted so far hears why, and is let go.
+  void failAdmitted() {
+    const std::string text = rendezvous_.failedNotice();
+    const Refusal reason =
+        rendezvous_.failure() == Refusal::Timeout ? Refusal::Timeout : Refusal::RendezvousFailed;
+    BRAID_WARN("bootstrap root: %s", text.c_str());
+    const auto reply = encodeRefusalReply(magic_, reason, text);
+    for (net::Fd& fd : ranks_) {
+      if (fd.valid()) sendReply(fd.get(), reply);
+      fd.reset();
     }
-    if (expected_ < 0) {
-      expected_ = static_cast<int>(nranks);
-      ranks_.resize(nranks);
-      addrs_.assign(nranks * net::SocketAddress::kWireBytes, 0);
-    }
-    if (ranks_[rank].valid()) {
-      BRAID_WARN("bootstrap root: rank %u arrived twice; the second connection is dropped", rank);
-      return;
-    }
-    ranks_[rank] = std::move(c.fd);
-    std::memcpy(addrs_.data() + rank * net::SocketAddress::kWireBytes, c.hello + 16,
-                net::SocketAddress::kWireBytes);
-    ++arrived_;
-    BRAID_INFO(kBootstrap, "bootstrap root: rank %u/%u arrived from %s", rank, nranks,
-               addr.toString().c_str());
   }
 
   void dropExpired() {
@@ -166,26 +192,21 @@ class Root {
   }
 
   void sendTables() {
-    std::vector<uint8_t> reply(kRootReplyHeaderBytes + addrs_.size());
-    net::putU64(reply.data(), magic_);
-    net::putU32(reply.data() + 8, static_cast<uint32_t>(expected_));
-    std::memcpy(reply.data() + kRootReplyHeaderBytes, addrs_.data(), addrs_.size());
-    for (int r = 0; r < expected_; ++r) {
+    const auto reply = encodeTableReply(magic_, rendezvous_.expected(), rendezvous_.addresses());
+    for (uint32_t r = 0; r < rendezvous_.expected(); ++r) {
       Status st = net::sendAll(ranks_[r].get(), reply.data(), reply.size(),
                                Waiter(kHelloDeadlineMs, nullptr));
-      if (!st.ok()) BRAID_WARN("bootstrap root: rank %d: %s", r, st.message().c_str());
+      if (!st.ok()) BRAID_WARN("bootstrap root: rank %u: %s", r, st.message().c_str());
     }
-    BRAID_INFO(kBootstrap, "bootstrap root: rendezvous of %d ranks done", expected_);
+    BRAID_INFO(kBootstrap, "bootstrap root: rendezvous of %u ranks done", rendezvous_.expected());
   }
 
   net::Fd listener_;
   uint64_t magic_;
   int64_t idleTimeoutMs_;
+  Rendezvous rendezvous_;
   std::vector<PendingConn> pending_;
-  std::vector<net::Fd> ranks_;
-  std::vector<uint8_t> addrs_;
-  int expected_ = -1;
-  size_t arrived_ = 0;
+  std::vector<net::Fd> ranks_;  // admitted ranks' connections, by rank
 };
 
 uint64_t randomMagic() {

@@ -8,12 +8,12 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "transport/tcp/tcp_wire.h"
 #include "transport/wait.h"
 
 namespace braid::transport {
 namespace {
 
-constexpr uint32_t kMessageMagic = 0x42544d31;  // "BTM1"
 // progress() rounds; each round drains every socket until it would block, so a handful is
 // enough to let sink deliveries free staging buffers and reads continue.
 constexpr int kProgressRounds = 8;
@@ -117,9 +117,7 @@ Status TcpEndpoint::fail(Status st) {
 }
 
 void TcpEndpoint::putHeader(uint8_t* h, uint64_t message, size_t bytes) {
-  net::putU32(h, kMessageMagic);
-  net::putU32(h + 4, static_cast<uint32_t>(message));
-  net::putU64(h + 8, bytes);
+  tcp::encodeHeader(message, bytes, h);
 }
 
 // A stream's next messages when several small ones wait whole on stream 0: they leave in one
@@ -205,16 +203,8 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
 }
 
 Status TcpEndpoint::checkHeader(Stream& s, const RecvOp& op) {
-  const uint32_t magic = net::getU32(s.headerIn), seq = net::getU32(s.headerIn + 4);
-  const uint64_t bytes = net::getU64(s.headerIn + 8);
-  if (magic != kMessageMagic || seq != static_cast<uint32_t>(s.recvMsg))
-    return fail(internalError("corrupt message header (magic 0x%08x, sequence %u, expected %u)",
-                              magic, seq, static_cast<uint32_t>(s.recvMsg)));
-  if (bytes != op.bytes)
-    return fail(invalidUsage("message %llu: peer sent %llu bytes, the posted receive is %zu bytes",
-                             static_cast<unsigned long long>(s.recvMsg),
-                             static_cast<unsigned long long>(bytes), op.bytes));
-  return Status::Ok();
+  Status st = tcp::checkHeader(s.headerIn, s.recvMsg, op.bytes);
+  return st.ok() ? st : fail(std::move(st));
 }
 
 Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {

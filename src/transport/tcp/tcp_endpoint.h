@@ -14,6 +14,7 @@
 
 #include "base/fifo.h"
 #include "base/net/socket.h"
+#include "transport/tcp/tcp_wire.h"
 #include "transport/transport.h"
 
 namespace braid::transport {
@@ -37,7 +38,7 @@ class TcpEndpoint final : public Endpoint {
   std::string describe() const override;
 
  private:
-  static constexpr size_t kHeaderBytes = 16;
+  static constexpr size_t kHeaderBytes = tcp::kHeaderBytes;
 
   struct SendOp {
     const uint8_t* data;

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/net/socket.h"
 #include "transport/tcp/tcp_endpoint.h"
+#include "transport/tcp/tcp_wire.h"
 
 namespace braid::env {
 const Var kNcclSocketNthreads = {"NCCL_SOCKET_NTHREADS", "1",
@@ -31,13 +32,10 @@ const Var kBraidTcpSliceBytes = {
 namespace braid::transport {
 namespace {
 
-constexpr uint32_t kHandleVersion = 0x42544331;  // "BTC1"
-constexpr size_t kHandleBytes =
-    16 + net::SocketAddress::kWireBytes;  // version, streams, token, address
-constexpr size_t kHelloBytes = 24;  // token u64, rank u32, stream u32, streams u32, reserved u32
+using tcp::kHelloBytes;
+using tcp::kMaxStreams;
 constexpr int64_t kHelloDeadlineMs = 5000;
 constexpr int kPollMs = 50;
-constexpr int kMaxStreams = 64;
 
 class TcpTransport final : public Transport {
  public:
@@ -53,11 +51,7 @@ class TcpTransport final : public Transport {
   Status listen(const PeerInfo& self, const PeerInfo& peer, Blob* handle) override {
     std::lock_guard<std::mutex> lock(mu_);
     BRAID_TRY(ensureListener());
-    handle->assign(kHandleBytes, 0);
-    net::putU32(handle->data(), kHandleVersion);
-    net::putU32(handle->data() + 4, static_cast<uint32_t>(options_.streams));
-    net::putU64(handle->data() + 8, token_);
-    address_.toWire(handle->data() + 16);
+    *handle = tcp::encodeHandle({options_.streams, token_, address_});
     return Status::Ok();
   }
 
@@ -65,17 +59,16 @@ class TcpTransport final : public Transport {
                  const Waiter& waiter, std::unique_ptr<Endpoint>* endpoint) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto what = strfmt("TCP connect rank %d -> rank %d", self.rank, peer.rank);
-    if (peerHandle.size() != kHandleBytes || net::getU32(peerHandle.data()) != kHandleVersion)
-      return invalidArgument("%s: the peer's handle is not a TCP handle", what.c_str());
-    const int peerStreams = static_cast<int>(net::getU32(peerHandle.data() + 4));
+    tcp::Handle handle;
+    BRAID_TRY(tcp::decodeHandle(peerHandle, &handle).withContext(what));
+    const int peerStreams = handle.streams;
     if (peerStreams != options_.streams)
       return invalidUsage(
           "%s: peer uses %d streams, this rank %d (NCCL_SOCKET_NTHREADS x "
           "NCCL_NSOCKS_PERTHREAD must match on all ranks)",
           what.c_str(), peerStreams, options_.streams);
-    const uint64_t peerToken = net::getU64(peerHandle.data() + 8);
-    net::SocketAddress peerAddress;
-    BRAID_TRY(net::SocketAddress::fromWire(peerHandle.data() + 16, &peerAddress).withContext(what));
+    const uint64_t peerToken = handle.token;
+    const net::SocketAddress peerAddress = handle.address;
     BRAID_TRY(ensureListener());
 
     std::vector<TcpEndpoint::StreamFds> streams(options_.streams);
@@ -118,11 +111,10 @@ class TcpTransport final : public Transport {
               const Waiter& waiter, net::Fd* out) {
     net::Fd fd;
     BRAID_TRY(net::connectTo(to, waiter, &fd, options_.socketBufferBytes));
-    uint8_t hello[kHelloBytes] = {};
-    net::putU64(hello, token);
-    net::putU32(hello + 8, static_cast<uint32_t>(rank));
-    net::putU32(hello + 12, static_cast<uint32_t>(stream));
-    net::putU32(hello + 16, static_cast<uint32_t>(options_.streams));
+    uint8_t hello[kHelloBytes];
+    tcp::encodeHello({token, static_cast<uint32_t>(rank), static_cast<uint32_t>(stream),
+                      static_cast<uint32_t>(options_.streams)},
+                     hello);
     BRAID_TRY(net::sendAll(fd.get(), hello, sizeof(hello), waiter));
     *out = std::move(fd);
     return Status::Ok();
@@ -151,14 +143,14 @@ class TcpTransport final : public Transport {
         BRAID_WARN("TCP transport: dropped a connection without a hello: %s", st.message().c_str());
         continue;
       }
-      const uint32_t rank = net::getU32(hello + 8), stream = net::getU32(hello + 12),
-                     streams = net::getU32(hello + 16);
-      if (net::getU64(hello) != token_ || rank > (1u << 30) ||
-          streams != static_cast<uint32_t>(options_.streams) || stream >= streams) {
-        BRAID_WARN("TCP transport: dropped a connection with a bad hello (rank %u stream %u of %u)",
-                   rank, stream, streams);
+      tcp::StreamHello h;
+      st = tcp::decodeHello(hello, token_, static_cast<uint32_t>(options_.streams), &h);
+      if (!st.ok()) {
+        BRAID_WARN("TCP transport: dropped a connection with a bad hello: %s",
+                   st.message().c_str());
         continue;
       }
+      const uint32_t rank = h.rank, stream = h.stream;
       auto& slots = pending_[static_cast<int>(rank)];
       slots.resize(options_.streams);
       if (slots[stream].valid()) {
