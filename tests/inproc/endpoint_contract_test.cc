@@ -214,7 +214,9 @@ TEST_P(EndpointContract, AWaitingEndpointCanBeSleptOnUntilThePeerSends) {
   p.e0->addWakeups(set);
   ASSERT_TRUE(set.method() == WaitSet::Method::kFds || set.method() == WaitSet::Method::kDoorbells)
       << "a busy endpoint offers nothing to sleep on";
-  if (set.method() == WaitSet::Method::kDoorbells) ASSERT_TRUE(set.arm());
+  if (set.method() == WaitSet::Method::kDoorbells) {
+    ASSERT_TRUE(set.arm());
+  }
   ASSERT_TRUE(p.e0->progress().ok());  // the look for work once more that arming asks for
   ASSERT_EQ(p.e0->recvsCompleted(), 0u);
   std::thread peer([&] {
