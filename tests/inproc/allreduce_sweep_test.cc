@@ -20,7 +20,9 @@ struct SweepParam {
 class AllReduceSweep : public ::testing::TestWithParam<std::tuple<SweepParam, int>> {};
 
 TEST_P(AllReduceSweep, MatchesReference) {
-  const auto& [param, nranks] = GetParam();
+  // Not a structured binding: a lambda below captures nranks, which clang 14 cannot do with one.
+  const auto& param = std::get<0>(GetParam());
+  const int nranks = std::get<1>(GetParam());
   setenv("BRAID_TRANSPORTS", param.transports, 1);
   setenv("BRAID_CHUNK_BYTES", param.chunkBytes, 1);
   auto cases = testing::sweepCases(nranks, param.large);

@@ -22,7 +22,9 @@ struct SweepParam {
 class CollSweep : public ::testing::TestWithParam<std::tuple<SweepParam, int>> {};
 
 TEST_P(CollSweep, MatchesReference) {
-  const auto& [param, nranks] = GetParam();
+  // Not a structured binding: a lambda below captures nranks, which clang 14 cannot do with one.
+  const auto& param = std::get<0>(GetParam());
+  const int nranks = std::get<1>(GetParam());
   setenv("BRAID_TRANSPORTS", param.transports, 1);
   setenv("BRAID_CHUNK_BYTES", param.chunkBytes, 1);
   // A rank that stops early (a failed call) must not leave the others waiting for ever.

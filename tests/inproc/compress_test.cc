@@ -257,7 +257,10 @@ TEST(Compress, RanksThatDisagreeFail) {
   const size_t count = 1 << 16;
   const std::pair<const char*, const char*> cases[] = {
       {"topk:0.05", "int8"}, {"none", "int8"}, {"topk:0.1", "topk:0.05"}};
-  for (auto [odd, others] : cases) {
+  for (const auto& c : cases) {
+    // Not a structured binding: the lambda captures both, which clang 14 cannot do with one.
+    const char* odd = c.first;
+    const char* others = c.second;
     auto errors = testing::runThreads(3, [&](int rank, ncclComm_t comm) -> std::string {
       braidCompressPolicy_t p = policy(rank == 1 ? odd : others);
       if (braidCommSetCompression(comm, &p) != ncclSuccess) return ncclGetLastError(comm);

@@ -14,7 +14,9 @@ namespace {
 class AllReduceProcesses : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(AllReduceProcesses, MatchesReference) {
-  const auto& [shmDisable, nranks] = GetParam();
+  // Not a structured binding: a lambda below captures nranks, which clang 14 cannot do with one.
+  const auto& shmDisable = std::get<0>(GetParam());
+  const int nranks = std::get<1>(GetParam());
   auto cases = testing::sweepCases(nranks, true);
   auto results = testing::runProcesses(
       nranks,

@@ -17,7 +17,9 @@ namespace {
 class CollSweepProcesses : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(CollSweepProcesses, MatchesReference) {
-  const auto& [shmDisable, nranks] = GetParam();
+  // Not a structured binding: a lambda below captures nranks, which clang 14 cannot do with one.
+  const auto& shmDisable = std::get<0>(GetParam());
+  const int nranks = std::get<1>(GetParam());
   const auto cases = testing::sweepCases(nranks, {false, true, true});
   auto results = testing::runProcesses(
       nranks,
