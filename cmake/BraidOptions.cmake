@@ -75,3 +75,14 @@ if(BRAID_WITH_HWLOC)
   endif()
 endif()
 message(STATUS "Braid: hwloc ${BRAID_HWLOC_FOUND} (without it, host discovery reads /sys)")
+
+# Sanitizers for the whole tree: a -fsanitize= list ("address,undefined", "thread"), compiled into
+# every C and C++ object and linked into every binary. A sanitizer report stops the process
+# (-fno-sanitize-recover=all), so it fails the test that made it. CUDA objects are not
+# instrumented: the sanitizer presets build without CUDA (CMakePresets.json).
+set(BRAID_SANITIZE "" CACHE STRING "Build everything with -fsanitize=<this list> (e.g. address,undefined; thread)")
+if(BRAID_SANITIZE)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${BRAID_SANITIZE};-fno-sanitize-recover=all;-fno-omit-frame-pointer>")
+  add_link_options("-fsanitize=${BRAID_SANITIZE}")
+  message(STATUS "Braid: sanitizers ${BRAID_SANITIZE}")
+endif()

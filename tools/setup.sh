@@ -7,10 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # python3-torch, libtorch-dev, pybind11-dev and python3-dev: the torch.distributed backend
-# (frameworks/torch, built when they are present) and its tests (ctest -L torch).
+# (frameworks/torch, built when they are present) and its tests (ctest -L torch). clang and its
+# sanitizer runtimes (libclang-rt-dev, only recommended by clang): the sanitizer trees
+# (tools/check-sanitizers.sh, tools/check-deep.sh).
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev
-          python3-torch libtorch-dev pybind11-dev python3-dev)
+          python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(openmpi-bin libopenmpi-dev python3-matplotlib python3-sklearn)
 fi
