@@ -86,3 +86,15 @@ if(BRAID_SANITIZE)
   add_link_options("-fsanitize=${BRAID_SANITIZE}")
   message(STATUS "Braid: sanitizers ${BRAID_SANITIZE}")
 endif()
+
+# The time limit of a test that runs the suites' code (tests/, examples/). Sanitized code runs
+# several times slower (under ASan on two loaded cores the longest schedule sweep,
+# AllReduceSchedule.RingEveryRankCountAndChunk, took 194 s, and under TSan example.dp_train
+# 274 s; tools/check-sanitizers.sh prints every test's time): an ASan+UBSan tree allows three
+# times as long, a TSan tree five.
+set(BRAID_TEST_TIMEOUT 300)
+if(BRAID_SANITIZE MATCHES "thread")
+  set(BRAID_TEST_TIMEOUT 1500)
+elseif(BRAID_SANITIZE)
+  set(BRAID_TEST_TIMEOUT 900)
+endif()
