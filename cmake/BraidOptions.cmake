@@ -75,3 +75,26 @@ if(BRAID_WITH_HWLOC)
   endif()
 endif()
 message(STATUS "Braid: hwloc ${BRAID_HWLOC_FOUND} (without it, host discovery reads /sys)")
+
+# Sanitizers for the whole tree: a -fsanitize= list ("address,undefined", "thread"), compiled into
+# every C and C++ object and linked into every binary. A sanitizer report stops the process
+# (-fno-sanitize-recover=all), so it fails the test that made it. CUDA objects are not
+# instrumented: the sanitizer presets build without CUDA (CMakePresets.json).
+set(BRAID_SANITIZE "" CACHE STRING "Build everything with -fsanitize=<this list> (e.g. address,undefined; thread)")
+if(BRAID_SANITIZE)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${BRAID_SANITIZE};-fno-sanitize-recover=all;-fno-omit-frame-pointer>")
+  add_link_options("-fsanitize=${BRAID_SANITIZE}")
+  message(STATUS "Braid: sanitizers ${BRAID_SANITIZE}")
+endif()
+
+# The time limit of a test that runs the suites' code (tests/, examples/). Sanitized code runs
+# several times slower (under ASan on two loaded cores the longest schedule sweep,
+# AllReduceSchedule.RingEveryRankCountAndChunk, took 194 s, and under TSan example.dp_train
+# 274 s; tools/check-sanitizers.sh prints every test's time): an ASan+UBSan tree allows three
+# times as long, a TSan tree five.
+set(BRAID_TEST_TIMEOUT 300)
+if(BRAID_SANITIZE MATCHES "thread")
+  set(BRAID_TEST_TIMEOUT 1500)
+elseif(BRAID_SANITIZE)
+  set(BRAID_TEST_TIMEOUT 900)
+endif()

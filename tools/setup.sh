@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # python3-torch, libtorch-dev, pybind11-dev and python3-dev: the torch.distributed backend
-# (frameworks/torch, built when they are present) and its tests (ctest -L torch). clang and
-# libclang-rt-dev (libFuzzer and the sanitizer runtimes): the fuzz preset (tests/fuzz,
-# tools/fuzz.sh) and the sanitizer trees.
+# (frameworks/torch, built when they are present) and its tests (ctest -L torch). clang and its
+# runtimes (libclang-rt-dev, only recommended by clang: libFuzzer and the sanitizers): the
+# sanitizer trees (tools/check-sanitizers.sh, tools/check-deep.sh) and the fuzz targets.
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev
           python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
