@@ -1,4 +1,4 @@
-/* Braid: the NCCL 2.28.9 C ABI.
+/* Braid: the NCCL 2.32.3 C ABI (a superset of 2.28.9's, which clients built against it keep).
  *
  * Braid's own text for NCCL's public interface: every type, enumerator, macro and struct
  * layout a client compiled against NVIDIA's nccl.h relies on, so that the same binary runs
@@ -18,10 +18,10 @@
 #endif
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MINOR 32
+#define NCCL_PATCH 3
 #define NCCL_SUFFIX ""
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE 23203
 /* Codes up to 2.8 give the minor number one decimal digit (2804); later ones give it two
  * (22809), so the formula depends on the version it encodes. */
 #define NCCL_VERSION(X, Y, Z) \
@@ -31,6 +31,7 @@
  * used; if it comes later, its typedef is the same one and C11/C++ accept the repeat. */
 #if !defined(__DRIVER_TYPES_H__) && !defined(__CUDA_RUNTIME_H__) && !defined(CUDART_VERSION)
 typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
 #endif
 
 #ifdef __cplusplus
@@ -57,10 +58,14 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclTimeout = 8, /* since 2.32: returned only to clients built against 2.32 (see README) */
+  ncclNumResults = 9
 } ncclResult_t;
 
 /* ---- Communicator configuration ---------------------------------------------------- */
+
+/* What the initializers put in the magic field of every versioned struct below. */
+#define NCCL_API_MAGIC 0xcafebeef
 
 /* "Not set by the user": the library picks its default for such fields. */
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
@@ -72,6 +77,9 @@ typedef enum {
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
+#define NCCL_WIN_STRICT_ORDERING 0x02
+#define NCCL_WIN_GIN_ONLY 0x04     /* register for GPU-initiated networking only */
+#define NCCL_WIN_CFT_COUNTED 0x08  /* register counted CFT endpoints only */
 
 /* Values of ncclConfig_t.CTAPolicy. */
 #define NCCL_CTA_POLICY_DEFAULT 0x00
@@ -85,9 +93,26 @@ typedef enum {
 /* revokeFlags of ncclCommRevoke; no flag is defined yet, so it must be 0. */
 #define NCCL_REVOKE_DEFAULT 0x00
 
+/* Values of ncclConfig_t.hostCftMode. */
+typedef enum {
+  ncclHostCftDefault = NCCL_CONFIG_UNDEF_INT,
+  ncclHostCftEnable = 1,
+  ncclHostCftDisable = 2,
+  ncclHostCftFallback = 3
+} ncclHostCftMode_t;
+
+/* Bits of ncclConfig_t.nvlsHostMode: which host-side NVLS components are off. */
+typedef enum {
+  ncclNvlsHostModeDefault = NCCL_CONFIG_UNDEF_INT,
+  ncclNvlsHostModeEnable = 0,
+  ncclNvlsHostModeDisableTransport = 1 << 0,
+  ncclNvlsHostModeDisableSymmetricMultimem = 1 << 1,
+  ncclNvlsHostModeDisable = INT_MAX
+} ncclNvlsHostMode_t;
+
 /* The struct only ever grows at its end: size and version tell the library which fields an
  * older client knew about, so the tag names the layout's version. */
-typedef struct ncclConfig_v22800 {
+typedef struct ncclConfig_v23100 {
   size_t size;          /* sizeof(ncclConfig_t) as the client saw it */
   unsigned int magic;   /* 0xcafebeef: proves the struct went through the initializer */
   unsigned int version; /* NCCL_VERSION_CODE the client was built with */
@@ -105,11 +130,21 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
+  /* Since 2.31. */
+  int graphUsageMode;
+  int numRmaCtx;
+  int maxP2pPeers;
+  int graphStreamOrdering;
+  int launchOrderImplicit;
+  int numRmaSig;
+  int rmaEagerInit;
+  int hostCftMode;  /* ncclHostCftMode_t */
+  int nvlsHostMode; /* ncclNvlsHostMode_t bits */
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER                                                         \
   {                                                                                     \
-    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
+    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE,                            \
         NCCL_CONFIG_UNDEF_INT, /* blocking */                                           \
         NCCL_CONFIG_UNDEF_INT, /* cgaClusterSize */                                     \
         NCCL_CONFIG_UNDEF_INT, /* minCTAs */                                            \
@@ -124,6 +159,64 @@ typedef struct ncclConfig_v22800 {
         NCCL_CONFIG_UNDEF_INT, /* nvlsCTAs */                                           \
         NCCL_CONFIG_UNDEF_INT, /* nChannelsPerNetPeer */                                \
         NCCL_CONFIG_UNDEF_INT, /* nvlinkCentricSched */                                 \
+        NCCL_CONFIG_UNDEF_INT, /* graphUsageMode */                                     \
+        NCCL_CONFIG_UNDEF_INT, /* numRmaCtx */                                          \
+        NCCL_CONFIG_UNDEF_INT, /* maxP2pPeers */                                        \
+        NCCL_CONFIG_UNDEF_INT, /* graphStreamOrdering */                                \
+        NCCL_CONFIG_UNDEF_INT, /* launchOrderImplicit */                                \
+        NCCL_CONFIG_UNDEF_INT, /* numRmaSig */                                          \
+        NCCL_CONFIG_UNDEF_INT, /* rmaEagerInit */                                       \
+        NCCL_CONFIG_UNDEF_INT, /* hostCftMode */                                        \
+        NCCL_CONFIG_UNDEF_INT, /* nvlsHostMode */                                       \
+  }
+
+/* One vendor option of a per-call config: a (vendor, option) key and a value, chained
+ * through next. Braid reads none yet; NVIDIA's NCCL ignores them all. */
+typedef struct ncclConfigExt {
+  struct ncclConfigExt* next;
+  struct {
+    int vendorId;
+    int optionId;
+  } key;
+  union {
+    int i;
+    const char* s;
+    void* raw;
+  } val;
+} ncclConfigExt_t;
+
+/* The per-call config the nccl<Collective>Config functions take (since 2.32). Like
+ * ncclConfig_t it only grows at its end and is read by size and version. Every rank must
+ * pass the same values. */
+typedef struct ncclCollConfig_v23200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  ncclConfigExt_t* ext;
+  int minCTAs;
+  int maxCTAs;
+  int nvlsCTAs;
+  int cgaClusterSize;
+  const char* algSelection; /* the algorithms the call may use; NULL or "": the library picks */
+  int forceAlgSelection;    /* 1 (the default): a selection that cannot be met is an error */
+  int CTAPolicy;
+  uint64_t userProfilerTag;          /* opaque, handed to profiling as is */
+  cudaEvent_t launchCompletionEvent; /* recorded once the call is on its stream */
+} ncclCollConfig_t;
+
+#define NCCL_COLLCONFIG_INITIALIZER                                                     \
+  {                                                                                     \
+    sizeof(ncclCollConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE,                        \
+        NCCL_CONFIG_UNDEF_PTR, /* ext */                                                \
+        NCCL_CONFIG_UNDEF_INT, /* minCTAs */                                            \
+        NCCL_CONFIG_UNDEF_INT, /* maxCTAs */                                            \
+        NCCL_CONFIG_UNDEF_INT, /* nvlsCTAs */                                           \
+        NCCL_CONFIG_UNDEF_INT, /* cgaClusterSize */                                     \
+        NCCL_CONFIG_UNDEF_PTR, /* algSelection */                                       \
+        1, /* forceAlgSelection */                                                      \
+        NCCL_CONFIG_UNDEF_INT, /* CTAPolicy */                                          \
+        0, /* userProfilerTag */                                                        \
+        NCCL_CONFIG_UNDEF_PTR, /* launchCompletionEvent */                              \
   }
 
 /* Output of ncclGroupSimulateEnd. */
@@ -136,7 +229,7 @@ typedef struct ncclSimInfo_v22200 {
 
 #define NCCL_SIM_INFO_INITIALIZER                                                        \
   {                                                                                      \
-    sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
+    sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE,                                \
         NCCL_UNDEF_FLOAT                                                                 \
   }
 
@@ -216,6 +309,15 @@ NCCL_DECLARE_API_(ncclResult_t, ncclCommShrink,
 NCCL_DECLARE_API_(ncclResult_t, ncclCommInitRankScalable,
                   (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                    ncclConfig_t* config));
+/* Growing a communicator (since 2.32). One existing rank (the root) makes an id with
+ * ncclCommGetUniqueId and hands it to the new ranks; then every existing rank calls
+ * ncclCommGrow(comm, nRanks, id, -1, ...), the root with &id and the others with NULL, and
+ * each new rank calls ncclCommGrow(NULL, nRanks, &id, rank, ...) with the rank it is given.
+ * Existing ranks keep their numbers; an id serves one grow. */
+NCCL_DECLARE_API_(ncclResult_t, ncclCommGetUniqueId, (ncclComm_t comm, ncclUniqueId* uniqueId));
+NCCL_DECLARE_API_(ncclResult_t, ncclCommGrow,
+                  (ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                   ncclComm_t* newcomm, ncclConfig_t* config));
 
 /* Errors and state. */
 NCCL_DECLARE_API_(const char*, ncclGetErrorString, (ncclResult_t result));
@@ -234,6 +336,20 @@ NCCL_DECLARE_API_(ncclResult_t, ncclCommCount, (const ncclComm_t comm, int* coun
 NCCL_DECLARE_API_(ncclResult_t, ncclCommCuDevice, (const ncclComm_t comm, int* device));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int* rank));
 
+/* Suspending a communicator (since 2.32): it releases what it can until ncclCommResume and
+ * takes no calls meanwhile. ncclCommMemStats says how much memory that is. */
+#define NCCL_SUSPEND_MEM 0x01
+NCCL_DECLARE_API_(ncclResult_t, ncclCommSuspend, (ncclComm_t comm, int flags));
+NCCL_DECLARE_API_(ncclResult_t, ncclCommResume, (ncclComm_t comm));
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   /* bytes a suspend would release */
+  ncclStatGpuMemSuspended = 1, /* 1 while suspended, else 0 */
+  ncclStatGpuMemPersist = 2,   /* bytes held that a suspend keeps */
+  ncclStatGpuMemTotal = 3      /* all bytes the communicator holds */
+} ncclCommMemStat_t;
+NCCL_DECLARE_API_(ncclResult_t, ncclCommMemStats,
+                  (ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value));
+
 /* Buffer registration. */
 NCCL_DECLARE_API_(ncclResult_t, ncclCommRegister,
                   (const ncclComm_t comm, void* buff, size_t size, void** handle));
@@ -241,6 +357,9 @@ NCCL_DECLARE_API_(ncclResult_t, ncclCommDeregister, (const ncclComm_t comm, void
 NCCL_DECLARE_API_(ncclResult_t, ncclCommWindowRegister,
                   (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags));
 NCCL_DECLARE_API_(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win));
+/* The buffer a window was registered with (since 2.32). */
+NCCL_DECLARE_API_(ncclResult_t, ncclWinGetUserPtr,
+                  (ncclComm_t comm, ncclWindow_t win, void** outUserPtr));
 
 /* Custom reduction operators. */
 NCCL_DECLARE_API_(ncclResult_t, ncclRedOpCreatePreMulSum,
@@ -278,6 +397,35 @@ NCCL_DECLARE_API_(ncclResult_t, ncclScatter,
                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                    int root, ncclComm_t comm, cudaStream_t stream));
 
+/* The same collectives with a per-call config (since 2.32); a NULL config is the plain call. */
+NCCL_DECLARE_API_(ncclResult_t, ncclAllReduceConfig,
+                  (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                   const ncclCollConfig_t* config));
+NCCL_DECLARE_API_(ncclResult_t, ncclBroadcastConfig,
+                  (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                   int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config));
+NCCL_DECLARE_API_(ncclResult_t, ncclReduceConfig,
+                  (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                   ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+                   const ncclCollConfig_t* config));
+NCCL_DECLARE_API_(ncclResult_t, ncclAllGatherConfig,
+                  (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                   ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config));
+NCCL_DECLARE_API_(ncclResult_t, ncclReduceScatterConfig,
+                  (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                   const ncclCollConfig_t* config));
+NCCL_DECLARE_API_(ncclResult_t, ncclAlltoAllConfig,
+                  (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                   ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config));
+NCCL_DECLARE_API_(ncclResult_t, ncclGatherConfig,
+                  (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                   int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config));
+NCCL_DECLARE_API_(ncclResult_t, ncclScatterConfig,
+                  (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                   int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config));
+
 /* Point to point. */
 NCCL_DECLARE_API_(ncclResult_t, ncclSend,
                   (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
@@ -286,28 +434,87 @@ NCCL_DECLARE_API_(ncclResult_t, ncclRecv,
                   (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                    cudaStream_t stream));
 
+/* One-sided signals into a peer's window (since 2.32). */
+NCCL_DECLARE_API_(ncclResult_t, ncclPutSignal,
+                  (const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                   ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                   unsigned int flags, ncclComm_t comm, cudaStream_t stream));
+NCCL_DECLARE_API_(ncclResult_t, ncclSignal,
+                  (int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                   cudaStream_t stream));
+/* Wait for opCnt signals from peer on (sigIdx, ctx). */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+NCCL_DECLARE_API_(ncclResult_t, ncclWaitSignal,
+                  (int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                   cudaStream_t stream));
+
 /* Groups. */
 NCCL_DECLARE_API_(ncclResult_t, ncclGroupStart, (void));
 NCCL_DECLARE_API_(ncclResult_t, ncclGroupEnd, (void));
 NCCL_DECLARE_API_(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t * simInfo));
 
+/* Encryption of the library's TCP traffic (since 2.32): TLS with a pre-shared key. */
+typedef enum { NCCL_ENCRYPTION_MODE_NONE = 0, NCCL_ENCRYPTION_MODE_PSK = 1 } ncclEncryptionMode_t;
+typedef struct ncclEncryptionConfig_v23200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int mode;        /* ncclEncryptionMode_t */
+  const char* psk; /* the pre-shared key, for NCCL_ENCRYPTION_MODE_PSK */
+} ncclEncryptionConfig_t;
+#define NCCL_ENCRYPTION_CONFIG_INITIALIZER                                                   \
+  {                                                                                          \
+    sizeof(ncclEncryptionConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE,                       \
+        NCCL_ENCRYPTION_MODE_NONE, NCCL_CONFIG_UNDEF_PTR,                                    \
+  }
+NCCL_DECLARE_API_(ncclResult_t, ncclSetEncryption, (const ncclEncryptionConfig_t* config));
+
+/* The library's parameters (since 2.32), by key ("NCCL_..."): typed through a handle, or as
+ * strings. Returned strings and tables belong to the library and stay valid until the same
+ * thread makes the same call again. */
+typedef struct ncclParamHandle* ncclParamHandle_t;
+NCCL_DECLARE_API_(ncclResult_t, ncclParamBind, (ncclParamHandle_t * out, const char* key));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetI8, (ncclParamHandle_t h, int8_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetI16, (ncclParamHandle_t h, int16_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetI32, (ncclParamHandle_t h, int32_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetI64, (ncclParamHandle_t h, int64_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetU8, (ncclParamHandle_t h, uint8_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetU16, (ncclParamHandle_t h, uint16_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetU32, (ncclParamHandle_t h, uint32_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetU64, (ncclParamHandle_t h, uint64_t* out));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetStr, (ncclParamHandle_t h, const char** out));
+/* The value's bytes into out (at most maxLen); *len is how many there are. */
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGet,
+                  (ncclParamHandle_t h, void* out, int maxLen, int* len));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetParameter,
+                  (const char* key, const char** value, int* valueLen));
+NCCL_DECLARE_API_(ncclResult_t, ncclParamGetAllParameterKeys,
+                  (const char*** table, int* tableLen));
+NCCL_DECLARE_API_(void, ncclParamDumpAll, (void));
+
 /* ---- Device API: the host side --------------------------------------------------------
  * NCCL declares these in its nccl_device headers, next to device code that needs nvcc.
- * Here they are declared with C types of the same size and layout: clients pass ncclTeam_t
- * by value and get it back by value. NVIDIA's nccl_device/core.h defines
+ * Braid refuses all of them (ncclInvalidUsage), so it declares them with C types: the ones
+ * passed or returned by value in full (same size and layout), and the device-side structs
+ * (the devcomm, its requirements, what a window points at) only by name; code that fills
+ * those structs uses NVIDIA's device headers. NVIDIA's nccl_device/core.h defines
  * _NCCL_DEVICE_CORE_H_ before it includes <nccl.h>; this block then steps aside and lets
  * that header declare the same types and functions, so a CUDA client can use NVIDIA's
  * device headers on top of this one (including this header first and those second is
- * not supported: the structs would be defined twice). */
+ * not supported: the types would be defined twice). */
 #if !defined(_NCCL_DEVICE_CORE_H_)
 
 typedef uint32_t ncclDevResourceHandle;
 typedef ncclDevResourceHandle ncclDevResourceHandle_t;
 typedef uint32_t ncclGinSignal_t;
 typedef uint32_t ncclGinCounter_t;
-
-#define NCCL_GIN_MAX_CONTEXTS 4
-typedef void* ncclGinWindow_t;
+typedef uint32_t ncclCftLeId; /* a CFT logical endpoint */
+typedef ncclCftLeId ncclCftLeId_t;
 
 /* A strided subset of the ranks: its size, this rank's index in it, and the distance in
  * world ranks between consecutive members. */
@@ -326,7 +533,7 @@ typedef struct ncclLsaBarrierHandle {
 
 typedef struct ncclGinBarrierHandle {
   ncclGinSignal_t signal0;
-  ncclDevResourceHandle_t bufHandle;
+  ncclDevResourceHandle_t unused; /* bufHandle before 2.32 */
 } ncclGinBarrierHandle_t;
 
 typedef struct ncclLLA2AHandle {
@@ -334,90 +541,106 @@ typedef struct ncclLLA2AHandle {
   uint32_t nSlots;
 } ncclLLA2AHandle_t;
 
-/* What ncclWindow_t points to. Device code reads it directly, so its layout is ABI;
- * the library's own bookkeeping hangs off winHost. */
-struct ncclWindow_vidmem {
-  void* winHost;
-  char* lsaFlatBase;
-  int lsaRank;
-  int worldRank;
-  uint32_t stride4G;
-  uint32_t mcOffset4K;
-  uint32_t ginOffset4K;
-  ncclGinWindow_t ginWins[NCCL_GIN_MAX_CONTEXTS];
-};
+typedef enum {
+  NCCL_GIN_CONNECTION_NONE,
+  NCCL_GIN_CONNECTION_FULL,
+  NCCL_GIN_CONNECTION_RAIL,
+  NCCL_GIN_CONNECTION_CUSTOM_STRIDE
+} ncclGinConnectionType_t;
 
+/* GPU-initiated networking back ends; NONE accepts any. */
+typedef enum {
+  NCCL_GIN_TYPE_NONE = 0,
+  NCCL_GIN_TYPE_PROXY = 2,
+  NCCL_GIN_TYPE_GDAKI = 3,
+  NCCL_GIN_TYPE_GPI = 4,
+  NCCL_GIN_TYPE_EFA_GDA = 5,
+  NCCL_GIN_MAX_TYPES = 6
+} ncclGinType_t;
+
+typedef enum {
+  NCCL_CFT_TEAM_FLAT,
+  NCCL_CFT_TEAM_HIER_MULTIMEM,
+  NCCL_CFT_TEAM_HIER_LSA
+} ncclCftTeamMode_t;
+
+typedef enum { NCCL_CFT_NONE = 0x0, NCCL_CFT = 0x1, NCCL_CFT_MULTIMEM = 0x2 } ncclCftCap_t;
+
+typedef struct ncclDevComm ncclDevComm_t;
 typedef struct ncclDevResourceRequirements ncclDevResourceRequirements_t;
 typedef struct ncclTeamRequirements ncclTeamRequirements_t;
+typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 
-/* A resource request, chained through next; the out* targets are filled in by
- * ncclDevCommCreate. */
-struct ncclDevResourceRequirements {
-  ncclDevResourceRequirements_t* next;
-  size_t bufferSize, bufferAlign;
-  ncclDevResourceHandle_t* outBufferHandle;
-  int ginSignalCount;
-  int ginCounterCount;
-  ncclGinSignal_t* outGinSignalStart;
-  ncclGinCounter_t* outGinCounterStart;
-};
+/* What a communicator offers, filled by ncclCommQueryProperties; read by size and version
+ * like ncclConfig_t. */
+typedef struct ncclCommProperties {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int rank;
+  int nRanks;
+  int cudaDev;
+  int nvmlDev;
+  bool deviceApiSupport;
+  bool multimemSupport;
+  ncclGinType_t ginType;
+  int nLsaTeams;
+  bool hostRmaSupport;
+  ncclGinType_t railedGinType;
+  uint64_t commHash;
+  int ginMinStride;
+  ncclGinConnectionType_t ginConnectionType;
+  bool ginSupport[64]; /* indexed by ncclGinType_t */
+  size_t devCommRuntimeVersionSize;
+  bool cftSupport;
+  bool cftMulticastSupport;
+  bool cftCountedSupport;
+} ncclCommProperties_t;
 
-struct ncclTeamRequirements {
-  ncclTeamRequirements_t* next;
-  ncclTeam_t team;
-  bool multimem;
-  ncclMultimemHandle_t* outMultimemHandle;
-};
+#define NCCL_COMM_PROPERTIES_INITIALIZER \
+  { sizeof(ncclCommProperties_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, }
 
-typedef struct ncclDevCommRequirements {
-  ncclDevResourceRequirements_t* resourceRequirementsList;
-  ncclTeamRequirements_t* teamRequirementsList;
-  bool lsaMultimem;
-  int barrierCount;
-  int lsaBarrierCount;
-  int railGinBarrierCount;
-  int lsaLLA2ABlockCount, lsaLLA2ASlotCount;
-  bool ginForceEnable;
-  int ginContextCount; /* a hint: the created devcomm may hold a different number */
-  int ginSignalCount;  /* signals and counters are numbered from 0 */
-  int ginCounterCount;
-} ncclDevCommRequirements_t;
-
-struct ncclDevCommWindowTable; /* device-side lookup table; only ever used by pointer */
-
-/* Filled in by ncclDevCommCreate and passed by value to kernels. */
-typedef struct ncclDevComm {
-  int rank, nRanks;
-  uint32_t nRanks_rcp32; /* reciprocals let device code divide by multiplying */
-  int lsaRank, lsaSize;
-  uint32_t lsaSize_rcp32;
-  struct ncclDevCommWindowTable* windowTable;
-  ncclWindow_t resourceWindow;
-  struct ncclWindow_vidmem resourceWindow_inlined;
-  ncclMultimemHandle_t lsaMultimem;
-  ncclLsaBarrierHandle_t lsaBarrier;
-  ncclGinBarrierHandle_t railGinBarrier;
-  uint8_t ginContextCount;
-  uint8_t ginTypes[4];
-  void* ginHandles[4];
-  uint32_t ginSignalBase;
-  int ginSignalCount;
-  uint32_t ginCounterBase;
-  int ginCounterCount;
-  uint64_t* ginSignalShadows;
-} ncclDevComm_t;
-
+NCCL_DECLARE_API_(ncclResult_t, ncclCommQueryProperties,
+                  (ncclComm_t comm, ncclCommProperties_t* props));
 NCCL_DECLARE_API_(ncclResult_t, ncclDevCommCreate,
                   (ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
                    ncclDevComm_t* outDevComm));
 NCCL_DECLARE_API_(ncclResult_t, ncclDevCommDestroy,
                   (ncclComm_t comm, ncclDevComm_t const* devComm));
 
-/* Teams of the communicator: everyone, the ranks reachable by load/store, and this rank's
- * rail (the ranks with the same local index on the other load/store domains). */
+/* Device addresses of a window's memory: multicast, a load/store peer's, any peer's. */
+NCCL_DECLARE_API_(ncclResult_t, ncclGetLsaMultimemDevicePointer,
+                  (ncclWindow_t window, size_t offset, void** outPtr));
+NCCL_DECLARE_API_(ncclResult_t, ncclGetMultimemDevicePointer,
+                  (ncclWindow_t window, size_t offset, ncclMultimemHandle_t multimem,
+                   void** outPtr));
+NCCL_DECLARE_API_(ncclResult_t, ncclGetLsaDevicePointer,
+                  (ncclWindow_t window, size_t offset, int lsaRank, void** outPtr));
+NCCL_DECLARE_API_(ncclResult_t, ncclGetPeerDevicePointer,
+                  (ncclWindow_t window, size_t offset, int peer, void** outPtr));
+/* The same as CFT logical endpoints and offsets. */
+NCCL_DECLARE_API_(ncclResult_t, ncclGetMultimemDeviceLeInfo,
+                  (ncclWindow_t window, size_t offset, ncclCftLeId* leId, size_t* leOffset));
+NCCL_DECLARE_API_(ncclResult_t, ncclGetCftDeviceLeInfo,
+                  (ncclWindow_t window, size_t offset, int peerCft, ncclTeam_t cftTeam,
+                   ncclCftLeId* leId, size_t* leOffset));
+NCCL_DECLARE_API_(ncclResult_t, ncclGetPeerDeviceLeInfo,
+                  (ncclWindow_t window, size_t offset, int peerWorld, ncclCftLeId* leId,
+                   size_t* leOffset));
+
+/* Teams of the communicator: everyone, the ranks reachable by load/store, this rank's rail
+ * (the ranks with the same local index on the other load/store domains), and the CFT
+ * teams. */
 NCCL_DECLARE_API_(ncclTeam_t, ncclTeamWorld, (ncclComm_t comm));
 NCCL_DECLARE_API_(ncclTeam_t, ncclTeamLsa, (ncclComm_t comm));
 NCCL_DECLARE_API_(ncclTeam_t, ncclTeamRail, (ncclComm_t comm));
+#ifdef __cplusplus
+ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode = NCCL_CFT_TEAM_FLAT);
+ncclTeam_t pncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode = NCCL_CFT_TEAM_FLAT);
+#else
+NCCL_DECLARE_API_(ncclTeam_t, ncclTeamCft, (ncclComm_t comm, ncclCftTeamMode_t mode));
+#endif
+NCCL_DECLARE_API_(ncclTeam_t, ncclTeamCftMultimem, (ncclComm_t comm));
 NCCL_DECLARE_API_(int, ncclTeamRankToWorld, (ncclComm_t comm, ncclTeam_t team, int rank));
 NCCL_DECLARE_API_(int, ncclTeamRankToLsa, (ncclComm_t comm, ncclTeam_t team, int rank));
 
@@ -431,6 +654,8 @@ NCCL_DECLARE_API_(int, ncclLLA2ACalcSlots, (int maxElts, int maxEltSize));
 NCCL_DECLARE_API_(ncclResult_t, ncclLLA2ACreateRequirement,
                   (int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
                    ncclDevResourceRequirements_t* outReq));
+/* NVIDIA's libnccl.so.2 also exports ncclGinOutboxCreateRequirement and
+ * ncclGinInboxA2ACreateRequirement, which its Linux headers do not declare; so does Braid's. */
 
 #endif /* !_NCCL_DEVICE_CORE_H_ */
 

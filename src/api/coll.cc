@@ -6,6 +6,7 @@
 #include "api/guard.h"
 #include "core/async/engine.h"
 #include "core/comm/comm.h"
+#include "core/comm/config.h"
 #include "core/device/device.h"
 #include "core/plan/group.h"
 #include "core/plan/plan.h"
@@ -128,34 +129,184 @@ bool isBlock(const void* inner, const void* outer, size_t index, size_t count,
          static_cast<const char*>(outer) + index * count * braid::kernels::typeSize(type);
 }
 
+
+// What a per-call config (the nccl<Collective>Config forms, NCCL 2.32) adds to a call: its
+// algorithm selection on the Call, and the event to record once the call is launched.
+Status readCallConfig(ncclComm* comm, const ncclCollConfig_t* config, Call* call,
+                      cudaEvent_t* launchEvent) {
+  *launchEvent = nullptr;
+  if (!config) return Status::Ok();
+  braid::CollConfig cfg;
+  BRAID_TRY(braid::readCollConfig(config, &cfg));
+  braid::api::noteClientVersion(cfg.clientVersion);
+  if (cfg.algSelection)
+    BRAID_TRY(comm->selections.intern(cfg.algSelection, cfg.forceAlgSelection, &call->selection));
+  *launchEvent = cfg.launchCompletionEvent;
+  if (*launchEvent && !braid::device::enabled())
+    return braid::invalidArgument(
+        "config->launchCompletionEvent %p: this process has no CUDA device support, so there is "
+        "no event to record",
+        static_cast<void*>(*launchEvent));
+  return Status::Ok();
+}
+
+// Enqueues a call made with (or without) a per-call config.
+Status enqueueWith(ncclComm* comm, Call& call, const ncclCollConfig_t* config,
+                   const void* sendbuff, void* recvbuff, cudaStream_t stream) {
+  cudaEvent_t launchEvent = nullptr;
+  BRAID_TRY(readCallConfig(comm, config, &call, &launchEvent));
+  BRAID_TRY(enqueue(comm, call, sendbuff, recvbuff, stream));
+  if (launchEvent) BRAID_TRY(braid::group::recordAfterLaunch(launchEvent, stream));
+  return Status::Ok();
+}
+
+
+// Each collective takes an optional per-call config (null: the plain call); the plain entry
+// point and its Config twin share it.
+
+Status allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                 const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+  BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+  Call c{Collective::AllReduce, count, datatype, op, true};
+  c.inPlace = sendbuff == recvbuff;
+  c.inputCount = count;
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
+Status broadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                 int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkRank(comm, root, "root"));
+  if (comm->rank == root) BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+  BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+  Call c{Collective::Broadcast, count, datatype};
+  c.root = root;
+  c.inPlace = sendbuff == recvbuff;
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
+Status reduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+              const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkRank(comm, root, "root"));
+  BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+  if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+  Call c{Collective::Reduce, count, datatype, op, true};
+  c.root = root;
+  c.inPlace = sendbuff == recvbuff;
+  c.inputCount = count;
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
+Status allGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                 ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkBuffer(sendbuff, sendcount, "sendbuff"));
+  BRAID_TRY(checkBuffer(recvbuff, sendcount, "recvbuff"));
+  Call c{Collective::AllGather, sendcount, datatype};
+  c.inPlace = isBlock(sendbuff, recvbuff, static_cast<size_t>(comm->rank), sendcount, datatype);
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
+Status reduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                     cudaStream_t stream, const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkBuffer(sendbuff, recvcount, "sendbuff"));
+  BRAID_TRY(checkBuffer(recvbuff, recvcount, "recvbuff"));
+  Call c{Collective::ReduceScatter, recvcount, datatype, op, true};
+  c.inPlace = isBlock(recvbuff, sendbuff, static_cast<size_t>(comm->rank), recvcount, datatype);
+  c.inputCount = recvcount * static_cast<size_t>(comm->nranks);
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
+Status alltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+  BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+  Call c{Collective::AlltoAll, count, datatype};
+  c.inPlace = sendbuff == recvbuff;
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
+Status gather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkRank(comm, root, "root"));
+  BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+  if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+  Call c{Collective::Gather, count, datatype};
+  c.root = root;
+  c.inPlace =
+      comm->rank == root && isBlock(sendbuff, recvbuff, static_cast<size_t>(root), count, datatype);
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
+Status scatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+               int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  BRAID_TRY(checkType(datatype));
+  BRAID_TRY(checkRank(comm, root, "root"));
+  if (comm->rank == root) BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
+  BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
+  Call c{Collective::Scatter, count, datatype};
+  c.root = root;
+  c.inPlace =
+      comm->rank == root && isBlock(recvbuff, sendbuff, static_cast<size_t>(root), count, datatype);
+  return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
+}
+
 }  // namespace
 
-BRAID_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
-          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclAllReduce", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
-    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
-    Call c{Collective::AllReduce, count, datatype, op, true};
-    c.inPlace = sendbuff == recvbuff;
-    c.inputCount = count;
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
-  });
-}
+// The plain entry point and its Config twin (NCCL 2.32; a client of it counts as 2.32's).
+#define BRAID_COLLECTIVE(Name, impl, params, ...)                                                 \
+  BRAID_API(ncclResult_t, nccl##Name, BRAID_UNPAREN params, ncclComm_t comm,                      \
+            cudaStream_t stream) {                                                                \
+    return collective(comm, "nccl" #Name,                                                         \
+                      [&]() -> Status { return impl(__VA_ARGS__, comm, stream, nullptr); });      \
+  }                                                                                               \
+  BRAID_API(ncclResult_t, nccl##Name##Config, BRAID_UNPAREN params, ncclComm_t comm,              \
+            cudaStream_t stream, const ncclCollConfig_t* config) {                                \
+    braid::api::noteClient232();                                                                  \
+    return collective(comm, "nccl" #Name "Config",                                                \
+                      [&]() -> Status { return impl(__VA_ARGS__, comm, stream, config); });       \
+  }
+#define BRAID_UNPAREN(...) __VA_ARGS__
 
-BRAID_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
-          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclBroadcast", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkRank(comm, root, "root"));
-    if (comm->rank == root) BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
-    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
-    Call c{Collective::Broadcast, count, datatype};
-    c.root = root;
-    c.inPlace = sendbuff == recvbuff;
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
-  });
-}
+BRAID_COLLECTIVE(AllReduce, allReduce,
+                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                  ncclRedOp_t op),
+                 sendbuff, recvbuff, count, datatype, op)
+BRAID_COLLECTIVE(Broadcast, broadcast,
+                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                  int root),
+                 sendbuff, recvbuff, count, datatype, root)
+BRAID_COLLECTIVE(Reduce, reduce,
+                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                  ncclRedOp_t op, int root),
+                 sendbuff, recvbuff, count, datatype, op, root)
+BRAID_COLLECTIVE(AllGather, allGather,
+                 (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype),
+                 sendbuff, recvbuff, sendcount, datatype)
+BRAID_COLLECTIVE(ReduceScatter, reduceScatter,
+                 (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                  ncclRedOp_t op),
+                 sendbuff, recvbuff, recvcount, datatype, op)
+BRAID_COLLECTIVE(AlltoAll, alltoAll,
+                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype),
+                 sendbuff, recvbuff, count, datatype)
+BRAID_COLLECTIVE(Gather, gather,
+                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                  int root),
+                 sendbuff, recvbuff, count, datatype, root)
+BRAID_COLLECTIVE(Scatter, scatter,
+                 (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                  int root),
+                 sendbuff, recvbuff, count, datatype, root)
 
 BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
           ncclComm_t comm, cudaStream_t stream) {
@@ -163,92 +314,7 @@ BRAID_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t data
     BRAID_TRY(checkType(datatype));
     BRAID_TRY(checkRank(comm, root, "root"));
     BRAID_TRY(checkBuffer(buff, count, "buff"));
-    Call c{Collective::Broadcast, count, datatype};
-    c.root = root;
-    c.inPlace = true;
-    return enqueue(comm, c, buff, buff, stream);
-  });
-}
-
-BRAID_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
-          ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclReduce", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkRank(comm, root, "root"));
-    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
-    if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
-    Call c{Collective::Reduce, count, datatype, op, true};
-    c.root = root;
-    c.inPlace = sendbuff == recvbuff;
-    c.inputCount = count;
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
-  });
-}
-
-BRAID_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
-          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclAllGather", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkBuffer(sendbuff, sendcount, "sendbuff"));
-    BRAID_TRY(checkBuffer(recvbuff, sendcount, "recvbuff"));
-    Call c{Collective::AllGather, sendcount, datatype};
-    c.inPlace = isBlock(sendbuff, recvbuff, static_cast<size_t>(comm->rank), sendcount, datatype);
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
-  });
-}
-
-BRAID_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
-          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclReduceScatter", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkBuffer(sendbuff, recvcount, "sendbuff"));
-    BRAID_TRY(checkBuffer(recvbuff, recvcount, "recvbuff"));
-    Call c{Collective::ReduceScatter, recvcount, datatype, op, true};
-    c.inPlace = isBlock(recvbuff, sendbuff, static_cast<size_t>(comm->rank), recvcount, datatype);
-    c.inputCount = recvcount * static_cast<size_t>(comm->nranks);
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
-  });
-}
-
-BRAID_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
-          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclAlltoAll", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
-    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
-    Call c{Collective::AlltoAll, count, datatype};
-    c.inPlace = sendbuff == recvbuff;
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
-  });
-}
-
-BRAID_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
-          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclGather", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkRank(comm, root, "root"));
-    BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
-    if (comm->rank == root) BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
-    Call c{Collective::Gather, count, datatype};
-    c.root = root;
-    c.inPlace = comm->rank == root &&
-                isBlock(sendbuff, recvbuff, static_cast<size_t>(root), count, datatype);
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
-  });
-}
-
-BRAID_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
-          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return collective(comm, "ncclScatter", [&]() -> Status {
-    BRAID_TRY(checkType(datatype));
-    BRAID_TRY(checkRank(comm, root, "root"));
-    if (comm->rank == root) BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
-    BRAID_TRY(checkBuffer(recvbuff, count, "recvbuff"));
-    Call c{Collective::Scatter, count, datatype};
-    c.root = root;
-    c.inPlace = comm->rank == root &&
-                isBlock(recvbuff, sendbuff, static_cast<size_t>(root), count, datatype);
-    return enqueue(comm, c, sendbuff, recvbuff, stream);
+    return broadcast(buff, buff, count, datatype, root, comm, stream, nullptr);
   });
 }
 

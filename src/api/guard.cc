@@ -1,5 +1,6 @@
 #include "api/guard.h"
 
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -22,7 +23,21 @@ ncclResult_t fail(ncclComm* comm, const char* function, const Status& status) {
     lastError = text;
   }
   if (comm && comm->magic == ncclComm::kMagic) comm->setLastError(text);
-  return status.code();
+  return clientCode(status.code());
+}
+
+namespace {
+std::atomic<bool> client232{false};
+}
+
+void noteClientVersion(unsigned version) {
+  if (version >= 23200 && !client232.load(std::memory_order_relaxed))
+    client232.store(true, std::memory_order_relaxed);
+}
+
+ncclResult_t clientCode(ncclResult_t code) {
+  if (code == ncclTimeout && !client232.load(std::memory_order_relaxed)) return ncclSystemError;
+  return code;
 }
 
 std::string globalLastError() {

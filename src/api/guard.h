@@ -18,7 +18,16 @@ struct ncclComm;
 namespace braid::api {
 
 // Records the failure (per thread, and on the communicator when there is one) and logs it.
+// Returns the code the client sees (clientCode).
 ncclResult_t fail(ncclComm* comm, const char* function, const Status& status);
+
+// ncclTimeout (NCCL 2.32) as the client knows it: itself for a client built against 2.32 or
+// later, ncclSystemError (what timeouts were before) for older ones. A process counts as such a
+// client once it has passed a struct whose version field says 2.32 or later, or called a
+// function 2.32 added (noteClientVersion); every other code goes through unchanged.
+ncclResult_t clientCode(ncclResult_t code);
+void noteClientVersion(unsigned version);
+inline void noteClient232() { noteClientVersion(23200); }
 
 template <typename Body>
 ncclResult_t guard(ncclComm* comm, const char* function, Body&& body) noexcept {

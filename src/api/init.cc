@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/guard.h"
+#include "api/init.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "core/async/engine.h"
@@ -39,6 +40,8 @@ Status checkComm(ncclComm* comm, const char* name) {
         "%s was revoked (ncclCommRevoke); only shrink, split, destroy and abort "
         "may use it",
         name);
+  if (comm->suspended.load())
+    return invalidUsage("%s is suspended (ncclCommSuspend): ncclCommResume it first", name);
   ncclResult_t err = comm->asyncError.load();
   if (err != ncclSuccess)
     return {err,
@@ -48,10 +51,10 @@ Status checkComm(ncclComm* comm, const char* name) {
 
 }  // namespace braid::api
 
-namespace {
+namespace braid::api {
 
 Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
-                const ncclConfig_t* config, const char* function, int cudaDev = -1) {
+                const ncclConfig_t* config, const char* function, int cudaDev) {
   if (!out) return braid::invalidArgument("comm is NULL");
   *out = nullptr;
   if (nranks < 1) return braid::invalidArgument("nranks %d is less than 1", nranks);
@@ -60,6 +63,7 @@ Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   BRAID_TRY(braid::validateUniqueId(id).withContext("commId"));
   braid::InitRequest request;
   BRAID_TRY(braid::readConfig(config, &request.config));
+  if (config) braid::api::noteClientVersion(request.config.clientVersion);
   request.id = id;
   request.nranks = nranks;
   request.rank = rank;
@@ -71,6 +75,12 @@ Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   };
   return braid::createComm(request, out);
 }
+
+}  // namespace braid::api
+
+namespace {
+
+using braid::api::initRank;
 
 // Frees a communicator no call is using any more.
 void release(ncclComm* comm) {
@@ -212,7 +222,7 @@ BRAID_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* as
     if (!asyncError) return braid::invalidArgument("asyncError is NULL");
     if (comm->magic != ncclComm::kMagic)
       return braid::invalidArgument("comm is not a communicator");
-    *asyncError = comm->asyncError.load();
+    *asyncError = braid::api::clientCode(comm->asyncError.load());
     return Status::Ok();
   });
 }
@@ -255,6 +265,7 @@ BRAID_API(const char*, ncclGetErrorString, ncclResult_t result) {
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
     case ncclInProgress: return "NCCL operation in progress";
+    case ncclTimeout: return "operation timed out (run with NCCL_DEBUG=WARN for details)";
     default: return "unknown result code";
   }
 }

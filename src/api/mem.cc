@@ -76,12 +76,27 @@ BRAID_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, siz
     if (!win) return braid::invalidArgument("win is NULL");
     *win = nullptr;
     BRAID_TRY(checkRange(buff, size));
-    if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC)
+    // The flags say which device-side capabilities to register for; host windows have none,
+    // so every defined flag is accepted and changes nothing.
+    constexpr int kKnown = NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING | NCCL_WIN_GIN_ONLY |
+                           NCCL_WIN_CFT_COUNTED;
+    if (winFlags & ~kKnown)
       return braid::invalidArgument(
-          "winFlags 0x%x is neither NCCL_WIN_DEFAULT nor NCCL_WIN_COLL_SYMMETRIC", winFlags);
+          "winFlags 0x%x has bits no NCCL_WIN_* flag defines (0x%x)", winFlags,
+          winFlags & ~kKnown);
     // NCCL makes window registration collective so peers can map each other's windows; host
     // windows are not mapped by peers yet, so each rank only records its own.
     return comm->memory.addWindow(buff, size, winFlags, comm->rank, win);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  braid::api::noteClient232();
+  return guard(comm, "ncclWinGetUserPtr", [&]() -> Status {
+    BRAID_TRY(braid::api::checkCommHandle(comm));
+    if (!win) return braid::invalidArgument("win is NULL");
+    if (!outUserPtr) return braid::invalidArgument("outUserPtr is NULL");
+    return comm->memory.windowBase(win, outUserPtr);
   });
 }
 

@@ -57,3 +57,34 @@ BRAID_API(int, ncclLLA2ACalcSlots, int, int) {
   notImplemented("ncclLLA2ACalcSlots");
   return -1;
 }
+
+// NCCL 2.32's one-sided signals into a peer's window: Braid's windows are not mapped by peers
+// yet (api/mem.cc), so these refuse.
+BRAID_NOT_IMPLEMENTED(ncclPutSignal, const void*, size_t, ncclDataType_t, int, ncclWindow_t,
+                      size_t, int, int, unsigned int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclSignal, int, int, int, unsigned int, ncclComm_t, cudaStream_t)
+BRAID_NOT_IMPLEMENTED(ncclWaitSignal, int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t)
+
+// NCCL 2.32's device-API additions: device addresses of window memory, CFT endpoints and
+// teams, GIN mailboxes. NVIDIA's Linux headers do not declare the two GIN functions; their
+// arguments are taken as opaque here.
+BRAID_NOT_IMPLEMENTED(ncclGetLsaMultimemDevicePointer, ncclWindow_t, size_t, void**)
+BRAID_NOT_IMPLEMENTED(ncclGetMultimemDevicePointer, ncclWindow_t, size_t, ncclMultimemHandle_t,
+                      void**)
+BRAID_NOT_IMPLEMENTED(ncclGetLsaDevicePointer, ncclWindow_t, size_t, int, void**)
+BRAID_NOT_IMPLEMENTED(ncclGetPeerDevicePointer, ncclWindow_t, size_t, int, void**)
+BRAID_NOT_IMPLEMENTED(ncclGetMultimemDeviceLeInfo, ncclWindow_t, size_t, ncclCftLeId*, size_t*)
+BRAID_NOT_IMPLEMENTED(ncclGetCftDeviceLeInfo, ncclWindow_t, size_t, int, ncclTeam_t,
+                      ncclCftLeId*, size_t*)
+BRAID_NOT_IMPLEMENTED(ncclGetPeerDeviceLeInfo, ncclWindow_t, size_t, int, ncclCftLeId*, size_t*)
+BRAID_NOT_IMPLEMENTED(ncclGinOutboxCreateRequirement, int, int, void*, void*)
+BRAID_NOT_IMPLEMENTED(ncclGinInboxA2ACreateRequirement, ncclTeam_t, int, int, void*, void*)
+
+BRAID_API(ncclTeam_t, ncclTeamCft, ncclComm_t, ncclCftTeamMode_t) {
+  notImplemented("ncclTeamCft");
+  return {0, 0, 0};
+}
+BRAID_API(ncclTeam_t, ncclTeamCftMultimem, ncclComm_t) {
+  notImplemented("ncclTeamCftMultimem");
+  return {0, 0, 0};
+}

@@ -3,10 +3,13 @@
 #include "core/comm/split.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <vector>
 
 #include "api/guard.h"
+#include "api/init.h"
+#include "core/bootstrap/bootstrap.h"
 #include "core/comm/comm.h"
 #include "core/comm/config.h"
 
@@ -20,6 +23,7 @@ Status childRequest(ncclComm* parent, const ncclConfig_t* config, const char* fu
                     braid::InitRequest* request) {
   if (config) {
     BRAID_TRY(braid::readConfig(config, &request->config));
+    braid::api::noteClientVersion(request->config.clientVersion);
   } else {
     request->config = parent->config;
   }
@@ -94,6 +98,62 @@ BRAID_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     }
     return braid::shrinkComm(comm, {excludeRanksList, static_cast<size_t>(excludeRanksCount)},
                              std::move(request), newcomm);
+  });
+}
+
+BRAID_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId) {
+  braid::api::noteClient232();
+  return guard(comm, "ncclCommGetUniqueId", [&]() -> Status {
+    BRAID_TRY(braid::api::checkComm(comm));
+    if (!uniqueId) return braid::invalidArgument("uniqueId is NULL");
+    if (comm->growIdPending)
+      return braid::invalidUsage(
+          "the id this communicator made last has not been used by ncclCommGrow yet (one id at "
+          "a time)");
+    BRAID_TRY(braid::createUniqueId(&comm->growId));
+    comm->growIdPending = true;
+    *uniqueId = comm->growId;
+    return Status::Ok();
+  });
+}
+
+// Existing ranks pass their communicator and rank -1 (they keep their ranks), the root with the
+// id it made and the others NULL; new ranks pass comm NULL, the id and the rank they are given.
+BRAID_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId,
+          int rank, ncclComm_t* newcomm, ncclConfig_t* config) {
+  braid::api::noteClient232();
+  std::optional<ncclComm::CallScope> scope;
+  if (comm && comm->magic == ncclComm::kMagic) scope.emplace(comm);
+  return guard(comm, "ncclCommGrow", [&]() -> Status {
+    if (!newcomm) return braid::invalidArgument("newcomm is NULL");
+    *newcomm = nullptr;
+    if (!comm) {
+      if (!uniqueId)
+        return braid::invalidArgument(
+            "comm and uniqueId are both NULL: a new rank passes the id the root made");
+      if (rank < 0)
+        return braid::invalidArgument("rank %d: a new rank (comm NULL) passes the rank it joins as",
+                                      rank);
+      return braid::api::initRank(newcomm, nRanks, *uniqueId, rank, config, "ncclCommGrow");
+    }
+    BRAID_TRY(braid::api::checkComm(comm));
+    if (rank != -1)
+      return braid::invalidArgument("rank %d: an existing rank passes -1 (it keeps its rank, %d)",
+                                    rank, comm->rank);
+    if (nRanks <= comm->nranks)
+      return braid::invalidArgument("nRanks %d does not grow a communicator of %d ranks", nRanks,
+                                    comm->nranks);
+    if (uniqueId) {
+      if (!comm->growIdPending ||
+          std::memcmp(uniqueId, &comm->growId, sizeof(ncclUniqueId)) != 0)
+        return braid::invalidArgument(
+            "uniqueId is not the id ncclCommGetUniqueId made on this communicator (or it was "
+            "used already)");
+      comm->growIdPending = false;  // one grow per id, whatever the grow's outcome
+    }
+    braid::InitRequest request;
+    BRAID_TRY(childRequest(comm, config, "ncclCommGrow", &request));
+    return braid::growComm(comm, nRanks, uniqueId, std::move(request), newcomm);
   });
 }
 

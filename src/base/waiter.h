@@ -32,7 +32,7 @@ class Waiter {
   Status check(const char* what) const {
     if (aborted()) return {ncclInvalidUsage, strfmt("%s: communicator aborted", what)};
     if (expired())
-      return {ncclSystemError, strfmt("%s: no progress for %lld ms (timeout)", what,
+      return {ncclTimeout, strfmt("%s: no progress for %lld ms (timeout)", what,
                                       static_cast<long long>(timeoutMs_))};
     return Status::Ok();
   }

@@ -54,8 +54,9 @@ const Var kBraidInitTimeoutMs = {
 const Var kBraidTimeoutMs = {
     "BRAID_TIMEOUT_MS", "0",
     "0: no timeout (NCCL's default); otherwise a collective that makes no progress for this long "
-    "fails with ncclRemoteError (peer gone) or ncclSystemError, naming the ranks it awaited; "
-    "init then waits no longer than this either"};
+    "fails with ncclRemoteError (peer gone) or a timeout (ncclTimeout for clients of NCCL 2.32, "
+    "ncclSystemError for older ones), naming the ranks it awaited; init then waits no longer "
+    "than this either"};
 
 List coreVariables() {
   static const Var* const kList[] = {&kNcclAlgo,

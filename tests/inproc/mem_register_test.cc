@@ -105,8 +105,10 @@ TEST_F(Registration, Windows) {
   ASSERT_EQ(ncclCommWindowRegister(comm_, mem, 4096, &sym, NCCL_WIN_COLL_SYMMETRIC), ncclSuccess)
       << last();
   ASSERT_NE(win, nullptr);
-  EXPECT_NE(win->winHost, nullptr);
   EXPECT_NE(win, sym);
+  void* user = nullptr;
+  EXPECT_EQ(ncclWinGetUserPtr(comm_, win, &user), ncclSuccess) << last();
+  EXPECT_EQ(user, mem);
   EXPECT_EQ(ncclCommWindowDeregister(comm_, win), ncclSuccess) << last();
   EXPECT_EQ(ncclCommWindowDeregister(comm_, win), ncclInvalidArgument) << "deregistered twice";
   EXPECT_NE(last().find("is not a window"), std::string::npos) << last();
@@ -114,8 +116,17 @@ TEST_F(Registration, Windows) {
   EXPECT_EQ(ncclCommWindowDeregister(comm_, sym), ncclSuccess) << last();
 
   ncclWindow_t bad = reinterpret_cast<ncclWindow_t>(0x1);
-  EXPECT_EQ(ncclCommWindowRegister(comm_, mem, 64, &bad, 0x4), ncclInvalidArgument);
-  EXPECT_NE(last().find("winFlags 0x4"), std::string::npos) << last();
+  EXPECT_EQ(ncclCommWindowRegister(comm_, mem, 64, &bad, 0x14), ncclInvalidArgument);
+  EXPECT_NE(last().find("winFlags 0x14 has bits no NCCL_WIN_* flag defines (0x10)"),
+            std::string::npos)
+      << last();
+  // NCCL 2.32's flags name device-side capabilities: accepted on host windows.
+  ncclWindow_t flagged = nullptr;
+  EXPECT_EQ(ncclCommWindowRegister(comm_, mem, 64, &flagged,
+                                   NCCL_WIN_STRICT_ORDERING | NCCL_WIN_GIN_ONLY),
+            ncclSuccess)
+      << last();
+  EXPECT_EQ(ncclCommWindowDeregister(comm_, flagged), ncclSuccess) << last();
   EXPECT_EQ(bad, nullptr);
   EXPECT_EQ(ncclCommWindowRegister(comm_, nullptr, 64, &bad, 0), ncclInvalidArgument);
   EXPECT_EQ(ncclCommWindowRegister(comm_, mem, 0, &bad, 0), ncclInvalidArgument);

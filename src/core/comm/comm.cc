@@ -273,8 +273,10 @@ Status ncclComm::connectAll(const braid::Waiter& waiter) {
 }
 
 Status ncclComm::schedule(const braid::algos::CollArgs& a,
-                          std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs) {
-  if (const braid::ScheduleCache::Entry* hit = schedules_.find(a)) {
+                          std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs,
+                          braid::CallSelection* selection) {
+  braid::ScheduleCache& cache = selection ? selection->schedules : schedules_;
+  if (const braid::ScheduleCache::Entry* hit = cache.find(a)) {
     *out = hit->schedule;
     *estimateUs = hit->estimateUs;
     return Status::Ok();
@@ -283,23 +285,34 @@ Status ncclComm::schedule(const braid::algos::CollArgs& a,
   // Selection prices a call out of place whatever its placement (ranks choose placement each
   // for itself), so the other placement's choice stands where its algorithm serves this one too:
   // a sweep over sizes in both placements (the perf tables) selects once per size.
-  const braid::ScheduleCache::Entry* sibling = schedules_.sibling(a);
+  const braid::ScheduleCache::Entry* sibling = cache.sibling(a);
+  bool chosen = false;
   if (sibling && sibling->algorithm->supports(a)) {
     choice.algorithm = sibling->algorithm;
     choice.estimateUs = sibling->estimateUs;
     choice.reason = a.inPlace ? "as out of place" : "as in place";
-  } else {
-    BRAID_TRY(braid::algos::chooseAlgorithm(a, algoFilter, forcedAlgorithm, &choice));
+    chosen = true;
+  } else if (selection) {
+    BRAID_TRY(braid::chooseSelected(a, *selection, &choice, &chosen));
   }
+  if (!chosen) BRAID_TRY(braid::algos::chooseAlgorithm(a, algoFilter, forcedAlgorithm, &choice));
   BRAID_INFO(kTuning, "%s count %zu x %zu B, %d ranks: %.*s (%s)",
              braid::algos::collectiveName(a.coll), a.count, a.typeSize, a.nranks,
              static_cast<int>(choice.algorithm->name().size()), choice.algorithm->name().data(),
              choice.reason.c_str());
   auto built = std::make_shared<const braid::algos::Schedule>(choice.algorithm->build(a));
-  schedules_.insert({a, choice.algorithm, choice.estimateUs, built});
+  cache.insert({a, choice.algorithm, choice.estimateUs, built});
   *estimateUs = choice.estimateUs;
   *out = std::move(built);
   return Status::Ok();
+}
+
+size_t ncclComm::releaseCaches() {
+  size_t steps = schedules_.steps() + selections.steps();
+  schedules_.clear();
+  selections.clearSchedules();
+  repeat.clear();
+  return steps;
 }
 
 ncclComm::CallScope::CallScope(ncclComm* comm) : comm_(comm), token_(braid::calls::enter(comm)) {}

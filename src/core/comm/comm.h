@@ -17,6 +17,7 @@
 #include "core/comm/memory_registry.h"
 #include "core/comm/peer_loss.h"
 #include "core/comm/redop.h"
+#include "core/plan/call_selection.h"
 #include "core/plan/compression.h"
 #include "core/plan/plan.h"
 #include "core/plan/schedule_cache.h"
@@ -50,6 +51,7 @@ struct PeerChannel {
 struct CommConfig {
   bool blocking = true;
   std::string name;
+  unsigned clientVersion = 0;  // the NCCL_VERSION_CODE of the client's header (config->version)
 };
 
 // Identity of this host and process, as other ranks compare it.
@@ -93,6 +95,12 @@ struct ncclComm {
   // ncclCommRevoke: collectives in flight fail and new ones are refused; shrink, split,
   // destroy and abort still work. Unlike abortFlag it leaves the bootstrap usable.
   std::atomic<bool> revoked{false};
+  uint64_t commHash = 0;  // of the unique id it was made from (ncclCommQueryProperties)
+  // ncclCommSuspend: calls are refused until ncclCommResume.
+  std::atomic<bool> suspended{false};
+  // The id ncclCommGetUniqueId made for a grow, until ncclCommGrow consumes it.
+  ncclUniqueId growId{};
+  bool growIdPending = false;
   braid::MemoryRegistry memory;  // ncclCommRegister / ncclCommWindowRegister
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   // The CUDA device the communicator was bound to at init (-1 without device support), and the
@@ -115,8 +123,14 @@ struct ncclComm {
   // The schedule for `args`: the algorithm is selected and the schedule built once, then
   // reused for identical calls (a training loop repeats the same ones; core/plan/schedule_cache.h).
   // *estimateUs: the cost model's price of the whole operation (ncclGroupSimulateEnd).
+  // Under a per-call `selection`, its own cache and choice (core/plan/call_selection.h).
   braid::Status schedule(const braid::algos::CollArgs& args,
-                         std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs);
+                         std::shared_ptr<const braid::algos::Schedule>* out, double* estimateUs,
+                         braid::CallSelection* selection = nullptr);
+  braid::CallSelections selections;  // those the calls of this communicator named
+  // Drops what is rebuilt on demand: chosen schedules (all selections') and the kept repeat
+  // plan (ncclCommSuspend). Returns the schedule steps released.
+  size_t releaseCaches();
   // The last call's plan, for a repeat of it (core/plan/plan.h).
   braid::RepeatPlan repeat;
 

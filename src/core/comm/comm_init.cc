@@ -54,6 +54,11 @@ Status createComm(const InitRequest& request, ncclComm** out) {
   comm->nranks = request.nranks;
   comm->config = request.config;
   comm->twinOf = request.twinOf;
+  // The same on every rank of the communicator and different for every other one (its id
+  // names a rendezvous that serves once): FNV-1a over the id's bytes.
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : request.id.internal) hash = (hash ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  comm->commHash = hash;
   BRAID_TRY(applyEnvironment(comm.get()));
   // Init never waits forever by default (BRAID_INIT_TIMEOUT_MS); a collective timeout that is
   // shorter bounds it too.

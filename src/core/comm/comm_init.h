@@ -36,7 +36,7 @@ struct InitRequest {
 // at once, init runs on the communicator's thread, and the status is ncclInProgress.
 Status createComm(const InitRequest& request, ncclComm** out);
 
-// "Braid x.y.z (NCCL 2.28.9 ABI)" at INFO, once per process.
+// "Braid x.y.z (NCCL 2.32.3 ABI)" at INFO, once per process.
 void logVersionOnce();
 
 }  // namespace braid

@@ -78,6 +78,15 @@ Status MemoryRegistry::addWindow(void* base, size_t size, int flags, int rank, n
   return Status::Ok();
 }
 
+Status MemoryRegistry::windowBase(ncclWindow_t win, void** base) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = windows_.find(win);
+  if (it == windows_.end())
+    return invalidArgument("win %p is not a window of this communicator", static_cast<void*>(win));
+  *base = it->second->base;
+  return Status::Ok();
+}
+
 Status MemoryRegistry::removeWindow(ncclWindow_t win) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = windows_.find(win);

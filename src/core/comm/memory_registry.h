@@ -20,6 +20,13 @@
 #include "nccl.h"
 #include "transport/transport.h"
 
+// What an ncclWindow_t points at. NCCL's device code reads its own, longer layout of this
+// struct, whose first field is also winHost; Braid has no device code, so it keeps only that.
+struct ncclWindow_vidmem {
+  void* winHost;  // the WindowState
+  int worldRank;
+};
+
 namespace braid {
 
 // ncclMemAlloc: page-aligned host memory, tracked so that ncclMemFree can tell its own pointers
@@ -55,6 +62,8 @@ class MemoryRegistry {
   Status remove(void* handle);
   Status addWindow(void* base, size_t size, int flags, int rank, ncclWindow_t* win);
   Status removeWindow(ncclWindow_t win);
+  // The buffer `win` was registered with (ncclWinGetUserPtr).
+  Status windowBase(ncclWindow_t win, void** base);
 
  private:
   std::mutex mu_;

@@ -11,6 +11,7 @@ namespace {
 
 constexpr uint64_t kTagSplitId = 0x73706c6974ull;   // "split"
 constexpr uint64_t kTagShrinkId = 0x736872696eull;  // "shrin"
+constexpr uint64_t kTagGrowId = 0x67726f77ull;      // "grow"
 
 // The leader (a member every member names the same way) creates the child's id and sends it
 // to the other members, who wait for it. Only members talk, so excluded ranks may be dead.
@@ -89,6 +90,55 @@ Status shrinkComm(ncclComm* parent, std::span<const int> excluded, InitRequest r
   BRAID_INFO(kInit, "shrink: rank %d, %zu of %d ranks remain", parent->rank, members.size(),
              parent->nranks);
   return joinChild(parent, members, members.front(), kTagShrinkId, std::move(request), out);
+}
+
+Status growComm(ncclComm* parent, int nranks, const ncclUniqueId* id, InitRequest request,
+                ncclComm** out) {
+  *out = nullptr;
+  struct Entry {
+    int32_t holdsId, nranks;
+  };
+  std::vector<Entry> all(parent->nranks);
+  all[parent->rank] = {id != nullptr, nranks};
+  BRAID_TRY(parent->bootstrap->allGather(all.data(), sizeof(Entry))
+                .withContext("ncclCommGrow: exchanging who holds the id"));
+  std::vector<int> holders;
+  for (int r = 0; r < parent->nranks; ++r) {
+    if (all[r].holdsId) holders.push_back(r);
+    if (all[r].nranks != nranks)
+      return invalidUsage("ncclCommGrow: rank %d grows to %d ranks, rank %d to %d", r,
+                          all[r].nranks, parent->rank, nranks);
+  }
+  if (holders.empty())
+    return invalidUsage(
+        "ncclCommGrow: no existing rank passed the id (the root passes the one "
+        "ncclCommGetUniqueId made, the others NULL)");
+  if (holders.size() > 1) {
+    std::string who;
+    for (int r : holders) who += strfmt("%s%d", who.empty() ? "" : ", ", r);
+    return invalidUsage("ncclCommGrow: ranks %s all passed an id; exactly one (the root) may",
+                        who.c_str());
+  }
+  const int root = holders.front();
+  if (parent->rank == root) {
+    request.id = *id;
+    for (int r = 0; r < parent->nranks; ++r) {
+      if (r == root) continue;
+      BRAID_TRY(parent->bootstrap->send(r, kTagGrowId, id, sizeof(*id))
+                    .withContext(strfmt("ncclCommGrow: sending the id to rank %d", r)));
+    }
+  } else {
+    BRAID_TRY(parent->bootstrap->recv(root, kTagGrowId, &request.id, sizeof(request.id))
+                  .withContext(strfmt("ncclCommGrow: waiting for the id from rank %d", root)));
+    BRAID_TRY(validateUniqueId(request.id).withContext(strfmt("the id rank %d sent", root)));
+  }
+  BRAID_INFO(kInit, "grow: rank %d of %d joins a communicator of %d ranks", parent->rank,
+             parent->nranks, nranks);
+  request.nranks = nranks;
+  request.rank = parent->rank;
+  request.hostRoot = false;  // ncclCommGetUniqueId started the root in the root's process
+  request.cudaDev = parent->cudaDev;
+  return createComm(request, out);
 }
 
 void stopCallsInFlight(ncclComm* parent) {

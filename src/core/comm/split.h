@@ -21,6 +21,14 @@ Status splitComm(ncclComm* parent, int color, int key, InitRequest request, nccl
 Status shrinkComm(ncclComm* parent, std::span<const int> excluded, InitRequest request,
                   ncclComm** out);
 
+// ncclCommGrow on an existing rank. Collective over the parent: exactly one rank (the root)
+// passes the id it made with ncclCommGetUniqueId, the others null, and all the same nranks
+// (an allGather checks both, naming the ranks that disagree); the root sends the id to the
+// others over the parent's bootstrap, and each joins the grown communicator with the rank it
+// had. New ranks call createComm with the id and their new rank themselves.
+Status growComm(ncclComm* parent, int nranks, const ncclUniqueId* id, InitRequest request,
+                ncclComm** out);
+
 // A twin of `parent`: the same ranks in the same order, connections of its own (a host
 // stream's priority class, core/async/engine.h), the parent's topology (no second probe), and
 // (*out)->twinOf = parent. Collective over the parent; `tag` tells concurrent duplications

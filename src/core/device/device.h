@@ -64,6 +64,10 @@ Status drain(ncclComm* comm);
 // abort, or runs, otherwise) and releases every stream waiting on it.
 void shutdown(ncclComm* comm);
 
+// Records `event` on `stream` (cudaEventRecord), once a call's work is on the stream: a per-call
+// config's launchCompletionEvent. ncclInvalidArgument without device support.
+Status recordEvent(cudaEvent_t event, cudaStream_t stream);
+
 // ncclMemAlloc / ncclMemFree of device memory when enabled(); *handled is false otherwise (the
 // caller then serves host memory).
 Status memAlloc(size_t size, void** out, bool* handled);

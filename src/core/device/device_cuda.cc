@@ -134,6 +134,22 @@ Status checkStream(cudaStream_t stream) {
   return Status::Ok();
 }
 
+Status recordEvent(cudaEvent_t event, cudaStream_t stream) {
+  if (!enabled())
+    return invalidArgument(
+        "launchCompletionEvent %p: no CUDA device is usable in this process, so it has no "
+        "event to record",
+        static_cast<void*>(event));
+  cudaError_t err = cudaEventRecord(event, stream);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return invalidArgument("launchCompletionEvent %p on stream %p: cudaEventRecord failed: %s",
+                           static_cast<void*>(event), static_cast<void*>(stream),
+                           cudaGetErrorString(err));
+  }
+  return Status::Ok();
+}
+
 Status submit(std::span<Plan> plans) {
   // One batch per communicator, in call order.
   std::vector<ncclComm*> comms;

@@ -43,6 +43,13 @@ Status memAlloc(size_t, void**, bool* handled) {
   return Status::Ok();
 }
 
+Status recordEvent(cudaEvent_t event, cudaStream_t) {
+  return invalidArgument(
+      "launchCompletionEvent %p: this Braid runs without CUDA (host memory only), so it has no "
+      "event to record",
+      static_cast<void*>(event));
+}
+
 Status memFree(void*, bool* handled) {
   *handled = false;
   return Status::Ok();

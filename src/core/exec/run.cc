@@ -442,6 +442,9 @@ Status Run::periodicChecks() {
     if (!loss::heard(plans_[p].comm, &report)) continue;
     std::vector<int> ranks;
     const std::string own = awaited(plans_[p].comm, &ranks);
+    // The culprits are found from the reporter too: the ranks this one awaits may all have
+    // spoken while the silent one is only the reporter's peer.
+    ranks.push_back(report.from);
     return lostPeers(plans_[p],
                      remoteError("rank %d gave up on its peers (%s)%s", report.from,
                                  report.text.c_str(), own.c_str()),

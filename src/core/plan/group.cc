@@ -15,6 +15,7 @@ struct State {
   int depth = 0;
   std::vector<Plan> plans;
   Status error;
+  std::vector<std::pair<cudaEvent_t, cudaStream_t>> events;  // recordAfterLaunch's
 };
 State& state() { return perThread<State>(); }
 
@@ -72,10 +73,19 @@ Status end() {
   if (--tls.depth > 0) return Status::Ok();
   std::vector<Plan> plans = std::move(tls.plans);
   Status error = std::move(tls.error);
+  auto events = std::move(tls.events);
   tls = State{};
   if (!error.ok()) return error;
-  if (plans.empty()) return Status::Ok();
-  return run(plans);
+  if (!plans.empty()) BRAID_TRY(run(plans));
+  for (auto [event, stream] : events) BRAID_TRY(device::recordEvent(event, stream));
+  return Status::Ok();
+}
+
+Status recordAfterLaunch(cudaEvent_t event, cudaStream_t stream) {
+  State& tls = state();
+  if (tls.depth == 0) return device::recordEvent(event, stream);
+  tls.events.emplace_back(event, stream);
+  return Status::Ok();
 }
 
 Status simulateEnd(float* estimatedUs) {

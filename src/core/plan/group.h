@@ -18,6 +18,9 @@ Status simulateEnd(float* estimatedUs);
 Status submit(Plan&& plan);
 // Runs `plan` now, outside any group, and leaves it as it was (a kept plan: core/plan/plan.h).
 Status runNow(Plan& plan);
+// Records `event` on `stream` once the work of the call just made is on its stream: now outside
+// a group, after the outermost ncclGroupEnd has launched everything inside one.
+Status recordAfterLaunch(cudaEvent_t event, cudaStream_t stream);
 // An argument error inside a group also fails its ncclGroupEnd, naming the call.
 void recordError(const Status& status);
 

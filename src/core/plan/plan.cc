@@ -120,7 +120,7 @@ Status makePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const vo
     cc.sendbuff = sendbuff;
     BRAID_TRY(applyCompression(comm, cc, &args, plan));
   }
-  BRAID_TRY(comm->schedule(args, &plan->schedule, &plan->estimateUs));
+  BRAID_TRY(comm->schedule(args, &plan->schedule, &plan->estimateUs, call.selection));
   BRAID_TRY(checkPlanMemory(*plan->schedule, args.typeSize));
   plan->sendbuff = sendbuff;
   plan->recvbuff = recvbuff;

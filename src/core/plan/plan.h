@@ -15,6 +15,8 @@
 namespace braid {
 
 // One call's description: what a plan needs besides the buffers.
+struct CallSelection;
+
 struct Call {
   algos::Collective coll;
   size_t count;
@@ -24,6 +26,9 @@ struct Call {
   int root = -1;  // root or peer; -1 when the collective has none
   bool inPlace = false;
   size_t inputCount = 0;  // elements of sendbuff this rank contributes (PreMulSum scales them)
+  // A per-call algorithm selection (ncclCollConfig_t; core/plan/call_selection.h), owned by
+  // the communicator; null: the communicator chooses as usual.
+  CallSelection* selection = nullptr;
 
   bool operator==(const Call&) const = default;
 };

@@ -40,6 +40,11 @@ class ScheduleCache {
   const Entry& insert(Entry entry);
 
   size_t size() const { return lru_.size(); }
+  void clear() {
+    lru_.clear();
+    index_.clear();
+    steps_ = 0;
+  }
   size_t steps() const { return steps_; }
 
  private:
