@@ -140,6 +140,52 @@ TEST_F(GpuCollectives, CallReturnsWithoutWaitingForTheStream) {
   }));
 }
 
+// A per-call config's launchCompletionEvent (NCCL 2.32) is recorded on the stream after the call's
+// work: held behind a gate on the stream, it is not complete until the gate opens; inside a group
+// it is recorded at ncclGroupEnd.
+TEST_F(GpuCollectives, LaunchCompletionEventFollowsTheCall) {
+  const int nranks = 2;
+  std::atomic<bool> gate{false};
+  std::atomic<int> returned{0};
+  auto hold = [](void* p) {
+    auto* g = static_cast<std::atomic<bool>*>(p);
+    while (!g->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  };
+  expectAllOk(runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
+    RankDevice d;
+    if (auto e = d.init(comm); !e.empty()) return e;
+    const size_t count = 1 << 16;
+    float* buf;
+    if (auto e = d.alloc(count * 4, &buf); !e.empty()) return e;
+    std::vector<float> in(count, float(rank + 1)), out(count);
+    cudaEvent_t launched, grouped;
+    RANK_CUDA(cudaEventCreateWithFlags(&launched, cudaEventDisableTiming));
+    RANK_CUDA(cudaEventCreateWithFlags(&grouped, cudaEventDisableTiming));
+    RANK_CUDA(cudaMemcpyAsync(buf, in.data(), count * 4, cudaMemcpyHostToDevice, d.stream));
+    RANK_CUDA(cudaLaunchHostFunc(d.stream, hold, &gate));
+    ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
+    cfg.launchCompletionEvent = launched;
+    RANK_NCCL(ncclAllReduceConfig(buf, buf, count, ncclFloat32, ncclSum, comm, d.stream, &cfg),
+              comm);
+    cfg.launchCompletionEvent = grouped;
+    RANK_NCCL(ncclGroupStart(), comm);
+    RANK_NCCL(ncclAllReduceConfig(buf, buf, count, ncclFloat32, ncclSum, comm, d.stream, &cfg),
+              comm);
+    RANK_NCCL(ncclGroupEnd(), comm);
+    if (cudaEventQuery(launched) != cudaErrorNotReady) return "the event completed before the call";
+    if (cudaEventQuery(grouped) != cudaErrorNotReady) return "the group's event completed early";
+    if (++returned == nranks) gate.store(true);
+    RANK_CUDA(cudaEventSynchronize(grouped));
+    RANK_CUDA(cudaMemcpyAsync(out.data(), buf, count * 4, cudaMemcpyDeviceToHost, d.stream));
+    RANK_CUDA(cudaStreamSynchronize(d.stream));
+    cudaEventDestroy(launched);
+    cudaEventDestroy(grouped);
+    for (size_t i = 0; i < count; ++i)  // (1 + 2) summed twice over two ranks: 6
+      if (out[i] != 6.0f) return "element " + std::to_string(i) + " is " + std::to_string(out[i]);
+    return "";
+  }));
+}
+
 // AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll and a Send/Recv ring, each checked.
 TEST_F(GpuCollectives, EveryCollective) {
   for (int nranks : {2, 4}) {
