@@ -533,6 +533,8 @@ ssize_t Socket::recv(void* data, size_t bytes) {
 
 bool Socket::pending() const { return tls_ && tls_->pending(); }
 
+bool Socket::peerSentPlaintext() const { return tls_ && tls_->peerSentPlaintext(); }
+
 short Socket::pollEvents(short events) const { return tls_ ? tls_->pollEvents(events) : events; }
 
 std::string Socket::errorText(int err) const {

@@ -126,6 +126,8 @@ class Socket {
   short pollEvents(short events) const;
   // The text of a failure errno (EPROTO: the TLS failure).
   std::string errorText(int err) const;
+  // A TLS socket whose peer spoke plaintext: its bytes are still unread on fd().
+  bool peerSentPlaintext() const;
   // The peer's address, for messages ("1.2.3.4:5").
   std::string peerName() const;
   // Completes the TLS handshake (nothing to do in plaintext), bounded by the waiter.

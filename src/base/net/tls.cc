@@ -264,7 +264,7 @@ ssize_t TlsSession::failFromSsl(int rc, const char* during) {
       if (!done_)
         return fail(
             strfmt("the peer reset the connection during the TLS handshake (wrong "
-                   "pre-shared key, or encryption off there?)"));
+                   "pre-shared key? or is encryption off there?)"));
       ERR_clear_error();
       errno = err;
       return -1;
@@ -272,7 +272,7 @@ ssize_t TlsSession::failFromSsl(int rc, const char* during) {
     if (!done_)
       return fail(
           "the peer closed the connection during the TLS handshake (wrong pre-shared "
-          "key, or encryption off there?)");
+          "key? or is encryption off there?)");
     closed_ = true;
     ERR_clear_error();
     return 0;
@@ -284,7 +284,7 @@ ssize_t TlsSession::failFromSsl(int rc, const char* during) {
   if (!done_ && reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)
     return fail(
         "the peer closed the connection during the TLS handshake (wrong pre-shared "
-        "key, or encryption off there?)");
+        "key? or is encryption off there?)");
   if (reason == SSL_R_BINDER_DOES_NOT_VERIFY ||
       reason == SSL_AD_REASON_OFFSET + SSL_AD_DECRYPT_ERROR ||
       reason == SSL_AD_REASON_OFFSET + SSL_AD_HANDSHAKE_FAILURE ||
@@ -314,9 +314,9 @@ bool TlsSession::checkFirstBytes() {
   }
   if (n == 0) {
     fail(role_ == Role::Server
-             ? "the peer closed the connection before its TLS handshake (encryption off there?)"
-             : "the peer closed the connection during the TLS handshake (wrong pre-shared key, "
-               "or encryption off there?)");
+             ? "the peer closed the connection before its TLS handshake (is encryption off there?)"
+             : "the peer closed the connection during the TLS handshake (wrong pre-shared key? "
+               "or is encryption off there?)");
     return false;
   }
   // A client's first record is a handshake (version 3.1 to 3.4 in the record header); a
@@ -329,6 +329,7 @@ bool TlsSession::checkFirstBytes() {
           (n < 3 || (b[0] == 0x16 ? b[2] == 3 : b[2] >= 1 && b[2] <= 3));
   }
   if (!tls) {
+    plaintextPeer_ = true;
     fail("peer sent plaintext, not TLS (is encryption off there?)");
     return false;
   }
@@ -534,7 +535,15 @@ ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
       return r;
     }
   }
-  buffered_ = true;  // the caller's buffers filled: more may be held here
+  // The caller's buffers filled: is a whole record's plaintext (or a close, a failure) held
+  // here? A part of a record is not: the socket announces the rest.
+  uint8_t b;
+  size_t peeked = 0;
+  ERR_clear_error();
+  const int rc = SSL_peek_ex(ssl, &b, 1, &peeked);
+  const int kind = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, rc);
+  buffered_ = kind != SSL_ERROR_WANT_READ && kind != SSL_ERROR_WANT_WRITE;
+  ERR_clear_error();
   return static_cast<ssize_t>(total);
 }
 

@@ -71,6 +71,8 @@ class TlsSession {
   // to send) after a call that would block: TLS may need to write to read, or the reverse.
   short pollEvents(short events) const;
   const std::string& error() const { return error_; }
+  // The failure was a peer that spoke plaintext; none of its bytes were consumed.
+  bool peerSentPlaintext() const { return plaintextPeer_; }
   // Whether the kernel encrypts (kTLS) each direction.
   bool kernelSend() const { return ktlsSend_; }
   bool kernelRecv() const { return ktlsRecv_; }
@@ -95,6 +97,7 @@ class TlsSession {
   bool firstChecked_ = false;  // the peer's first bytes looked like TLS
   bool failed_ = false, closed_ = false;
   bool buffered_ = false;
+  bool plaintextPeer_ = false;
   bool ktlsSend_ = false, ktlsRecv_ = false;
   short readWant_ = POLLIN, writeWant_ = POLLOUT;  // what a blocked receive / send waits for
   std::string error_;

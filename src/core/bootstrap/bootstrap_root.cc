@@ -131,6 +131,7 @@ class Root {
         // not all arrive, the root's notice names it.
         refusedTls_ = c.fd.errorText(err);
         BRAID_WARN("bootstrap root: refused a connection: %s", refusedTls_.c_str());
+        if (c.fd.peerSentPlaintext()) tellPlaintextRank(c.fd.fd());
         keep = false;
       } else if (n < 0) {
         keep = err == EAGAIN || err == EWOULDBLOCK || err == EINTR;
@@ -171,7 +172,26 @@ class Root {
     return false;
   }
 
+  // A rank without encryption at this encrypted root: its hello is still unread, and it reads
+  // plaintext, so it is told why in its own terms.
+  void tellPlaintextRank(int fd) {
+    uint8_t magic[8];
+    if (::recv(fd, magic, sizeof(magic), MSG_DONTWAIT | MSG_PEEK) != sizeof(magic)) return;
+    const auto reply = encodeRefusalReply(
+        net::getU64(magic), Refusal::Encryption,
+        "this rendezvous is encrypted (TLS with a pre-shared key) and this rank is not: set the "
+        "same BRAID_TLS_PSK, or call ncclSetEncryption, on every process");
+    (void)::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+
   void refuse(PendingConn& c, Refusal reason, const std::string& text) {
+    // A TLS ClientHello (a handshake record, version 3.x) where a hello belongs: that rank
+    // encrypts and this root does not. Named if the rendezvous then times out.
+    if (reason == Refusal::WrongMagic && !c.fd.encrypted() && c.got >= 3 && c.hello[0] == 0x16 &&
+        c.hello[1] == 3)
+      refusedTls_ = strfmt("a connection from %s spoke TLS and this root does not encrypt "
+                           "(BRAID_TLS_PSK or ncclSetEncryption set on some processes only?)",
+                           c.fd.peerName().c_str());
     BRAID_WARN("bootstrap root: %s; refused", text.c_str());
     // The reply carries the sender's own magic, the one thing a rank checks it by.
     if (c.got >= 8) sendReply(c.fd, encodeRefusalReply(net::getU64(c.hello), reason, text));
