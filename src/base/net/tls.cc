@@ -8,9 +8,13 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "base/env.h"
@@ -39,20 +43,22 @@ constexpr size_t kRecordBytes = 16384;                // TLS's largest plaintext
 // One sendv/recvv moves at most this much, so that a caller's streams take turns.
 constexpr size_t kMaxBytesPerCall = 8u << 20;
 // Ciphertext read per system call: several records, so that reads are not one per record.
-constexpr size_t kReadBufferBytes = 64u << 10;
+constexpr size_t kReadBufferBytes = 256u << 10;
 
-// OpenSSL writes with write(2), which raises SIGPIPE on a connection the peer closed; Braid is a
-// library and must not die of that nor change the program's handling of it. A call that may
-// write blocks SIGPIPE on its thread and takes back a SIGPIPE it caused.
+// OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a connection the peer
+// closed; Braid is a library and must not die of that nor change the program's handling of it.
+// Where that BIO is used (kTLS), a call that may write blocks SIGPIPE on its thread and takes
+// back a SIGPIPE it caused. Braid's own BIO sends with MSG_NOSIGNAL and needs no guard.
 class SigpipeGuard {
  public:
-  SigpipeGuard() {
+  explicit SigpipeGuard(bool active) : active_(active) {
+    if (!active_) return;
     sigemptyset(&pipe_);
     sigaddset(&pipe_, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
   }
   ~SigpipeGuard() {
-    if (sigismember(&old_, SIGPIPE)) return;  // already blocked by the program: leave it so
+    if (!active_ || sigismember(&old_, SIGPIPE)) return;  // the program blocks it: leave it so
     const int saved = errno;
     sigset_t pending;
     if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
@@ -64,8 +70,77 @@ class SigpipeGuard {
   }
 
  private:
+  bool active_;
   sigset_t pipe_, old_;
 };
+
+// Whether this kernel can take TLS over (the tls module loaded, or there to be loaded): then
+// sessions use OpenSSL's socket BIO, through which OpenSSL hands the keys to the kernel (kTLS)
+// after the handshake. Elsewhere they use Braid's BIO below.
+bool kernelHasTls() {
+  static const bool has = [] {
+    std::ifstream ulp("/proc/sys/net/ipv4/tcp_available_ulp");
+    std::string word;
+    while (ulp >> word)
+      if (word == "tls") return true;
+    utsname u{};
+    if (uname(&u) != 0) return false;
+    struct stat st {};
+    return stat((std::string("/lib/modules/") + u.release + "/kernel/net/tls").c_str(), &st) == 0;
+  }();
+  return has;
+}
+
+// Braid's BIO: send and recv on the session's socket, non-blocking, without SIGPIPE; a record
+// that more records follow within one sendv goes with MSG_MORE, so that the kernel sends full
+// segments rather than one per 16 KiB record.
+using BioState = TlsSession::BioState;
+
+int bioWrite(BIO* b, const char* data, size_t len, size_t* written) {
+  auto* st = static_cast<BioState*>(BIO_get_data(b));
+  BIO_clear_retry_flags(b);
+  const ssize_t n =
+      ::send(st->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT | (st->more ? MSG_MORE : 0));
+  if (n >= 0) {
+    *written = static_cast<size_t>(n);
+    return 1;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(b);
+  return 0;
+}
+
+int bioRead(BIO* b, char* data, size_t len, size_t* got) {
+  auto* st = static_cast<BioState*>(BIO_get_data(b));
+  BIO_clear_retry_flags(b);
+  const ssize_t n = ::recv(st->fd, data, len, MSG_DONTWAIT);
+  if (n > 0) {
+    *got = static_cast<size_t>(n);
+    return 1;
+  }
+  *got = 0;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+  return 0;  // 0 bytes without a retry flag: the peer closed (or errno says what broke)
+}
+
+long bioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int bioCreate(BIO* b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+BIO_METHOD* braidBio() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "braid socket");
+    if (m && (!BIO_meth_set_write_ex(m, bioWrite) || !BIO_meth_set_read_ex(m, bioRead) ||
+              !BIO_meth_set_ctrl(m, bioCtrl) || !BIO_meth_set_create(m, bioCreate))) {
+      BIO_meth_free(m);
+      m = nullptr;
+    }
+    return m;
+  }();
+  return method;
+}
 
 std::mutex gMu;
 bool gApiSet = false;                    // setEncryption was called: BRAID_TLS_PSK is ignored
@@ -229,7 +304,17 @@ Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Rol
   s->fd_ = fd;
   s->role_ = role;
   s->peer_ = peer;
-  if (!SSL_set_fd(ssl, fd)) return systemError("TLS: SSL_set_fd: %s", sslErrorText().c_str());
+  if (kernelHasTls()) {
+    if (!SSL_set_fd(ssl, fd)) return systemError("TLS: SSL_set_fd: %s", sslErrorText().c_str());
+  } else {
+    BIO_METHOD* method = braidBio();
+    BIO* bio = method ? BIO_new(method) : nullptr;
+    if (!bio) return systemError("TLS: BIO_new: %s", sslErrorText().c_str());
+    s->bio_ = std::make_unique<BioState>();
+    s->bio_->fd = fd;
+    BIO_set_data(bio, s->bio_.get());
+    SSL_set_bio(ssl, bio, bio);  // the SSL owns it
+  }
   if (role == Role::Client)
     SSL_set_connect_state(ssl);
   else
@@ -240,7 +325,7 @@ Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Rol
 
 TlsSession::~TlsSession() {
   if (done_ && !failed_ && !closed_) {
-    SigpipeGuard guard;
+    SigpipeGuard guard(!bio_);
     (void)SSL_shutdown(static_cast<SSL*>(ssl_.get()));  // close_notify, best effort
   }
   ERR_clear_error();
@@ -346,7 +431,7 @@ int TlsSession::step() {
   if ((role_ == Role::Server || started_) && !firstChecked_ && !checkFirstBytes())
     return failed_ ? -1 : 0;
   SSL* ssl = static_cast<SSL*>(ssl_.get());
-  SigpipeGuard guard;
+  SigpipeGuard guard(!bio_);
   ERR_clear_error();
   const int rc = SSL_do_handshake(ssl);
   started_ = true;
@@ -413,7 +498,7 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     return ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
   if (!stage_) stage_.reset(new uint8_t[kRecordBytes]);
-  SigpipeGuard guard;
+  SigpipeGuard guard(!bio_);
   size_t total = 0;
   size_t i = 0, off = 0;  // the caller's next byte: iov[i], offset off
   auto skip = [&](size_t n) {
@@ -428,10 +513,13 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     }
   };
   while (i < count && iov[i].iov_len == 0) ++i;
+  size_t offered = 0;
+  for (size_t k = 0; k < count; ++k) offered += iov[k].iov_len;
   if (pendingBytes_ > 0) {
     // The record that would block before goes first, from the stage: TLS must be offered the
     // same bytes, which the caller offers again as the start of this call's.
     const size_t bytes = pendingBytes_;
+    if (bio_) bio_->more = offered > bytes;
     const ssize_t rc = writeRecord(stage_.get(), bytes, true);
     if (rc < 0) return -1;
     if (rc == 0) {
@@ -443,8 +531,6 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
   if (aheadBytes_ > 0) {
     // Bytes already out that the caller has not been told of: they are the start of what it
     // offers (it may offer fewer than a record per call).
-    size_t offered = 0;
-    for (size_t k = 0; k < count; ++k) offered += iov[k].iov_len;
     const size_t take = std::min(aheadBytes_, offered);
     skip(take);
     total += take;
@@ -452,12 +538,13 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     if (aheadBytes_ > 0) return static_cast<ssize_t>(total);
   }
   while (i < count && total < kMaxBytesPerCall) {
-    const size_t left = iov[i].iov_len - off;
-    const uint8_t* base = static_cast<const uint8_t*>(iov[i].iov_base) + off;
     ssize_t rc;
     size_t bytes;
+    const size_t left = iov[i].iov_len - off;
+    const uint8_t* base = static_cast<const uint8_t*>(iov[i].iov_base) + off;
     if (left >= kRecordBytes) {  // a whole record straight from the caller's buffer
       bytes = kRecordBytes;
+      if (bio_) bio_->more = offered > total + bytes && total + bytes < kMaxBytesPerCall;
       rc = writeRecord(base, bytes, false);
     } else {  // small pieces (headers, small messages) share one record
       bytes = 0;
@@ -466,6 +553,7 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
         std::memcpy(stage_.get() + bytes, static_cast<const uint8_t*>(iov[k].iov_base) + o, take);
         bytes += take;
       }
+      if (bio_) bio_->more = offered > total + bytes && total + bytes < kMaxBytesPerCall;
       rc = writeRecord(stage_.get(), bytes, true);
     }
     if (rc < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
@@ -504,7 +592,7 @@ ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
       return -1;
     }
   }
-  SigpipeGuard guard;  // a failing read may send an alert
+  SigpipeGuard guard(!bio_);  // a failing read may send an alert
   size_t total = 0;
   buffered_ = false;
   for (size_t k = 0; k < count && total < kMaxBytesPerCall; ++k) {
@@ -537,13 +625,18 @@ ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
   }
   // The caller's buffers filled: is a whole record's plaintext (or a close, a failure) held
   // here? A part of a record is not: the socket announces the rest.
-  uint8_t b;
-  size_t peeked = 0;
-  ERR_clear_error();
-  const int rc = SSL_peek_ex(ssl, &b, 1, &peeked);
-  const int kind = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, rc);
-  buffered_ = kind != SSL_ERROR_WANT_READ && kind != SSL_ERROR_WANT_WRITE;
-  ERR_clear_error();
+  buffered_ = false;
+  if (SSL_pending(ssl) > 0) {
+    buffered_ = true;
+  } else if (SSL_has_pending(ssl)) {
+    uint8_t b;
+    size_t peeked = 0;
+    ERR_clear_error();
+    const int rc = SSL_peek_ex(ssl, &b, 1, &peeked);
+    const int kind = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, rc);
+    buffered_ = kind != SSL_ERROR_WANT_READ && kind != SSL_ERROR_WANT_WRITE;
+    ERR_clear_error();
+  }
   return static_cast<ssize_t>(total);
 }
 

@@ -52,6 +52,11 @@ Status currentTlsContext(std::shared_ptr<const TlsContext>* out);
 class TlsSession {
  public:
   enum class Role { Client, Server };
+  // What Braid's own BIO (tls.cc) needs of its session.
+  struct BioState {
+    int fd = -1;
+    bool more = false;  // more records follow in this sendv: MSG_MORE
+  };
   // A session with `context`'s key; `peer` names the other end in errors.
   static Status create(std::shared_ptr<const TlsContext> context, int fd, Role role,
                        const std::string& peer, std::unique_ptr<TlsSession>* out);
@@ -88,7 +93,8 @@ class TlsSession {
     void operator()(void* ssl) const;
   };
   std::shared_ptr<const TlsContext> context_;
-  std::unique_ptr<void, SslDeleter> ssl_;  // SSL*
+  std::unique_ptr<BioState> bio_;          // null where OpenSSL's socket BIO is used (kTLS)
+  std::unique_ptr<void, SslDeleter> ssl_;  // SSL*, freed before bio_
   int fd_ = -1;
   Role role_ = Role::Client;
   std::string peer_;
