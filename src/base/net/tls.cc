@@ -460,7 +460,6 @@ int TlsSession::step() {
 ssize_t TlsSession::writeRecord(const uint8_t* data, size_t bytes, bool staged) {
   SSL* ssl = static_cast<SSL*>(ssl_.get());
   size_t written = 0;
-  ERR_clear_error();
   const int rc = SSL_write_ex(ssl, data, bytes, &written);
   if (rc == 1) {
     pendingBytes_ = 0;
@@ -499,6 +498,7 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
   }
   if (!stage_) stage_.reset(new uint8_t[kRecordBytes]);
   SigpipeGuard guard(!bio_);
+  ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
   size_t total = 0;
   size_t i = 0, off = 0;  // the caller's next byte: iov[i], offset off
   auto skip = [&](size_t n) {
@@ -595,12 +595,12 @@ ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
   SigpipeGuard guard(!bio_);  // a failing read may send an alert
   size_t total = 0;
   buffered_ = false;
+  ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
   for (size_t k = 0; k < count && total < kMaxBytesPerCall; ++k) {
     auto* p = static_cast<uint8_t*>(iov[k].iov_base);
     size_t left = iov[k].iov_len;
     while (left > 0) {
       size_t got = 0;
-      ERR_clear_error();
       const int rc = SSL_read_ex(ssl, p, left, &got);
       if (rc == 1) {
         readWant_ = POLLIN;
