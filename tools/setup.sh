@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # runtimes (libclang-rt-dev, only recommended by clang: libFuzzer and the sanitizers): the
 # sanitizer trees (tools/check-sanitizers.sh, tools/check-deep.sh) and the fuzz targets.
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2
-          libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev
+          libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev libssl-dev
           python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(openmpi-bin libopenmpi-dev python3-matplotlib python3-sklearn)

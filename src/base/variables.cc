@@ -18,9 +18,16 @@ const Var kNcclSocketIfname = {
     "NCCL_SOCKET_IFNAME", nullptr,
     "interfaces to use: prefix list, ^ excludes, = exact match (e.g. eth,ib or ^docker or =eth0)"};
 
+const Var kBraidTlsPsk = {
+    "BRAID_TLS_PSK", nullptr,
+    "TLS 1.3 with this pre-shared key (a string of at least 32 bytes, the same on every process) "
+    "on every TCP connection: bootstrap and TCP transport; a peer with another key or none is "
+    "refused. Unset: plaintext. ncclSetEncryption overrides it (docs/net.md)"};
+
 List baseVariables() {
   static const Var* const kList[] = {&kNcclConfFile,    &kNcclDebug,        &kNcclDebugFile,
-                                     &kNcclDebugSubsys, &kNcclSocketFamily, &kNcclSocketIfname};
+                                     &kNcclDebugSubsys, &kNcclSocketFamily, &kNcclSocketIfname,
+                                     &kBraidTlsPsk};
   return kList;
 }
 

@@ -12,6 +12,7 @@ extern const Var kNcclDebugFile;
 extern const Var kNcclDebugSubsys;
 extern const Var kNcclSocketFamily;
 extern const Var kNcclSocketIfname;
+extern const Var kBraidTlsPsk;
 
 List baseVariables();
 

@@ -76,12 +76,12 @@ void endpoint(Input& in) {
   for (size_t& s : sizes) s = in.u16() % 1024;
   const uint8_t sinkMask = in.u8();
 
-  std::vector<transport::TcpEndpoint::StreamFds> fds(streams);
+  std::vector<transport::TcpEndpoint::StreamSockets> fds(streams);
   std::vector<int> peers(streams);
   for (size_t j = 0; j < streams; ++j) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) return;
-    fds[j].send = net::Fd(sv[0]);
+    fds[j].send = net::Socket(net::Fd(sv[0]));
     peers[j] = sv[1];
   }
   // The peer's bytes: the rest of the input, stream j taking every streams-th chunk of 64.

@@ -71,6 +71,17 @@ const Case kCases[] = {
      "3streams_slice4K",
      4096,
      {{"NCCL_NSOCKS_PERTHREAD", "3"}, {"BRAID_TCP_SLICE_BYTES", "4096"}}},
+    // TLS (BRAID_TLS_PSK): records of up to 16 KiB under messages and slices of any size.
+    {"tcp",
+     "tls_4streams",
+     512 << 10,
+     {{"NCCL_NSOCKS_PERTHREAD", "4"}, {"BRAID_TLS_PSK", "contract-test-key-0123456789abcdef"}}},
+    {"tcp",
+     "tls_2streams_slice4K",
+     4096,
+     {{"NCCL_NSOCKS_PERTHREAD", "2"},
+      {"BRAID_TCP_SLICE_BYTES", "4096"},
+      {"BRAID_TLS_PSK", "contract-test-key-0123456789abcdef"}}},
 };
 
 using Pair = braid::testing::EndpointPair;

@@ -17,6 +17,7 @@
 
 #include "base/env.h"
 #include "base/log.h"
+#include "base/net/tls.h"
 #include "base/variables.h"
 
 namespace braid::net {
@@ -383,11 +384,33 @@ Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd) {
   return Status::Ok();
 }
 
-Status sendAll(int fd, const void* data, size_t bytes, const Waiter& waiter) {
+namespace {
+
+// A descriptor the caller owns, moved with the plain system calls.
+struct RawFd {
+  int fd;
+  ssize_t send(const void* p, size_t n) { return ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT); }
+  ssize_t recv(void* p, size_t n) { return ::recv(fd, p, n, MSG_DONTWAIT); }
+  int get() const { return fd; }
+  short pollEvents(short events) const { return events; }
+  std::string errorText(int err) const { return errnoText(err); }
+};
+
+struct SocketIo {
+  Socket& s;
+  ssize_t send(const void* p, size_t n) { return s.send(p, n); }
+  ssize_t recv(void* p, size_t n) { return s.recv(p, n); }
+  int get() const { return s.fd(); }
+  short pollEvents(short events) const { return s.pollEvents(events); }
+  std::string errorText(int err) const { return s.errorText(err); }
+};
+
+template <class Io>
+Status sendAllOn(Io io, const void* data, size_t bytes, const Waiter& waiter) {
   Waiter w = waiter;
   const auto* p = static_cast<const uint8_t*>(data);
   while (bytes > 0) {
-    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = io.send(p, bytes);
     if (n > 0) {
       p += n;
       bytes -= static_cast<size_t>(n);
@@ -398,19 +421,21 @@ Status sendAll(int fd, const void* data, size_t bytes, const Waiter& waiter) {
     if (err == EINTR) continue;
     if (err != EAGAIN && err != EWOULDBLOCK) {
       if (isPeerGone(err)) return remoteError("%s", "send: peer closed the connection");
-      return systemError("send: %s", errnoText(err).c_str());
+      if (err == EPROTO) return systemError("%s", io.errorText(err).c_str());
+      return systemError("send: %s", io.errorText(err).c_str());
     }
     BRAID_TRY(w.check("send"));
-    pollOne(fd, POLLOUT, kPollSliceMs);
+    pollOne(io.get(), io.pollEvents(POLLOUT), kPollSliceMs);
   }
   return Status::Ok();
 }
 
-Status recvAll(int fd, void* data, size_t bytes, const Waiter& waiter) {
+template <class Io>
+Status recvAllOn(Io io, void* data, size_t bytes, const Waiter& waiter) {
   Waiter w = waiter;
   auto* p = static_cast<uint8_t*>(data);
   while (bytes > 0) {
-    ssize_t n = ::recv(fd, p, bytes, MSG_DONTWAIT);
+    ssize_t n = io.recv(p, bytes);
     if (n > 0) {
       p += n;
       bytes -= static_cast<size_t>(n);
@@ -422,11 +447,138 @@ Status recvAll(int fd, void* data, size_t bytes, const Waiter& waiter) {
     if (err == EINTR) continue;
     if (err != EAGAIN && err != EWOULDBLOCK) {
       if (isPeerGone(err)) return remoteError("%s", "recv: peer reset the connection");
-      return systemError("recv: %s", errnoText(err).c_str());
+      if (err == EPROTO) return systemError("%s", io.errorText(err).c_str());
+      return systemError("recv: %s", io.errorText(err).c_str());
     }
     BRAID_TRY(w.check("recv"));
-    pollOne(fd, POLLIN, kPollSliceMs);
+    pollOne(io.get(), io.pollEvents(POLLIN), kPollSliceMs);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status sendAll(int fd, const void* data, size_t bytes, const Waiter& waiter) {
+  return sendAllOn(RawFd{fd}, data, bytes, waiter);
+}
+Status recvAll(int fd, void* data, size_t bytes, const Waiter& waiter) {
+  return recvAllOn(RawFd{fd}, data, bytes, waiter);
+}
+Status sendAll(Socket& s, const void* data, size_t bytes, const Waiter& waiter) {
+  return sendAllOn(SocketIo{s}, data, bytes, waiter);
+}
+Status recvAll(Socket& s, void* data, size_t bytes, const Waiter& waiter) {
+  return recvAllOn(SocketIo{s}, data, bytes, waiter);
+}
+
+// ---- Socket ----
+
+Socket::Socket() = default;
+Socket::Socket(Fd fd) : fd_(std::move(fd)) {}
+Socket::Socket(Socket&& other) noexcept = default;
+Socket& Socket::operator=(Socket&& other) noexcept {
+  if (this != &other) {
+    tls_ = std::move(other.tls_);  // the session goes first: it talks over the descriptor
+    fd_ = std::move(other.fd_);
+  }
+  return *this;
+}
+Socket::~Socket() { reset(); }
+
+void Socket::reset() {
+  tls_.reset();
+  fd_.reset();
+}
+
+Status Socket::open(Fd fd, Role role, Socket* out) {
+  std::shared_ptr<const TlsContext> context;
+  BRAID_TRY(currentTlsContext(&context));
+  Socket s(std::move(fd));
+  if (context)
+    BRAID_TRY(TlsSession::create(
+        std::move(context), s.fd(),
+        role == Role::Client ? TlsSession::Role::Client : TlsSession::Role::Server, s.peerName(),
+        &s.tls_));
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+ssize_t Socket::sendv(const iovec* iov, size_t count) {
+  if (tls_) return tls_->sendv(iov, count);
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = count;
+  return ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+ssize_t Socket::recvv(const iovec* iov, size_t count) {
+  if (tls_) return tls_->recvv(iov, count);
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = count;
+  return ::recvmsg(fd_.get(), &msg, MSG_DONTWAIT);
+}
+
+ssize_t Socket::send(const void* data, size_t bytes) {
+  if (!tls_) return ::send(fd_.get(), data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+  iovec iov{const_cast<void*>(data), bytes};
+  return tls_->sendv(&iov, 1);
+}
+
+ssize_t Socket::recv(void* data, size_t bytes) {
+  if (!tls_) return ::recv(fd_.get(), data, bytes, MSG_DONTWAIT);
+  iovec iov{data, bytes};
+  return tls_->recvv(&iov, 1);
+}
+
+bool Socket::pending() const { return tls_ && tls_->pending(); }
+
+bool Socket::peerSentPlaintext() const { return tls_ && tls_->peerSentPlaintext(); }
+
+short Socket::pollEvents(short events) const { return tls_ ? tls_->pollEvents(events) : events; }
+
+std::string Socket::errorText(int err) const {
+  if (err == EPROTO && tls_ && !tls_->error().empty()) return tls_->error();
+  return errnoText(err);
+}
+
+std::string Socket::peerName() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (!fd_.valid() || ::getpeername(fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+    return "<unknown peer>";
+  SocketAddress a = SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+  return a.valid() ? a.toString() : std::string("<unknown peer>");
+}
+
+Status Socket::handshakeStep(bool* done) {
+  *done = true;
+  if (!tls_) return Status::Ok();
+  const int r = tls_->step();
+  if (r < 0) return systemError("%s", tls_->error().c_str());
+  *done = r == 1;
+  return Status::Ok();
+}
+
+Status Socket::handshake(const Waiter& waiter) {
+  Waiter w = waiter;
+  for (;;) {
+    bool done = false;
+    BRAID_TRY(handshakeStep(&done));
+    if (done) return Status::Ok();
+    BRAID_TRY(w.check(strfmt("TLS handshake with %s", peerName().c_str()).c_str()));
+    pollOne(fd_.get(), pollEvents(POLLIN), kPollSliceMs);
+  }
+}
+
+Status connectTo(const SocketAddress& addr, const Waiter& waiter, Socket* out,
+                 int tuneBufferBytes) {
+  Fd fd;
+  BRAID_TRY(connectTo(addr, waiter, &fd, tuneBufferBytes));
+  Socket s;
+  BRAID_TRY(Socket::open(std::move(fd), Socket::Role::Client, &s));
+  BRAID_TRY(s.handshake(waiter));
+  *out = std::move(s);
   return Status::Ok();
 }
 

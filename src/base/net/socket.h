@@ -4,9 +4,12 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,12 +90,66 @@ class Fd {
   int fd_ = -1;
 };
 
+class TlsSession;  // tls.h
+
+// A connected stream socket, plaintext or TLS (tls.h), as the process's encryption setting was
+// when it was opened. Its calls look like the system calls they replace, so callers move bytes
+// the same way over either: bytes moved; 0 when the peer closed (receives); -1 with errno
+// EAGAIN (would block: poll fd() for pollEvents()), EPIPE / ECONNRESET (peer gone) or EPROTO
+// (TLS failed: errorText says why, naming the peer). Non-blocking, never SIGPIPE.
+class Socket {
+ public:
+  enum class Role { Client, Server };  // who dialed: the TLS client is the side that connected
+
+  Socket();
+  explicit Socket(Fd fd);  // plaintext whatever the setting (socket pairs in tests)
+  Socket(Socket&& other) noexcept;
+  Socket& operator=(Socket&& other) noexcept;
+  ~Socket();
+
+  // A connected socket under the current setting. With encryption the TLS handshake runs in
+  // the first sends and receives, or in handshake().
+  static Status open(Fd fd, Role role, Socket* out);
+
+  int fd() const { return fd_.get(); }
+  bool valid() const { return fd_.valid(); }
+  bool encrypted() const { return tls_ != nullptr; }
+  void reset();
+
+  ssize_t sendv(const iovec* iov, size_t count);
+  ssize_t recvv(const iovec* iov, size_t count);
+  ssize_t send(const void* data, size_t bytes);
+  ssize_t recv(void* data, size_t bytes);
+  // Received bytes held in user space (TLS) that a poll on fd() would not announce.
+  bool pending() const;
+  // The events to poll fd() for when a call would block and the caller wants `events`.
+  short pollEvents(short events) const;
+  // The text of a failure errno (EPROTO: the TLS failure).
+  std::string errorText(int err) const;
+  // A TLS socket whose peer spoke plaintext: its bytes are still unread on fd().
+  bool peerSentPlaintext() const;
+  // The peer's address, for messages ("1.2.3.4:5").
+  std::string peerName() const;
+  // Completes the TLS handshake (nothing to do in plaintext), bounded by the waiter.
+  Status handshake(const Waiter& waiter);
+  // One step of it without waiting: true when done (or plaintext), false to be called again
+  // once fd() is ready for pollEvents(POLLIN); a failure is the error.
+  Status handshakeStep(bool* done);
+
+ private:
+  Fd fd_;
+  std::unique_ptr<TlsSession> tls_;
+};
+
 // Listens on `addr` (port 0: ephemeral); `bound` receives the actual address.
 Status listenOn(const SocketAddress& addr, Fd* fd, SocketAddress* bound);
 // Connects, retrying refused or unreachable attempts until the waiter stops it (the peer's
 // listener may not exist yet). `tuneBufferBytes` >= 0 applies tuneForThroughput before the
 // handshake, so that the window scale reflects the buffer size.
 Status connectTo(const SocketAddress& addr, const Waiter& waiter, Fd* fd, int tuneBufferBytes = -1);
+// The same, then a Socket under the current encryption setting, its handshake done.
+Status connectTo(const SocketAddress& addr, const Waiter& waiter, Socket* out,
+                 int tuneBufferBytes = -1);
 // Waits for one connection; Ok with an invalid fd when `pollMs` passed without one, so callers
 // can interleave other work. The waiter is checked first.
 Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd);
@@ -100,6 +157,8 @@ Status acceptOne(int listenFd, const Waiter& waiter, int pollMs, Fd* fd);
 // ncclRemoteError.
 Status sendAll(int fd, const void* data, size_t bytes, const Waiter& waiter);
 Status recvAll(int fd, void* data, size_t bytes, const Waiter& waiter);
+Status sendAll(Socket& s, const void* data, size_t bytes, const Waiter& waiter);
+Status recvAll(Socket& s, void* data, size_t bytes, const Waiter& waiter);
 
 // Throughput settings for data sockets: TCP_NODELAY and (when > 0) large kernel buffers.
 void tuneForThroughput(int fd, int bufferBytes);

@@ -13,11 +13,13 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "base/env.h"
 #include "base/log.h"
 #include "base/net/socket.h"
+#include "base/net/tls.h"
 #include "core/bootstrap/bootstrap_root.h"
 #include "core/bootstrap/wire.h"
 #include "core/variables.h"
@@ -36,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 // An accepted connection whose hello is still arriving.
 struct Incoming {
-  net::Fd fd;
+  net::Socket fd;
   uint8_t hello[kPeerHelloBytes] = {};
   size_t got = 0;
   Clock::time_point deadline;
@@ -60,6 +62,27 @@ class BootstrapImpl final : public Bootstrap {
         sendConns_(nranks),
         recvConns_(nranks),
         unexpected_(nranks) {}
+
+  ~BootstrapImpl() override {
+    stopAcceptor_.store(true);
+    if (acceptor_.joinable()) acceptor_.join();
+  }
+
+  // With encryption a connection's hello comes after a TLS handshake, which needs this
+  // process to answer it, whatever this rank is doing: a thread then takes in connections and
+  // their hellos (what the kernel's backlog does for plaintext), so that a peer's dial never
+  // waits for this rank's next bootstrap call.
+  Status startAcceptor() {
+    bool tls = false;
+    BRAID_TRY(net::encryptionEnabled(&tls));
+    if (!tls) return Status::Ok();
+    try {
+      acceptor_ = std::thread([this] { acceptLoop(); });
+    } catch (const std::exception& e) {
+      return systemError("bootstrap: cannot start the accepting thread: %s", e.what());
+    }
+    return Status::Ok();
+  }
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
@@ -113,29 +136,37 @@ class BootstrapImpl final : public Bootstrap {
     // Connections dialed since we last looked, and hellos that came in: take them without
     // waiting.
     Waiter w = opWaiter();
-    BRAID_TRY(acceptWaiting(w));
-    readHellos();
-    for (auto it = stash_.begin(); it != stash_.end();) {
-      if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
-        recvConns_[it->first.first] = std::move(it->second);
-        it = stash_.erase(it);
-      } else {
-        ++it;
+    {
+      std::lock_guard<std::mutex> accepting(acceptMu_);
+      BRAID_TRY(acceptWaiting(w));
+      readHellos();
+      for (auto it = stash_.begin(); it != stash_.end();) {
+        if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
+          recvConns_[it->first.first] = std::move(it->second);
+          it = stash_.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
     // Whole messages waiting on open connections; others' tags are queued for their recv.
     for (int p = 0; p < nranks_; ++p) {
       if (!recvConns_[p].valid()) continue;
-      pollfd pfd{recvConns_[p].get(), POLLIN, 0};
-      while (::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+      net::Socket& conn = recvConns_[p];
+      auto readable = [&conn] {
+        if (conn.pending()) return true;
+        pollfd pfd{conn.fd(), conn.pollEvents(POLLIN), 0};
+        return ::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLOUT | POLLHUP | POLLERR));
+      };
+      while (readable()) {
         uint8_t header[kMsgHeaderBytes];
         uint64_t gotTag = 0, gotBytes = 0;
         std::vector<uint8_t> body;
-        Status st = net::recvAll(pfd.fd, header, sizeof(header), w);
+        Status st = net::recvAll(conn, header, sizeof(header), w);
         if (st.ok()) st = bootstrap::decodeMsgHeader(header, &gotTag, &gotBytes);
         if (st.ok()) {
           body.resize(gotBytes);
-          st = net::recvAll(pfd.fd, body.data(), body.size(), w);
+          st = net::recvAll(conn, body.data(), body.size(), w);
         }
         if (!st.ok()) {
           // The peer is gone, or its stream is out of step; its failure shows elsewhere.
@@ -172,6 +203,7 @@ class BootstrapImpl final : public Bootstrap {
     ringPrev_.reset();
     for (auto& fd : sendConns_) fd.reset();
     for (auto& fd : recvConns_) fd.reset();
+    std::lock_guard<std::mutex> accepting(acceptMu_);
     stash_.clear();
     incoming_.clear();
   }
@@ -211,8 +243,8 @@ class BootstrapImpl final : public Bootstrap {
     if (!sendConns_[peer].valid()) BRAID_TRY(dial(peer, ConnKind::P2P, w, &sendConns_[peer]));
     uint8_t header[kMsgHeaderBytes];
     bootstrap::encodeMsgHeader(tag, bytes, header);
-    Status st = net::sendAll(sendConns_[peer].get(), header, sizeof(header), w);
-    if (st.ok()) st = net::sendAll(sendConns_[peer].get(), data, bytes, w);
+    Status st = net::sendAll(sendConns_[peer], header, sizeof(header), w);
+    if (st.ok()) st = net::sendAll(sendConns_[peer], data, bytes, w);
     if (!st.ok()) sendConns_[peer].reset();  // half a message went out: the stream is unusable
     return st.withContext(
         strfmt("bootstrap send to rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
@@ -240,7 +272,7 @@ class BootstrapImpl final : public Bootstrap {
       BRAID_TRY(acceptFrom(peer, ConnKind::P2P, w, &recvConns_[peer]).withContext(what));
     for (;;) {
       uint8_t header[kMsgHeaderBytes];
-      int fd = recvConns_[peer].get();
+      net::Socket& fd = recvConns_[peer];
       uint64_t gotTag = 0, gotBytes = 0;
       Status st = net::recvAll(fd, header, sizeof(header), w);
       if (st.ok()) st = bootstrap::decodeMsgHeader(header, &gotTag, &gotBytes);
@@ -267,38 +299,66 @@ class BootstrapImpl final : public Bootstrap {
     return internalError("%s: peer sent %zu bytes, receiver expects %zu", what.c_str(), got, want);
   }
 
-  Status dial(int peer, ConnKind kind, const Waiter& waiter, net::Fd* out) {
-    net::Fd fd;
+  Status dial(int peer, ConnKind kind, const Waiter& waiter, net::Socket* out) {
+    net::Socket fd;
     BRAID_TRY(net::connectTo(peers_[peer], waiter, &fd)
-                  .withContext(strfmt("bootstrap: rank %d connecting to rank %d", rank_, peer)));
+                  .withContext(strfmt("bootstrap: rank %d connecting to rank %d (%s)", rank_, peer,
+                                      peers_[peer].toString().c_str())));
     uint8_t hello[kPeerHelloBytes];
     bootstrap::encodePeerHello(magic_, static_cast<uint32_t>(rank_), kind, hello);
-    BRAID_TRY(net::sendAll(fd.get(), hello, sizeof(hello), waiter));
+    BRAID_TRY(net::sendAll(fd, hello, sizeof(hello), waiter));
     *out = std::move(fd);
     return Status::Ok();
   }
 
   // Accepts until the connection of `kind` from `peer` is in; others are kept for later calls.
-  Status acceptFrom(int peer, ConnKind kind, const Waiter& waiter, net::Fd* out) {
+  Status acceptFrom(int peer, ConnKind kind, const Waiter& waiter, net::Socket* out) {
     auto key = std::make_pair(peer, kind);
     for (;;) {
-      if (auto it = stash_.find(key); it != stash_.end()) {
-        *out = std::move(it->second);
-        stash_.erase(it);
-        return Status::Ok();
-      }
-      BRAID_TRY(
-          waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str()));
       std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
-      for (const Incoming& c : incoming_) fds.push_back({c.fd.get(), POLLIN, 0});
+      {
+        std::lock_guard<std::mutex> accepting(acceptMu_);
+        if (auto it = stash_.find(key); it != stash_.end()) {
+          *out = std::move(it->second);
+          stash_.erase(it);
+          return Status::Ok();
+        }
+        Status st =
+            waiter.check(strfmt("bootstrap: rank %d waiting for rank %d", rank_, peer).c_str());
+        if (!st.ok()) {
+          if (lastRefusal_.empty()) return st;
+          return Status(st.code(), strfmt("%s; meanwhile this rank refused a connection: %s",
+                                          st.message().c_str(), lastRefusal_.c_str()));
+        }
+        for (const Incoming& c : incoming_) fds.push_back({c.fd.fd(), c.fd.pollEvents(POLLIN), 0});
+      }
       ::poll(fds.data(), fds.size(), kPollMs);
+      std::lock_guard<std::mutex> accepting(acceptMu_);
       BRAID_TRY(acceptWaiting(waiter));
+      readHellos();
+    }
+  }
+
+  // The accepting thread (startAcceptor): what acceptFrom does, for as long as the bootstrap
+  // lives.
+  void acceptLoop() {
+    while (!stopAcceptor_.load()) {
+      std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+      {
+        std::lock_guard<std::mutex> accepting(acceptMu_);
+        for (const Incoming& c : incoming_) fds.push_back({c.fd.fd(), c.fd.pollEvents(POLLIN), 0});
+      }
+      ::poll(fds.data(), fds.size(), kPollMs);
+      if (stopAcceptor_.load() || aborted_.load()) return;
+      std::lock_guard<std::mutex> accepting(acceptMu_);
+      if (!acceptWaiting(Waiter()).ok()) return;
       readHellos();
     }
   }
 
   // Takes in every connection waiting in the listener's backlog; its hello is read by
   // readHellos, which never blocks, so a silent or slow stranger holds up nothing.
+  // acceptMu_ held.
   Status acceptWaiting(const Waiter& waiter) {
     for (;;) {
       net::Fd fd;
@@ -310,20 +370,25 @@ class BootstrapImpl final : public Bootstrap {
         continue;
       }
       Incoming c;
-      c.fd = std::move(fd);
+      Status st = net::Socket::open(std::move(fd), net::Socket::Role::Server, &c.fd);
+      if (!st.ok()) {
+        BRAID_WARN("bootstrap: rank %d dropped a connection: %s", rank_, st.message().c_str());
+        continue;
+      }
       c.deadline = Clock::now() + std::chrono::milliseconds(bootstrap::kHelloDeadlineMs);
       incoming_.push_back(std::move(c));
     }
   }
 
   // Reads what has arrived of each new connection's hello without waiting; a whole, valid one
-  // moves the connection to the stash. A stray, malformed, closed or (after 5 s) silent
-  // connection is dropped with a warning.
+  // moves the connection to the stash. A stray, malformed, closed, refused (TLS) or (after
+  // 5 s) silent connection is dropped with a warning. acceptMu_ held.
   void readHellos() {
     const auto now = Clock::now();
     for (size_t i = 0; i < incoming_.size();) {
       Incoming& c = incoming_[i];
-      const ssize_t n = ::recv(c.fd.get(), c.hello + c.got, kPeerHelloBytes - c.got, MSG_DONTWAIT);
+      const ssize_t n = c.fd.recv(c.hello + c.got, kPeerHelloBytes - c.got);
+      const int err = errno;
       bool keep = true;
       if (n > 0) {
         c.got += static_cast<size_t>(n);
@@ -331,7 +396,11 @@ class BootstrapImpl final : public Bootstrap {
           stashHello(c);
           keep = false;
         }
-      } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      } else if (n < 0 && err == EPROTO) {
+        lastRefusal_ = c.fd.errorText(err);
+        BRAID_WARN("bootstrap: rank %d refused a connection: %s", rank_, lastRefusal_.c_str());
+        keep = false;
+      } else if (n == 0 || (err != EAGAIN && err != EWOULDBLOCK && err != EINTR)) {
         BRAID_WARN("bootstrap: rank %d dropped a connection closed after %zu hello bytes", rank_,
                    c.got);
         keep = false;
@@ -379,17 +448,18 @@ class BootstrapImpl final : public Bootstrap {
       if (sent < total) {
         const uint8_t* p = sent < 8 ? sendHeader + sent : sendBuf + (sent - 8);
         size_t len = sent < 8 ? 8 - sent : total - sent;
-        ssize_t n = ::send(ringNext_.get(), p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = ringNext_.send(p, len);
         if (n > 0) {
           sent += static_cast<size_t>(n);
           moved = true;
         } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-          return remoteError("send to rank %d: %s", (rank_ + 1) % nranks_, std::strerror(errno));
+          return remoteError("send to rank %d: %s", (rank_ + 1) % nranks_,
+                             ringNext_.errorText(errno).c_str());
       }
       if (got < total) {
         uint8_t* p = got < 8 ? recvHeader + got : recvBuf + (got - 8);
         size_t len = got < 8 ? 8 - got : total - got;
-        ssize_t n = ::recv(ringPrev_.get(), p, len, MSG_DONTWAIT);
+        ssize_t n = ringPrev_.recv(p, len);
         if (n == 0)
           return remoteError("rank %d closed the connection", (rank_ + nranks_ - 1) % nranks_);
         if (n > 0) {
@@ -398,7 +468,7 @@ class BootstrapImpl final : public Bootstrap {
           if (got == 8) BRAID_TRY(bootstrap::checkRingHeader(recvHeader, bytes));
         } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           return remoteError("recv from rank %d: %s", (rank_ + nranks_ - 1) % nranks_,
-                             std::strerror(errno));
+                             ringPrev_.errorText(errno).c_str());
         }
       }
       if (moved) {
@@ -406,8 +476,8 @@ class BootstrapImpl final : public Bootstrap {
         continue;
       }
       BRAID_TRY(w.check("bootstrap ring"));
-      pollfd fds[2] = {{ringNext_.get(), static_cast<short>(sent < total ? POLLOUT : 0), 0},
-                       {ringPrev_.get(), static_cast<short>(got < total ? POLLIN : 0), 0}};
+      pollfd fds[2] = {{ringNext_.fd(), sent < total ? ringNext_.pollEvents(POLLOUT) : short{0}, 0},
+                       {ringPrev_.fd(), got < total ? ringPrev_.pollEvents(POLLIN) : short{0}, 0}};
       ::poll(fds, 2, kPollMs);
     }
     return Status::Ok();
@@ -420,11 +490,16 @@ class BootstrapImpl final : public Bootstrap {
   std::mutex mu_;  // one operation at a time; abort() is the only call that may overlap
   net::Fd listener_;
   std::vector<net::SocketAddress> peers_;
-  net::Fd ringNext_, ringPrev_;
-  std::vector<net::Fd> sendConns_, recvConns_;
+  net::Socket ringNext_, ringPrev_;
+  std::vector<net::Socket> sendConns_, recvConns_;
   std::vector<std::deque<Unexpected>> unexpected_;
-  std::map<std::pair<int, ConnKind>, net::Fd> stash_;
+  // Connections coming in: taken by operations and, with encryption, by the accepting thread.
+  std::mutex acceptMu_;
+  std::map<std::pair<int, ConnKind>, net::Socket> stash_;
   std::vector<Incoming> incoming_;  // accepted, hello not yet complete
+  std::string lastRefusal_;         // the last connection TLS refused
+  std::thread acceptor_;
+  std::atomic<bool> stopAcceptor_{false};
 };
 
 // Hello to the root, then the table of every rank's listener address, or the root's refusal
@@ -432,7 +507,7 @@ class BootstrapImpl final : public Bootstrap {
 Status rendezvous(const bootstrap::IdContents& id, int rank, int nranks,
                   const net::SocketAddress& self, const Waiter& waiter,
                   std::vector<net::SocketAddress>* peers) {
-  net::Fd root;
+  net::Socket root;
   BRAID_TRY(net::connectTo(id.root, waiter, &root));
   bootstrap::RootHello ours;
   ours.magic = id.magic;
@@ -441,15 +516,15 @@ Status rendezvous(const bootstrap::IdContents& id, int rank, int nranks,
   ours.address = self;
   uint8_t hello[bootstrap::kRootHelloBytes];
   bootstrap::encodeRootHello(ours, hello);
-  BRAID_TRY(net::sendAll(root.get(), hello, sizeof(hello), waiter));
+  BRAID_TRY(net::sendAll(root, hello, sizeof(hello), waiter));
   uint8_t header[bootstrap::kRootReplyHeaderBytes];
-  BRAID_TRY(net::recvAll(root.get(), header, sizeof(header), waiter)
+  BRAID_TRY(net::recvAll(root, header, sizeof(header), waiter)
                 .withContext("waiting for the other ranks"));
   bootstrap::ReplyHeader reply;
   BRAID_TRY(bootstrap::decodeReplyHeader(header, id.magic, ours.nranks, &reply));
   std::vector<uint8_t> body(reply.bodyBytes);
-  BRAID_TRY(net::recvAll(root.get(), body.data(), body.size(), waiter)
-                .withContext("reading the root's reply"));
+  BRAID_TRY(
+      net::recvAll(root, body.data(), body.size(), waiter).withContext("reading the root's reply"));
   if (reply.kind == bootstrap::kReplyRefusal)
     return bootstrap::decodeRefusal(body.data(), body.size());
   return bootstrap::decodeTable(body.data(), body.size(), ours.nranks, peers);
@@ -483,6 +558,7 @@ Status Bootstrap::create(const ncclUniqueId& id, int rank, int nranks, bool host
                     strfmt("bootstrap rank %d: root %s", rank, contents.root.toString().c_str())));
   auto impl = std::make_unique<BootstrapImpl>(rank, nranks, contents.magic, waiter.timeoutMs(),
                                               std::move(listener), std::move(peers));
+  BRAID_TRY(impl->startAcceptor().withContext(strfmt("bootstrap rank %d", rank)));
   BRAID_TRY(impl->connectRing(waiter).withContext(strfmt("bootstrap rank %d", rank)));
   *out = std::move(impl);
   return Status::Ok();

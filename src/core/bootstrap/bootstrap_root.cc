@@ -40,7 +40,7 @@ constexpr int64_t kFailedLingerMs = 10000;
 std::atomic<int> gLiveRoots{0};
 
 struct PendingConn {
-  net::Fd fd;
+  net::Socket fd;
   uint8_t hello[kRootHelloBytes] = {};
   size_t got = 0;
   Clock::time_point deadline;
@@ -48,8 +48,8 @@ struct PendingConn {
 
 // One best-effort send: a reply is small enough for any socket buffer, and a connection that
 // does not take it must not hold up the root.
-void sendReply(int fd, const std::vector<uint8_t>& reply) {
-  (void)::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+void sendReply(net::Socket& s, const std::vector<uint8_t>& reply) {
+  (void)s.send(reply.data(), reply.size());
 }
 
 class Root {
@@ -65,7 +65,7 @@ class Root {
     while (!rendezvous_.complete()) {
       std::vector<pollfd> fds;
       fds.push_back({listener_.get(), POLLIN, 0});
-      for (PendingConn& c : pending_) fds.push_back({c.fd.get(), POLLIN, 0});
+      for (PendingConn& c : pending_) fds.push_back({c.fd.fd(), c.fd.pollEvents(POLLIN), 0});
       ::poll(fds.data(), fds.size(), 100);
       if (fds[0].revents & POLLIN) acceptAll();
       const uint32_t before = rendezvous_.arrived();
@@ -106,7 +106,11 @@ class Root {
         continue;
       }
       PendingConn c;
-      c.fd = std::move(fd);
+      Status st = net::Socket::open(std::move(fd), net::Socket::Role::Server, &c.fd);
+      if (!st.ok()) {
+        BRAID_WARN("bootstrap root: dropped a connection: %s", st.message().c_str());
+        continue;
+      }
       c.deadline = Clock::now() + std::chrono::milliseconds(kHelloDeadlineMs);
       pending_.push_back(std::move(c));
     }
@@ -115,15 +119,24 @@ class Root {
   void readHellos() {
     for (size_t i = 0; i < pending_.size();) {
       PendingConn& c = pending_[i];
-      ssize_t n = ::recv(c.fd.get(), c.hello + c.got, kRootHelloBytes - c.got, MSG_DONTWAIT);
+      ssize_t n = c.fd.recv(c.hello + c.got, kRootHelloBytes - c.got);
+      const int err = errno;
       bool keep = true;
       if (n == 0) {
         BRAID_WARN("bootstrap root: connection closed after %zu of %zu hello bytes; dropped", c.got,
                    kRootHelloBytes);
         keep = false;
+      } else if (n < 0 && err == EPROTO) {
+        // A stranger to the key is dropped like a stranger to the magic; should the ranks then
+        // not all arrive, the root's notice names it.
+        refusedTls_ = c.fd.errorText(err);
+        BRAID_WARN("bootstrap root: refused a connection: %s", refusedTls_.c_str());
+        if (c.fd.peerSentPlaintext()) tellPlaintextRank(c.fd.fd());
+        keep = false;
       } else if (n < 0) {
-        keep = errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-        if (!keep) BRAID_WARN("bootstrap root: connection error %s; dropped", std::strerror(errno));
+        keep = err == EAGAIN || err == EWOULDBLOCK || err == EINTR;
+        if (!keep)
+          BRAID_WARN("bootstrap root: connection error %s; dropped", c.fd.errorText(err).c_str());
       } else {
         c.got += static_cast<size_t>(n);
         keep = consider(c);
@@ -159,21 +172,42 @@ class Root {
     return false;
   }
 
+  // A rank without encryption at this encrypted root: its hello is still unread, and it reads
+  // plaintext, so it is told why in its own terms.
+  void tellPlaintextRank(int fd) {
+    uint8_t magic[8];
+    if (::recv(fd, magic, sizeof(magic), MSG_DONTWAIT | MSG_PEEK) != sizeof(magic)) return;
+    const auto reply = encodeRefusalReply(
+        net::getU64(magic), Refusal::Encryption,
+        "this rendezvous is encrypted (TLS with a pre-shared key) and this rank is not: set the "
+        "same BRAID_TLS_PSK, or call ncclSetEncryption, on every process");
+    (void)::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+
   void refuse(PendingConn& c, Refusal reason, const std::string& text) {
+    // A TLS ClientHello (a handshake record, version 3.x) where a hello belongs: that rank
+    // encrypts and this root does not. Named if the rendezvous then times out.
+    if (reason == Refusal::WrongMagic && !c.fd.encrypted() && c.got >= 3 && c.hello[0] == 0x16 &&
+        c.hello[1] == 3)
+      refusedTls_ = strfmt("a connection from %s spoke TLS and this root does not encrypt "
+                           "(BRAID_TLS_PSK or ncclSetEncryption set on some processes only?)",
+                           c.fd.peerName().c_str());
     BRAID_WARN("bootstrap root: %s; refused", text.c_str());
     // The reply carries the sender's own magic, the one thing a rank checks it by.
-    if (c.got >= 8) sendReply(c.fd.get(), encodeRefusalReply(net::getU64(c.hello), reason, text));
+    if (c.got >= 8) sendReply(c.fd, encodeRefusalReply(net::getU64(c.hello), reason, text));
   }
 
   // The rendezvous failed: every rank admitted so far hears why, and is let go.
   void failAdmitted() {
-    const std::string text = rendezvous_.failedNotice();
+    std::string text = rendezvous_.failedNotice();
+    if (!refusedTls_.empty() && rendezvous_.failure() == Refusal::Timeout)
+      text += "; meanwhile the root refused a connection: " + refusedTls_;
     const Refusal reason =
         rendezvous_.failure() == Refusal::Timeout ? Refusal::Timeout : Refusal::RendezvousFailed;
     BRAID_WARN("bootstrap root: %s", text.c_str());
     const auto reply = encodeRefusalReply(magic_, reason, text);
-    for (net::Fd& fd : ranks_) {
-      if (fd.valid()) sendReply(fd.get(), reply);
+    for (net::Socket& fd : ranks_) {
+      if (fd.valid()) sendReply(fd, reply);
       fd.reset();
     }
   }
@@ -194,8 +228,8 @@ class Root {
   void sendTables() {
     const auto reply = encodeTableReply(magic_, rendezvous_.expected(), rendezvous_.addresses());
     for (uint32_t r = 0; r < rendezvous_.expected(); ++r) {
-      Status st = net::sendAll(ranks_[r].get(), reply.data(), reply.size(),
-                               Waiter(kHelloDeadlineMs, nullptr));
+      Status st =
+          net::sendAll(ranks_[r], reply.data(), reply.size(), Waiter(kHelloDeadlineMs, nullptr));
       if (!st.ok()) BRAID_WARN("bootstrap root: rank %u: %s", r, st.message().c_str());
     }
     BRAID_INFO(kBootstrap, "bootstrap root: rendezvous of %u ranks done", rendezvous_.expected());
@@ -206,7 +240,8 @@ class Root {
   int64_t idleTimeoutMs_;
   Rendezvous rendezvous_;
   std::vector<PendingConn> pending_;
-  std::vector<net::Fd> ranks_;  // admitted ranks' connections, by rank
+  std::vector<net::Socket> ranks_;  // admitted ranks' connections, by rank
+  std::string refusedTls_;          // the last connection TLS refused
 };
 
 uint64_t randomMagic() {

@@ -34,7 +34,8 @@ ncclResult_t refusalCode(Refusal reason) {
     case Refusal::WrongVersion:
     case Refusal::WorldSizeMismatch:
     case Refusal::DuplicateRank:
-    case Refusal::RendezvousFailed: return ncclInvalidUsage;
+    case Refusal::RendezvousFailed:
+    case Refusal::Encryption: return ncclInvalidUsage;
     case Refusal::Timeout: return ncclRemoteError;
   }
   return ncclInternalError;
@@ -118,7 +119,7 @@ Status decodeRefusal(const uint8_t* body, size_t bytes) {
   for (char& c : text)
     if (c < 0x20 || c > 0x7e) c = '?';
   if (reason < static_cast<uint32_t>(Refusal::WrongMagic) ||
-      reason > static_cast<uint32_t>(Refusal::Timeout))
+      reason > static_cast<uint32_t>(Refusal::Encryption))
     return internalError("the root refused this rank for reason %u, unknown to this build: %s",
                          reason, text.c_str());
   return {refusalCode(static_cast<Refusal>(reason)),

@@ -46,6 +46,7 @@ enum class Refusal : uint32_t {
   DuplicateRank = 6,      // a rank id that already arrived
   RendezvousFailed = 7,   // another rank's refusal failed the rendezvous this rank was part of
   Timeout = 8,            // ranks missing when the root gave up
+  Encryption = 9,         // a plaintext rank at a root that encrypts (TLS, base/net/tls.h)
 };
 // The NCCL code a rank's init returns for a refusal: ncclInvalidArgument when the rank's own
 // arguments cannot be right whatever the other ranks do (an id of another rendezvous, a rank

@@ -27,17 +27,18 @@ bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 }  // namespace
 
-TcpEndpoint::TcpEndpoint(std::vector<StreamFds> streams, size_t sliceBytes, int peerRank)
+TcpEndpoint::TcpEndpoint(std::vector<StreamSockets> streams, size_t sliceBytes, int peerRank)
     : fds_(std::move(streams)), streams_(fds_.size()), slice_(sliceBytes), peerRank_(peerRank) {
   for (size_t j = 0; j < fds_.size(); ++j) {
-    streams_[j].sendFd = fds_[j].send.get();
-    streams_[j].recvFd = fds_[j].recv.valid() ? fds_[j].recv.get() : fds_[j].send.get();
+    streams_[j].send = &fds_[j].send;
+    streams_[j].recv = fds_[j].recv.valid() ? &fds_[j].recv : &fds_[j].send;
   }
 }
 
 std::string TcpEndpoint::describe() const {
-  return strfmt("TCP/%zu stream%s, slice %zu KiB, peer rank %d", streams_.size(),
-                streams_.size() == 1 ? "" : "s", slice_ >> 10, peerRank_);
+  const bool tls = !fds_.empty() && fds_[0].send.encrypted();
+  return strfmt("TCP/%zu stream%s%s, slice %zu KiB, peer rank %d", streams_.size(),
+                streams_.size() == 1 ? "" : "s", tls ? " (TLS)" : "", slice_ >> 10, peerRank_);
 }
 
 size_t TcpEndpoint::sliceLength(size_t bytes, size_t slice) const {
@@ -86,7 +87,7 @@ Status TcpEndpoint::checkRecv(ssize_t n, size_t j) {
   const int err = errno;
   if (wouldBlock(err) || err == EINTR) return Status::Ok();
   if (err == ECONNRESET) return fail(remoteError("stream %zu: connection reset by peer", j));
-  return fail(systemError("stream %zu: recv: %s", j, std::strerror(err)));
+  return fail(systemError("stream %zu: recv: %s", j, streams_[j].recv->errorText(err).c_str()));
 }
 
 Status TcpEndpoint::postSend(const void* data, size_t bytes) {
@@ -108,7 +109,7 @@ Status TcpEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink,
 Status TcpEndpoint::sendFailed(int err, size_t j) {
   if (err == EPIPE || err == ECONNRESET)
     return fail(remoteError("stream %zu: peer closed the connection", j));
-  return fail(systemError("stream %zu: send: %s", j, std::strerror(err)));
+  return fail(systemError("stream %zu: send: %s", j, streams_[j].send->errorText(err).c_str()));
 }
 
 Status TcpEndpoint::fail(Status st) {
@@ -151,10 +152,7 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
       Batch b;
       batchSends(s, &b);
       if (b.count >= 2) {
-        msghdr msg{};
-        msg.msg_iov = b.iov;
-        msg.msg_iovlen = b.iovs;
-        ssize_t n = ::sendmsg(s.sendFd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = s.send->sendv(b.iov, b.iovs);
         if (n < 0) {
           const int err = errno;
           if (wouldBlock(err)) return Status::Ok();
@@ -183,10 +181,7 @@ Status TcpEndpoint::pumpSend(size_t j, bool* moved) {
       if (s.sendPos < header) iov[count++] = {s.headerOut + s.sendPos, header - s.sendPos};
       count += gather(j, op.bytes, std::max(s.sendPos, header) - header, total - header,
                       const_cast<uint8_t*>(op.data), iov + count, kMaxIov - count);
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = count;
-      ssize_t n = ::sendmsg(s.sendFd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = s.send->sendv(iov, count);
       if (n < 0) {
         const int err = errno;
         if (wouldBlock(err)) return Status::Ok();
@@ -216,10 +211,7 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
       Batch b;
       batchRecvs(s, &b);
       if (b.count >= 2) {
-        msghdr msg{};
-        msg.msg_iov = b.iov;
-        msg.msg_iovlen = b.iovs;
-        ssize_t n = ::recvmsg(s.recvFd, &msg, MSG_DONTWAIT);
+        ssize_t n = s.recv->recvv(b.iov, b.iovs);
         BRAID_TRY(checkRecv(n, j));
         if (n < 0) {
           if (errno == EINTR) continue;
@@ -270,10 +262,7 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
         iov[count++] = {s.stage.data() + (offset - slice * slice_), length};
         staged = true;
       }
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = count;
-      ssize_t n = ::recvmsg(s.recvFd, &msg, MSG_DONTWAIT);
+      ssize_t n = s.recv->recvv(iov, count);
       BRAID_TRY(checkRecv(n, j));
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -344,18 +333,24 @@ void TcpEndpoint::settleAfterFailure() {
 }
 
 // A stream waits to write while it has a part of a posted message left to send, and to read
-// while a posted receive has a part left on it.
+// while a posted receive has a part left on it. Bytes TLS already holds are not announced by
+// the socket: the caller must not sleep on it then.
 void TcpEndpoint::addWakeups(WaitSet& set) {
   for (const Stream& s : streams_) {
     const bool out = s.sendMsg - sendBase_ < sends_.size();
     const bool in = s.recvMsg - recvBase_ < recvs_.size();
-    if (s.sendFd == s.recvFd) {
+    if (in && s.recv->pending()) {
+      set.cannotSleep();
+      return;
+    }
+    if (s.send == s.recv) {
       if (out || in)
-        set.addFd(s.sendFd, static_cast<short>((out ? POLLOUT : 0) | (in ? POLLIN : 0)));
+        set.addFd(s.send->fd(),
+                  s.send->pollEvents(static_cast<short>((out ? POLLOUT : 0) | (in ? POLLIN : 0))));
       continue;
     }
-    if (out) set.addFd(s.sendFd, POLLOUT);
-    if (in) set.addFd(s.recvFd, POLLIN);
+    if (out) set.addFd(s.send->fd(), s.send->pollEvents(POLLOUT));
+    if (in) set.addFd(s.recv->fd(), s.recv->pollEvents(POLLIN));
   }
 }
 

@@ -21,11 +21,11 @@ namespace braid::transport {
 
 class TcpEndpoint final : public Endpoint {
  public:
-  struct StreamFds {
-    net::Fd send;  // the same socket serves both directions, except for a connection to self
-    net::Fd recv;
+  struct StreamSockets {
+    net::Socket send;  // the same socket serves both directions, except for a connection to self
+    net::Socket recv;
   };
-  TcpEndpoint(std::vector<StreamFds> streams, size_t sliceBytes, int peerRank);
+  TcpEndpoint(std::vector<StreamSockets> streams, size_t sliceBytes, int peerRank);
 
   Status postSend(const void* data, size_t bytes) override;
   using Endpoint::postRecv;
@@ -51,7 +51,8 @@ class TcpEndpoint final : public Endpoint {
     size_t delivered = 0;  // sink only: bytes handed over, in order
   };
   struct Stream {
-    int sendFd = -1, recvFd = -1;
+    net::Socket* send = nullptr;  // in fds_
+    net::Socket* recv = nullptr;
     uint64_t sendMsg = 0, recvMsg = 0;  // absolute index of the message being moved
     size_t sendPos = 0, recvPos = 0;    // position in this stream's part (header included)
     uint8_t headerOut[kHeaderBytes] = {};
@@ -102,7 +103,7 @@ class TcpEndpoint final : public Endpoint {
   void settleAfterFailure();
   Status fail(Status st);
 
-  std::vector<StreamFds> fds_;
+  std::vector<StreamSockets> fds_;
   std::vector<Stream> streams_;
   const size_t slice_;
   const int peerRank_;

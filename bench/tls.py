@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""tls.py: AllReduce with TLS (BRAID_TLS_PSK) against plaintext over TCP between two emulated
+hosts (tools/netcluster: two network namespaces joined by veth through a bridge, every link
+shaped by tc tbf to --rates Gbit/s; needs root), side by side in one run.
+
+    python3 bench/tls.py --rates 10,40 --rounds 3 -b 64K -e 256M -f 4 -n 10 --lat-iters 2000
+
+Each round runs, at every rate in turn, plaintext then TLS: the busbw sweep (all_reduce_perf
+-b..-e), then the 8-byte latency (all_reduce_perf -b 8 -e 8 with --lat-iters iterations). One
+rank per host, so every byte between the ranks crosses the shaped link over the TCP transport;
+the bootstrap is encrypted too under TLS, outside the timed calls. Per size the table gives each
+configuration's median busbw over the rounds and the median over rounds of TLS's busbw over
+plaintext's in the same round. The results file bench/results/<name>.md starts with the command
+that reproduces it.
+
+Parsing and running are compare.py's (imported, not copied).
+"""
+import argparse
+import datetime
+import shlex
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402
+from report import git_revision, human, machine, md_table  # noqa: E402
+
+KEY = "bench-tls-key-not-secret-0123456789abcdef"
+
+
+def run_one(args, rate, tls, sweep):
+    """One all_reduce_perf run across the two hosts; its rows by size."""
+    build = Path(args.build).resolve()
+    perf = build / "bench" / "perf" / "all_reduce_perf"
+    if sweep:
+        sizes = compare.size_steps(args.min, args.max, args.factor)
+        flags = ["-b", str(args.min), "-e", str(args.max), "-f", str(args.factor), "-n",
+                 str(args.iters), "-w", str(args.warmup)]
+    else:
+        sizes = [8]
+        flags = ["-b", "8", "-e", "8", "-n", str(args.lat_iters), "-w", str(args.lat_iters // 10)]
+    cmd = [str(compare.REPO / "tools" / "netcluster"), "--hosts", "2", "--racks", "1",
+           "--rack-gbit", str(rate), "--prefix", "bnctls-", "--quiet", "--timeout", str(args.timeout),
+           "--", str(perf)] + flags + ["-c", "1"]
+    env = {"NCCL_SHM_DISABLE": "1"}
+    if tls:
+        env["BRAID_TLS_PSK"] = KEY
+    key = f"braid/{rate}G-{'tls' if tls else 'plain'}-{'sweep' if sweep else 'latency'}"
+    run = compare.Run(key, cmd, env=env)
+    out = compare.execute(run, args, limit=args.timeout + 30)
+    if out is None:
+        print(f"   failed: {run.why}", file=sys.stderr)
+        return {}
+    return compare.parse_perf_table(out, "out", sizes)
+
+
+def ratio(mine, base):
+    pairs = [(a, b) for a, b in zip(mine, base) if b > 0]
+    return f"{compare.median(a / b for a, b in pairs):.2f}" if pairs else "-"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(compare.REPO / "build" / "release"))
+    ap.add_argument("--rates", default="10,40", help="link rates in Gbit/s (default 10,40)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("-b", "--min", type=compare.parse_size, default=64 << 10)
+    ap.add_argument("-e", "--max", type=compare.parse_size, default=256 << 20)
+    ap.add_argument("-f", "--factor", type=int, default=4, choices=(2, 4))
+    ap.add_argument("-n", "--iters", type=int, default=10)
+    ap.add_argument("-w", "--warmup", type=int, default=3)
+    ap.add_argument("--lat-iters", type=int, default=2000, help="iterations of the 8-byte run")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--name", default="tls_netcluster_2hosts")
+    ap.add_argument("--results", default=str(compare.BENCH / "results"))
+    args = ap.parse_args()
+    rates = [float(r) if "." in r else int(r) for r in args.rates.split(",")]
+    sizes = compare.size_steps(args.min, args.max, args.factor)
+    command = "python3 bench/tls.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+    # busbw[rate][tls] = {size: [per round]}; lat[rate][tls] = [per round]
+    busbw = {r: {False: {s: [] for s in sizes}, True: {s: [] for s in sizes}} for r in rates}
+    lat = {r: {False: [], True: []} for r in rates}
+    for rnd in range(args.rounds):
+        print(f"== round {rnd + 1} of {args.rounds}", file=sys.stderr, flush=True)
+        for rate in rates:
+            for tls in (False, True):
+                rows = run_one(args, rate, tls, sweep=True)
+                for s in sizes:
+                    if s in rows and rows[s]["wrong_all"] == 0:
+                        busbw[rate][tls][s].append(rows[s]["busbw"])
+                rows = run_one(args, rate, tls, sweep=False)
+                if 8 in rows:
+                    lat[rate][tls].append(rows[8]["time_us"])
+
+    lines = [f"# AllReduce with TLS against plaintext, two emulated hosts", "",
+             "    " + command, "",
+             f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}, Braid {git_revision()}.", "",
+             "Two hosts of `tools/netcluster --hosts 2 --racks 1 --rack-gbit RATE` (network namespaces, "
+             "veth pairs through a bridge, every link shaped by tc tbf), one rank each, "
+             "`NCCL_SHM_DISABLE=1` (the TCP transport, 4 streams); TLS is `BRAID_TLS_PSK` "
+             "(TLS 1.3, AES-128-GCM, OpenSSL's record layer: this kernel has no kTLS). "
+             f"all_reduce_perf, float sum, out of place, checked; {args.iters} iterations per size, "
+             f"{args.rounds} rounds, each round running every rate, plaintext then TLS. busbw "
+             "(GB/s) is the median over rounds; TLS/plain is the median over rounds of the ratio "
+             "within a round.", ""]
+    header = ["size"]
+    for rate in rates:
+        header += [f"{rate}G plain", f"{rate}G TLS", f"{rate}G TLS/plain"]
+    table = []
+    for s in sizes:
+        row = [human(s)]
+        for rate in rates:
+            p, t = busbw[rate][False][s], busbw[rate][True][s]
+            row += [f"{compare.median(p):.3f}" if p else "-", f"{compare.median(t):.3f}" if t else "-",
+                    ratio(t, p) if len(p) == len(t) else "-"]
+        table.append(row)
+    lines += ["## busbw", ""] + md_table(header, table) + [""]
+    lat_rows = []
+    for rate in rates:
+        p, t = lat[rate][False], lat[rate][True]
+        cost = "-"
+        if p and t and len(p) == len(t):
+            cost = f"{compare.median(b - a for a, b in zip(p, t)):+.1f}"
+        lat_rows.append([f"{rate}G", f"{compare.median(p):.1f}" if p else "-",
+                         f"{compare.median(t):.1f}" if t else "-", cost])
+    lines += [f"## 8-byte AllReduce latency ({args.lat_iters} iterations)", ""] + \
+        md_table(["link", "plain us", "TLS us", "TLS cost us (median of per-round differences)"], lat_rows)
+    lines += ["", "## Every round", ""]
+    rr = []
+    for rate in rates:
+        for tls in (False, True):
+            for s in sizes:
+                rr.append([f"{rate}G", "TLS" if tls else "plain", human(s)] +
+                          [f"{v:.3f}" for v in busbw[rate][tls][s]])
+            rr.append([f"{rate}G", "TLS" if tls else "plain", "8 B (us)"] +
+                      [f"{v:.1f}" for v in lat[rate][tls]])
+    lines += md_table(["link", "config", "size"] + [f"round {i + 1}" for i in range(args.rounds)], rr)
+    text = "\n".join(lines) + "\n"
+    path = Path(args.results) / f"{args.name}.md"
+    path.write_text(text)
+    print(text)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

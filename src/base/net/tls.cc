@@ -1,0 +1,654 @@
+#include "base/net/tls.h"
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include "base/env.h"
+#include "base/log.h"
+#include "base/variables.h"
+
+namespace braid::net {
+
+// The process's key as TLS uses it, and the OpenSSL context every session of that key shares.
+class TlsContext {
+ public:
+  SSL_CTX* ctx = nullptr;
+  unsigned char key[32] = {};
+  ~TlsContext() {
+    SSL_CTX_free(ctx);
+    OPENSSL_cleanse(key, sizeof(key));
+  }
+};
+
+namespace {
+
+constexpr char kIdentity[] = "braid-psk-1";
+constexpr char kKeyLabel[] = "braid tls 1.3 external psk v1";
+constexpr unsigned char kCipherId[2] = {0x13, 0x01};  // TLS_AES_128_GCM_SHA256
+constexpr size_t kRecordBytes = 16384;                // TLS's largest plaintext record
+// One sendv/recvv moves at most this much, so that a caller's streams take turns.
+constexpr size_t kMaxBytesPerCall = 8u << 20;
+// Ciphertext read per system call: several records, so that reads are not one per record.
+constexpr size_t kReadBufferBytes = 256u << 10;
+
+// OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a connection the peer
+// closed; Braid is a library and must not die of that nor change the program's handling of it.
+// Where that BIO is used (kTLS), a call that may write blocks SIGPIPE on its thread and takes
+// back a SIGPIPE it caused. Braid's own BIO sends with MSG_NOSIGNAL and needs no guard.
+class SigpipeGuard {
+ public:
+  explicit SigpipeGuard(bool active) : active_(active) {
+    if (!active_) return;
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeGuard() {
+    if (!active_ || sigismember(&old_, SIGPIPE)) return;  // the program blocks it: leave it so
+    const int saved = errno;
+    sigset_t pending;
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) > 0) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    errno = saved;
+  }
+
+ private:
+  bool active_;
+  sigset_t pipe_, old_;
+};
+
+// Whether this kernel can take TLS over (the tls module loaded, or there to be loaded): then
+// sessions use OpenSSL's socket BIO, through which OpenSSL hands the keys to the kernel (kTLS)
+// after the handshake. Elsewhere they use Braid's BIO below.
+bool kernelHasTls() {
+  static const bool has = [] {
+    std::ifstream ulp("/proc/sys/net/ipv4/tcp_available_ulp");
+    std::string word;
+    while (ulp >> word)
+      if (word == "tls") return true;
+    utsname u{};
+    if (uname(&u) != 0) return false;
+    struct stat st {};
+    return stat((std::string("/lib/modules/") + u.release + "/kernel/net/tls").c_str(), &st) == 0;
+  }();
+  return has;
+}
+
+// Braid's BIO: send and recv on the session's socket, non-blocking, without SIGPIPE; a record
+// that more records follow within one sendv goes with MSG_MORE, so that the kernel sends full
+// segments rather than one per 16 KiB record.
+using BioState = TlsSession::BioState;
+
+int bioWrite(BIO* b, const char* data, size_t len, size_t* written) {
+  auto* st = static_cast<BioState*>(BIO_get_data(b));
+  BIO_clear_retry_flags(b);
+  const ssize_t n =
+      ::send(st->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT | (st->more ? MSG_MORE : 0));
+  if (n >= 0) {
+    *written = static_cast<size_t>(n);
+    return 1;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(b);
+  return 0;
+}
+
+int bioRead(BIO* b, char* data, size_t len, size_t* got) {
+  auto* st = static_cast<BioState*>(BIO_get_data(b));
+  BIO_clear_retry_flags(b);
+  const ssize_t n = ::recv(st->fd, data, len, MSG_DONTWAIT);
+  if (n > 0) {
+    *got = static_cast<size_t>(n);
+    return 1;
+  }
+  *got = 0;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+  return 0;  // 0 bytes without a retry flag: the peer closed (or errno says what broke)
+}
+
+long bioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int bioCreate(BIO* b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+BIO_METHOD* braidBio() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "braid socket");
+    if (m && (!BIO_meth_set_write_ex(m, bioWrite) || !BIO_meth_set_read_ex(m, bioRead) ||
+              !BIO_meth_set_ctrl(m, bioCtrl) || !BIO_meth_set_create(m, bioCreate))) {
+      BIO_meth_free(m);
+      m = nullptr;
+    }
+    return m;
+  }();
+  return method;
+}
+
+std::mutex gMu;
+bool gApiSet = false;                    // setEncryption was called: BRAID_TLS_PSK is ignored
+std::shared_ptr<const TlsContext> gApi;  // its setting (null: none)
+std::string gEnvKey;                     // the BRAID_TLS_PSK value gEnv was made from
+std::shared_ptr<const TlsContext> gEnv;
+
+SSL_SESSION* makeSession(SSL* ssl, const TlsContext& c) {
+  const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl, kCipherId);
+  if (!cipher) return nullptr;
+  SSL_SESSION* s = SSL_SESSION_new();
+  if (!s || !SSL_SESSION_set1_master_key(s, c.key, sizeof(c.key)) ||
+      !SSL_SESSION_set_cipher(s, cipher) || !SSL_SESSION_set_protocol_version(s, TLS1_3_VERSION)) {
+    SSL_SESSION_free(s);
+    return nullptr;
+  }
+  return s;
+}
+
+const TlsContext& contextOf(SSL* ssl) {
+  return *static_cast<const TlsContext*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+}
+
+// Client: offer the key. After a HelloRetryRequest OpenSSL asks again with the digest the
+// server chose; a key of another digest is then not offered.
+int useSession(SSL* ssl, const EVP_MD* md, const unsigned char** id, size_t* idLen,
+               SSL_SESSION** sess) {
+  SSL_SESSION* s = makeSession(ssl, contextOf(ssl));
+  if (!s) return 0;
+  if (md && md != SSL_CIPHER_get_handshake_digest(SSL_SESSION_get0_cipher(s))) {
+    SSL_SESSION_free(s);
+    *sess = nullptr;
+    *id = nullptr;
+    *idLen = 0;
+    return 1;
+  }
+  *sess = s;
+  *id = reinterpret_cast<const unsigned char*>(kIdentity);
+  *idLen = sizeof(kIdentity) - 1;
+  return 1;
+}
+
+// Server: the key for Braid's identity; any other identity finds none, and with no
+// certificate to fall back on the handshake fails.
+int findSession(SSL* ssl, const unsigned char* id, size_t idLen, SSL_SESSION** sess) {
+  *sess = nullptr;
+  if (idLen != sizeof(kIdentity) - 1 || std::memcmp(id, kIdentity, idLen) != 0) return 1;
+  *sess = makeSession(ssl, contextOf(ssl));
+  return *sess ? 1 : 0;
+}
+
+std::string sslErrorText() {
+  unsigned long e = ERR_peek_last_error();
+  if (!e) return "no detail from OpenSSL";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  return buf;
+}
+
+Status makeContext(const char* psk, std::shared_ptr<const TlsContext>* out) {
+  auto c = std::make_shared<TlsContext>();
+  unsigned int len = 0;
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  bool ok = md && EVP_DigestInit_ex(md, EVP_sha256(), nullptr) &&
+            EVP_DigestUpdate(md, kKeyLabel, sizeof(kKeyLabel)) &&
+            EVP_DigestUpdate(md, psk, std::strlen(psk)) && EVP_DigestFinal_ex(md, c->key, &len);
+  EVP_MD_CTX_free(md);
+  if (!ok || len != sizeof(c->key)) return systemError("TLS: SHA-256: %s", sslErrorText().c_str());
+  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
+  if (!ctx) return systemError("TLS: SSL_CTX_new: %s", sslErrorText().c_str());
+  c->ctx = ctx;
+  if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
+      !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) ||
+      !SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256"))
+    return systemError("TLS: OpenSSL refuses TLS 1.3 with AES-128-GCM: %s", sslErrorText().c_str());
+  // No tickets (every connection starts from the key), kTLS where the kernel has it, and a
+  // peer that closes without close_notify reads as closed (a lost rank is reported as such).
+  SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_ENABLE_KTLS | SSL_OP_IGNORE_UNEXPECTED_EOF);
+  // One record per SSL_write call, and a blocked record may be offered from another address
+  // (the stage, TlsSession::sendv).
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_read_ahead(ctx, 1);
+  SSL_CTX_set_default_read_buffer_len(ctx, kReadBufferBytes);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_set_psk_use_session_callback(ctx, useSession);
+  SSL_CTX_set_psk_find_session_callback(ctx, findSession);
+  SSL_CTX_set_app_data(ctx, c.get());
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
+
+}  // namespace
+
+Status validatePsk(const char* psk, const char* what) {
+  if (!psk) return invalidArgument("%s is null: PSK mode needs a key", what);
+  const size_t n = strnlen(psk, kMaxPskBytes + 1);
+  if (n == 0) return invalidArgument("%s is empty: PSK mode needs a key", what);
+  if (n < kMinPskBytes)
+    return invalidArgument("%s is %zu bytes: a pre-shared key needs at least %zu", what, n,
+                           kMinPskBytes);
+  if (n > kMaxPskBytes) return invalidArgument("%s is longer than %zu bytes", what, kMaxPskBytes);
+  return Status::Ok();
+}
+
+Status setEncryption(int mode, const char* psk) {
+  std::shared_ptr<const TlsContext> ctx;
+  if (mode == kEncryptionPsk) {
+    BRAID_TRY(validatePsk(psk, "psk"));
+    BRAID_TRY(makeContext(psk, &ctx));
+  } else if (mode != kEncryptionNone) {
+    return invalidArgument("mode %d is neither NONE (%d) nor PSK (%d)", mode, kEncryptionNone,
+                           kEncryptionPsk);
+  }
+  std::lock_guard<std::mutex> lock(gMu);
+  gApiSet = true;
+  gApi = std::move(ctx);
+  BRAID_INFO(kNet, "TCP encryption: %s", gApi ? "TLS 1.3 with a pre-shared key" : "none");
+  return Status::Ok();
+}
+
+Status currentTlsContext(std::shared_ptr<const TlsContext>* out) {
+  std::lock_guard<std::mutex> lock(gMu);
+  if (gApiSet) {
+    *out = gApi;
+    return Status::Ok();
+  }
+  const char* value = env::get(env::kBraidTlsPsk);
+  if (!value) {
+    out->reset();
+    return Status::Ok();
+  }
+  if (!gEnv || gEnvKey != value) {
+    BRAID_TRY(validatePsk(value, "BRAID_TLS_PSK"));
+    BRAID_TRY(makeContext(value, &gEnv).withContext("BRAID_TLS_PSK"));
+    gEnvKey = value;
+  }
+  *out = gEnv;
+  return Status::Ok();
+}
+
+Status encryptionEnabled(bool* on) {
+  std::shared_ptr<const TlsContext> ctx;
+  BRAID_TRY(currentTlsContext(&ctx));
+  *on = ctx != nullptr;
+  return Status::Ok();
+}
+
+void TlsSession::SslDeleter::operator()(void* ssl) const { SSL_free(static_cast<SSL*>(ssl)); }
+
+Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Role role,
+                          const std::string& peer, std::unique_ptr<TlsSession>* out) {
+  if (!context) return internalError("%s", "TLS session without a key");
+  SSL* ssl = SSL_new(context->ctx);
+  if (!ssl) return systemError("TLS: SSL_new: %s", sslErrorText().c_str());
+  std::unique_ptr<TlsSession> s(new TlsSession());
+  s->ssl_.reset(ssl);
+  s->context_ = std::move(context);
+  s->fd_ = fd;
+  s->role_ = role;
+  s->peer_ = peer;
+  if (kernelHasTls()) {
+    if (!SSL_set_fd(ssl, fd)) return systemError("TLS: SSL_set_fd: %s", sslErrorText().c_str());
+  } else {
+    BIO_METHOD* method = braidBio();
+    BIO* bio = method ? BIO_new(method) : nullptr;
+    if (!bio) return systemError("TLS: BIO_new: %s", sslErrorText().c_str());
+    s->bio_ = std::make_unique<BioState>();
+    s->bio_->fd = fd;
+    BIO_set_data(bio, s->bio_.get());
+    SSL_set_bio(ssl, bio, bio);  // the SSL owns it
+  }
+  if (role == Role::Client)
+    SSL_set_connect_state(ssl);
+  else
+    SSL_set_accept_state(ssl);
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+TlsSession::~TlsSession() {
+  if (done_ && !failed_ && !closed_) {
+    SigpipeGuard guard(!bio_);
+    (void)SSL_shutdown(static_cast<SSL*>(ssl_.get()));  // close_notify, best effort
+  }
+  ERR_clear_error();
+}
+
+ssize_t TlsSession::fail(std::string text) {
+  failed_ = true;
+  error_ = strfmt("TLS with %s: %s", peer_.c_str(), text.c_str());
+  ERR_clear_error();
+  errno = EPROTO;
+  return -1;
+}
+
+// What an OpenSSL failure means, in the words a user can act on.
+ssize_t TlsSession::failFromSsl(int rc, const char* during) {
+  SSL* ssl = static_cast<SSL*>(ssl_.get());
+  const int kind = SSL_get_error(ssl, rc);
+  const int err = errno;
+  if (kind == SSL_ERROR_ZERO_RETURN || (kind == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
+    if (kind == SSL_ERROR_SYSCALL && (err == ECONNRESET || err == EPIPE)) {
+      if (!done_)
+        return fail(
+            strfmt("the peer reset the connection during the TLS handshake (wrong "
+                   "pre-shared key? or is encryption off there?)"));
+      ERR_clear_error();
+      errno = err;
+      return -1;
+    }
+    if (!done_)
+      return fail(
+          "the peer closed the connection during the TLS handshake (wrong pre-shared "
+          "key? or is encryption off there?)");
+    closed_ = true;
+    ERR_clear_error();
+    return 0;
+  }
+  if (kind == SSL_ERROR_SYSCALL) return fail(strfmt("%s: %s", during, std::strerror(err)));
+  const unsigned long e = ERR_peek_last_error();
+  const int reason = ERR_GET_REASON(e);
+  const std::string detail = sslErrorText();
+  if (!done_ && reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+    return fail(
+        "the peer closed the connection during the TLS handshake (wrong pre-shared "
+        "key? or is encryption off there?)");
+  if (reason == SSL_R_BINDER_DOES_NOT_VERIFY ||
+      reason == SSL_AD_REASON_OFFSET + SSL_AD_DECRYPT_ERROR ||
+      reason == SSL_AD_REASON_OFFSET + SSL_AD_HANDSHAKE_FAILURE ||
+      reason == SSL_AD_REASON_OFFSET + SSL_AD_ILLEGAL_PARAMETER || reason == SSL_R_NO_SHARED_CIPHER)
+    return fail(strfmt("TLS handshake failed: wrong pre-shared key? (%s)", detail.c_str()));
+  if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+      reason == SSL_R_HTTP_REQUEST || reason == SSL_R_UNKNOWN_PROTOCOL)
+    return fail(
+        strfmt("peer sent plaintext, not TLS (is encryption off there?) (%s)", detail.c_str()));
+  return fail(strfmt("%s: %s", during, detail.c_str()));
+}
+
+// The peer's first bytes, looked at before OpenSSL reads them: a TLS record header (type,
+// then version 3.x) or plaintext. Braid's own hellos start with a random magic or a rank, so
+// this tells a plaintext peer from a TLS one, and says so, rather than leaving OpenSSL to
+// name a parse error.
+bool TlsSession::checkFirstBytes() {
+  uint8_t b[3];
+  const ssize_t n = ::recv(fd_, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0) {
+    if (wouldBlock(errno)) {
+      readWant_ = writeWant_ = POLLIN;
+      return false;
+    }
+    fail(strfmt("during the TLS handshake: %s", std::strerror(errno)));
+    return false;
+  }
+  if (n == 0) {
+    fail(role_ == Role::Server
+             ? "the peer closed the connection before its TLS handshake (is encryption off there?)"
+             : "the peer closed the connection during the TLS handshake (wrong pre-shared key? "
+               "or is encryption off there?)");
+    return false;
+  }
+  // A client's first record is a handshake (version 3.1 to 3.4 in the record header); a
+  // server's is a handshake (3.3) or an alert.
+  bool tls;
+  if (role_ == Role::Server) {
+    tls = b[0] == 0x16 && (n < 2 || b[1] == 3) && (n < 3 || (b[2] >= 1 && b[2] <= 4));
+  } else {
+    tls = (b[0] == 0x16 || b[0] == 0x15) && (n < 2 || b[1] == 3) &&
+          (n < 3 || (b[0] == 0x16 ? b[2] == 3 : b[2] >= 1 && b[2] <= 3));
+  }
+  if (!tls) {
+    plaintextPeer_ = true;
+    fail("peer sent plaintext, not TLS (is encryption off there?)");
+    return false;
+  }
+  firstChecked_ = true;
+  return true;
+}
+
+int TlsSession::step() {
+  if (failed_) {
+    errno = EPROTO;
+    return -1;
+  }
+  if (done_) return 1;
+  if ((role_ == Role::Server || started_) && !firstChecked_ && !checkFirstBytes())
+    return failed_ ? -1 : 0;
+  SSL* ssl = static_cast<SSL*>(ssl_.get());
+  SigpipeGuard guard(!bio_);
+  ERR_clear_error();
+  const int rc = SSL_do_handshake(ssl);
+  started_ = true;
+  if (rc == 1) {
+    done_ = true;
+    readWant_ = POLLIN;
+    writeWant_ = POLLOUT;
+    ktlsSend_ = BIO_get_ktls_send(SSL_get_wbio(ssl)) != 0;
+    ktlsRecv_ = BIO_get_ktls_recv(SSL_get_rbio(ssl)) != 0;
+    BRAID_TRACE(kNet, "TLS with %s: handshake done (%s), kernel TLS send %s, receive %s",
+                peer_.c_str(), SSL_get_cipher_name(ssl), ktlsSend_ ? "on" : "off",
+                ktlsRecv_ ? "on" : "off");
+    return 1;
+  }
+  const int kind = SSL_get_error(ssl, rc);
+  if (kind == SSL_ERROR_WANT_READ || kind == SSL_ERROR_WANT_WRITE) {
+    readWant_ = writeWant_ = kind == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+    return 0;
+  }
+  failFromSsl(rc, "TLS handshake failed");
+  return -1;
+}
+
+// Writes one record; 1 when it went out, 0 when it would block (it is then staged), -1 on
+// failure.
+ssize_t TlsSession::writeRecord(const uint8_t* data, size_t bytes, bool staged) {
+  SSL* ssl = static_cast<SSL*>(ssl_.get());
+  size_t written = 0;
+  const int rc = SSL_write_ex(ssl, data, bytes, &written);
+  if (rc == 1) {
+    pendingBytes_ = 0;
+    writeWant_ = POLLOUT;
+    return 1;
+  }
+  const int kind = SSL_get_error(ssl, rc);
+  if (kind == SSL_ERROR_WANT_WRITE || kind == SSL_ERROR_WANT_READ) {
+    writeWant_ = kind == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
+    if (!staged) std::memcpy(stage_.get(), data, bytes);
+    pendingBytes_ = bytes;
+    return 0;
+  }
+  if (failFromSsl(rc, "TLS send") == 0) errno = EPIPE;
+  return -1;
+}
+
+ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
+  if (!done_) {
+    const int st = step();
+    if (st < 0) return -1;
+    if (st == 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+  }
+  if (failed_) {
+    errno = EPROTO;
+    return -1;
+  }
+  if (ktlsSend_) {  // the kernel frames and encrypts: the bytes go out as they are
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = count;
+    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  if (!stage_) stage_.reset(new uint8_t[kRecordBytes]);
+  SigpipeGuard guard(!bio_);
+  ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
+  size_t total = 0;
+  size_t i = 0, off = 0;  // the caller's next byte: iov[i], offset off
+  auto skip = [&](size_t n) {
+    while (n > 0 && i < count) {
+      const size_t take = std::min(n, iov[i].iov_len - off);
+      n -= take;
+      off += take;
+      if (off == iov[i].iov_len) {
+        ++i;
+        off = 0;
+      }
+    }
+  };
+  while (i < count && iov[i].iov_len == 0) ++i;
+  size_t offered = 0;
+  for (size_t k = 0; k < count; ++k) offered += iov[k].iov_len;
+  if (pendingBytes_ > 0) {
+    // The record that would block before goes first, from the stage: TLS must be offered the
+    // same bytes, which the caller offers again as the start of this call's.
+    const size_t bytes = pendingBytes_;
+    if (bio_) bio_->more = offered > bytes;
+    const ssize_t rc = writeRecord(stage_.get(), bytes, true);
+    if (rc < 0) return -1;
+    if (rc == 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    aheadBytes_ = bytes;
+  }
+  if (aheadBytes_ > 0) {
+    // Bytes already out that the caller has not been told of: they are the start of what it
+    // offers (it may offer fewer than a record per call).
+    const size_t take = std::min(aheadBytes_, offered);
+    skip(take);
+    total += take;
+    aheadBytes_ -= take;
+    if (aheadBytes_ > 0) return static_cast<ssize_t>(total);
+  }
+  while (i < count && total < kMaxBytesPerCall) {
+    ssize_t rc;
+    size_t bytes;
+    const size_t left = iov[i].iov_len - off;
+    const uint8_t* base = static_cast<const uint8_t*>(iov[i].iov_base) + off;
+    if (left >= kRecordBytes) {  // a whole record straight from the caller's buffer
+      bytes = kRecordBytes;
+      if (bio_) bio_->more = offered > total + bytes && total + bytes < kMaxBytesPerCall;
+      rc = writeRecord(base, bytes, false);
+    } else {  // small pieces (headers, small messages) share one record
+      bytes = 0;
+      for (size_t k = i, o = off; k < count && bytes < kRecordBytes; ++k, o = 0) {
+        const size_t take = std::min(iov[k].iov_len - o, kRecordBytes - bytes);
+        std::memcpy(stage_.get() + bytes, static_cast<const uint8_t*>(iov[k].iov_base) + o, take);
+        bytes += take;
+      }
+      if (bio_) bio_->more = offered > total + bytes && total + bytes < kMaxBytesPerCall;
+      rc = writeRecord(stage_.get(), bytes, true);
+    }
+    if (rc < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
+    if (rc == 0) break;
+    skip(bytes);
+    total += bytes;
+    while (i < count && iov[i].iov_len == 0) ++i;
+  }
+  if (total > 0) return static_cast<ssize_t>(total);
+  errno = EAGAIN;
+  return -1;
+}
+
+ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
+  if (!done_) {
+    const int st = step();
+    if (st < 0) return -1;
+    if (st == 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+  }
+  if (failed_) {
+    errno = EPROTO;
+    return -1;
+  }
+  if (closed_) return 0;
+  SSL* ssl = static_cast<SSL*>(ssl_.get());
+  if (!buffered_ && SSL_has_pending(ssl) == 0) {
+    // Nothing held here: ask the kernel first, so that an idle poll costs one system call.
+    uint8_t b;
+    const ssize_t n = ::recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && wouldBlock(errno)) {
+      readWant_ = POLLIN;
+      errno = EAGAIN;
+      return -1;
+    }
+  }
+  SigpipeGuard guard(!bio_);  // a failing read may send an alert
+  size_t total = 0;
+  buffered_ = false;
+  ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
+  for (size_t k = 0; k < count && total < kMaxBytesPerCall; ++k) {
+    auto* p = static_cast<uint8_t*>(iov[k].iov_base);
+    size_t left = iov[k].iov_len;
+    while (left > 0) {
+      size_t got = 0;
+      const int rc = SSL_read_ex(ssl, p, left, &got);
+      if (rc == 1) {
+        readWant_ = POLLIN;
+        p += got;
+        left -= got;
+        total += got;
+        continue;
+      }
+      const int kind = SSL_get_error(ssl, rc);
+      if (kind == SSL_ERROR_WANT_READ || kind == SSL_ERROR_WANT_WRITE) {
+        readWant_ = kind == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+        if (total > 0) return static_cast<ssize_t>(total);
+        errno = EAGAIN;
+        return -1;
+      }
+      const int saved = errno;
+      const ssize_t r = failFromSsl(rc, "TLS receive");
+      if (total > 0) return static_cast<ssize_t>(total);  // the failure shows on the next call
+      errno = r == 0 ? 0 : (failed_ ? EPROTO : saved);
+      return r;
+    }
+  }
+  // The caller's buffers filled: is a whole record's plaintext (or a close, a failure) held
+  // here? A part of a record is not: the socket announces the rest.
+  buffered_ = false;
+  if (SSL_pending(ssl) > 0) {
+    buffered_ = true;
+  } else if (SSL_has_pending(ssl)) {
+    uint8_t b;
+    size_t peeked = 0;
+    ERR_clear_error();
+    const int rc = SSL_peek_ex(ssl, &b, 1, &peeked);
+    const int kind = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, rc);
+    buffered_ = kind != SSL_ERROR_WANT_READ && kind != SSL_ERROR_WANT_WRITE;
+    ERR_clear_error();
+  }
+  return static_cast<ssize_t>(total);
+}
+
+short TlsSession::pollEvents(short events) const {
+  short out = 0;
+  if (events & POLLIN) out |= readWant_;
+  if (events & POLLOUT) out |= writeWant_;
+  return out;
+}
+
+bool TlsSession::pending() const {
+  return buffered_ || SSL_pending(static_cast<SSL*>(ssl_.get())) > 0;
+}
+
+}  // namespace braid::net
