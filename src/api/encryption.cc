@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "api/guard.h"
+#include "base/net/tls.h"
 #include "core/comm/config.h"
 
 using braid::Status;
@@ -15,13 +16,7 @@ BRAID_API(ncclResult_t, ncclSetEncryption, const ncclEncryptionConfig_t* config)
     BRAID_TRY(braid::readStructHeader(config, sizeof(ncclEncryptionConfig_t), "config",
                                       "ncclEncryptionConfig_t",
                                       "NCCL_ENCRYPTION_CONFIG_INITIALIZER", &size));
-    if (config->mode == NCCL_ENCRYPTION_MODE_NONE) return Status::Ok();
-    if (config->mode != NCCL_ENCRYPTION_MODE_PSK)
-      return braid::invalidArgument(
-          "config->mode %d is neither NCCL_ENCRYPTION_MODE_NONE (0) nor "
-          "NCCL_ENCRYPTION_MODE_PSK (1)",
-          config->mode);
-    return braid::invalidUsage("TLS encryption is not implemented in Braid %s yet",
-                               BRAID_VERSION_STRING);
+    // TLS 1.3 with the key on every TCP connection opened from now on (base/net/tls.h).
+    return braid::net::setEncryption(config->mode, config->psk).withContext("config");
   });
 }

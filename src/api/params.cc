@@ -48,6 +48,13 @@ Status fromHandle(ncclParamHandle_t h, const braid::env::Var** out) {
   return braid::invalidArgument("handle %p did not come from ncclParamBind", static_cast<void*>(h));
 }
 
+// A key (BRAID_TLS_PSK) is never read out: its name is listed, its value stays inside.
+Status readable(const braid::env::Var& v) {
+  if (v.secret)
+    return braid::invalidUsage("%s is a secret: the parameter API does not read its value", v.name);
+  return Status::Ok();
+}
+
 // The value as text; "" when the variable is unset and has no default.
 const char* valueOf(const braid::env::Var& v) {
   const char* value = braid::env::get(v);
@@ -61,6 +68,7 @@ ncclResult_t getInteger(ncclParamHandle_t h, T* out, const char* function) {
     if (!out) return braid::invalidArgument("out is NULL");
     const braid::env::Var* v = nullptr;
     BRAID_TRY(fromHandle(h, &v));
+    BRAID_TRY(readable(*v));
     const char* text = braid::env::get(*v);
     if (!text) return braid::invalidUsage("%s is unset and has no default", v->name);
     int64_t value = 0;
@@ -123,6 +131,7 @@ BRAID_API(ncclResult_t, ncclParamGetStr, ncclParamHandle_t h, const char** out) 
     if (!out) return braid::invalidArgument("out is NULL");
     const braid::env::Var* v = nullptr;
     BRAID_TRY(fromHandle(h, &v));
+    BRAID_TRY(readable(*v));
     thread_local std::string text;  // valid until this thread's next call, as NCCL documents
     text = valueOf(*v);
     *out = text.c_str();
@@ -138,6 +147,7 @@ BRAID_API(ncclResult_t, ncclParamGet, ncclParamHandle_t h, void* out, int maxLen
     if (!len) return braid::invalidArgument("len is NULL");
     const braid::env::Var* v = nullptr;
     BRAID_TRY(fromHandle(h, &v));
+    BRAID_TRY(readable(*v));
     const char* value = valueOf(*v);
     const size_t n = std::strlen(value);
     if (n > INT_MAX) return braid::invalidArgument("%s's value is longer than INT_MAX", v->name);
@@ -158,6 +168,7 @@ BRAID_API(ncclResult_t, ncclParamGetParameter, const char* key, const char** val
     if (!value) return braid::invalidArgument("value is NULL");
     const braid::env::Var* v = nullptr;
     BRAID_TRY(find(key, &v));
+    BRAID_TRY(readable(*v));
     thread_local std::string text;
     text = valueOf(*v);
     *value = text.c_str();
@@ -183,7 +194,11 @@ BRAID_API(ncclResult_t, ncclParamGetAllParameterKeys, const char*** keys, int* c
 // One INFO line per parameter (NCCL_DEBUG=INFO shows them), "NAME = value (default ...)".
 BRAID_API(void, ncclParamDumpAll, void) {
   braid::api::noteClient232();
-  for (const braid::env::Var* v : table())
-    BRAID_INFO(kEnv, "%s = %s (default %s)", v->name, braid::env::get(*v) ? valueOf(*v) : "(unset)",
+  for (const braid::env::Var* v : table()) {
+    const char* value = !braid::env::get(*v) ? "(unset)"
+                        : v->secret          ? "(set, not shown)"
+                                             : valueOf(*v);
+    BRAID_INFO(kEnv, "%s = %s (default %s)", v->name, value,
                v->defaultValue ? v->defaultValue : "(unset)");
+  }
 }

@@ -17,6 +17,7 @@ struct Var {
   const char* name;
   const char* defaultValue;  // nullptr: unset by default
   const char* doc;
+  bool secret = false;  // a key: the parameter API (ncclParamGet*) never hands out its value
 };
 
 // A layer's variables, for api/variables.h to gather.

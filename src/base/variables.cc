@@ -22,7 +22,8 @@ const Var kBraidTlsPsk = {
     "BRAID_TLS_PSK", nullptr,
     "TLS 1.3 with this pre-shared key (a string of at least 32 bytes, the same on every process) "
     "on every TCP connection: bootstrap and TCP transport; a peer with another key or none is "
-    "refused. Unset: plaintext. ncclSetEncryption overrides it (docs/net.md)"};
+    "refused. Unset: plaintext. ncclSetEncryption overrides it (docs/net.md)",
+    /*secret=*/true};
 
 List baseVariables() {
   static const Var* const kList[] = {&kNcclConfFile,    &kNcclDebug,        &kNcclDebugFile,

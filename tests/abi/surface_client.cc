@@ -9,8 +9,9 @@
  * One rank of a job: RANK, WORLD_SIZE and NCCL_COMM_ID come from the environment. Built against
  * 2.32 the job grows: ranks 0..n-2 start a communicator, rank 0 makes a grow id and writes it
  * to a file, and rank n-1 (a process the job did not start with) reads it and joins them.
- * Every collective's result is checked exactly (integers). Prints PASS; any failure exits
- * non-zero with a reason.
+ * Every collective's result is checked exactly (integers). With SURFACE_PSK set, each process
+ * turns TLS on (ncclSetEncryption) before anything else. Prints PASS; any failure exits non-zero
+ * with a reason.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -300,6 +301,13 @@ int main(void) {
   if (version != EXPECT_VERSION) FAIL("ncclGetVersion gave %d, want %d", version, EXPECT_VERSION);
 
 #if NCCL_VERSION_CODE >= 23200
+  // SURFACE_PSK: the whole job over TLS, every process setting the key before its first init.
+  if (const char* psk = getenv("SURFACE_PSK")) {
+    ncclEncryptionConfig_t tls = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+    tls.mode = NCCL_ENCRYPTION_MODE_PSK;
+    tls.psk = psk;
+    NCCL_CHECK(ncclSetEncryption(&tls), NULL);
+  }
   if (world < 3) FAIL("the 2.32 client grows a job: WORLD_SIZE must be at least 3");
   const int first = world - 1; /* the communicator before the grow */
   ncclComm_t grown = NULL;

@@ -299,17 +299,32 @@ TEST(Params, KeysAndDump) {
   EXPECT_GT(n, 20);
   for (const char* want : {"NCCL_ALGO", "NCCL_COMM_ID", "BRAID_TIMEOUT_MS", "BRAID_CHUNK_BYTES"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
-  // Every key reads.
+  // Every key reads, but the TLS key, which is listed and never handed out.
+  const char* kKey = "a-pre-shared-key-of-more-than-32-bytes";
+  setenv("BRAID_TLS_PSK", kKey, 1);
   for (const std::string& k : names) {
     const char* value = nullptr;
     int valueLen = -1;
+    if (k == "BRAID_TLS_PSK") {
+      EXPECT_EQ(ncclParamGetParameter(k.c_str(), &value, &valueLen), ncclInvalidUsage);
+      EXPECT_NE(last().find("BRAID_TLS_PSK is a secret"), std::string::npos) << last();
+      ncclParamHandle_t h = nullptr;
+      ASSERT_EQ(ncclParamBind(&h, k.c_str()), ncclSuccess);
+      EXPECT_EQ(ncclParamGetStr(h, &value), ncclInvalidUsage);
+      char raw[64];
+      EXPECT_EQ(ncclParamGet(h, raw, sizeof raw, &valueLen), ncclInvalidUsage);
+      continue;
+    }
     EXPECT_EQ(ncclParamGetParameter(k.c_str(), &value, &valueLen), ncclSuccess) << k;
     EXPECT_EQ(static_cast<size_t>(valueLen), std::string(value).size()) << k;
   }
   LogFile log("ENV");
   ncclParamDumpAll();
-  EXPECT_NE(log.read().find("BRAID_CHUNK_BYTES = 524288 (default 524288)"), std::string::npos)
-      << log.read();
+  const std::string dump = log.read();
+  unsetenv("BRAID_TLS_PSK");
+  EXPECT_NE(dump.find("BRAID_CHUNK_BYTES = 524288 (default 524288)"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("BRAID_TLS_PSK = (set, not shown)"), std::string::npos) << dump;
+  EXPECT_EQ(dump.find(kKey), std::string::npos) << dump;
 }
 
 TEST(Suspend, RefusesCallsUntilResumed) {
