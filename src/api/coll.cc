@@ -129,7 +129,6 @@ bool isBlock(const void* inner, const void* outer, size_t index, size_t count,
          static_cast<const char*>(outer) + index * count * braid::kernels::typeSize(type);
 }
 
-
 // What a per-call config (the nccl<Collective>Config forms, NCCL 2.32) adds to a call: its
 // algorithm selection on the Call, and the event to record once the call is launched.
 Status readCallConfig(ncclComm* comm, const ncclCollConfig_t* config, Call* call,
@@ -162,10 +161,11 @@ Status enqueueWith(ncclComm* comm, Call& call, const ncclCollConfig_t* config,
 
 
 // Each collective takes an optional per-call config (null: the plain call); the plain entry
-// point and its Config twin share it.
+// point and its Config twin share it. The type and op come by reference: a caller's value outside
+// the enum is read only as bytes (checkType, the op table) until it checked out.
 
-Status allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+Status allReduce(const void* sendbuff, void* recvbuff, size_t count, const ncclDataType_t& datatype,
+                 const ncclRedOp_t& op, ncclComm_t comm, cudaStream_t stream,
                  const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
@@ -176,7 +176,7 @@ Status allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataTyp
   return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
 }
 
-Status broadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+Status broadcast(const void* sendbuff, void* recvbuff, size_t count, const ncclDataType_t& datatype,
                  int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkRank(comm, root, "root"));
@@ -188,8 +188,8 @@ Status broadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataTyp
   return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
 }
 
-Status reduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-              ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+Status reduce(const void* sendbuff, void* recvbuff, size_t count, const ncclDataType_t& datatype,
+              const ncclRedOp_t& op, int root, ncclComm_t comm, cudaStream_t stream,
               const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkRank(comm, root, "root"));
@@ -202,7 +202,7 @@ Status reduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t
   return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
 }
 
-Status allGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+Status allGather(const void* sendbuff, void* recvbuff, size_t sendcount, const ncclDataType_t& datatype,
                  ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkBuffer(sendbuff, sendcount, "sendbuff"));
@@ -213,7 +213,7 @@ Status allGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDat
 }
 
 Status reduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                     const ncclDataType_t& datatype, const ncclRedOp_t& op, ncclComm_t comm,
                      cudaStream_t stream, const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkBuffer(sendbuff, recvcount, "sendbuff"));
@@ -224,7 +224,7 @@ Status reduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
   return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
 }
 
-Status alltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+Status alltoAll(const void* sendbuff, void* recvbuff, size_t count, const ncclDataType_t& datatype,
                 ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkBuffer(sendbuff, count, "sendbuff"));
@@ -234,7 +234,7 @@ Status alltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType
   return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
 }
 
-Status gather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+Status gather(const void* sendbuff, void* recvbuff, size_t count, const ncclDataType_t& datatype,
               int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkRank(comm, root, "root"));
@@ -247,7 +247,7 @@ Status gather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t
   return enqueueWith(comm, c, config, sendbuff, recvbuff, stream);
 }
 
-Status scatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+Status scatter(const void* sendbuff, void* recvbuff, size_t count, const ncclDataType_t& datatype,
                int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
   BRAID_TRY(checkType(datatype));
   BRAID_TRY(checkRank(comm, root, "root"));
