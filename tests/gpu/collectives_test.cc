@@ -112,14 +112,16 @@ TEST_F(GpuCollectives, AllReduceEverySizeOnTheCallersStream) {
 
 // The stream is held by a host function until every rank's call has returned: a call that
 // waited for its stream would never return (the test would time out instead of passing).
+// A host function that holds its stream until *gate (a std::atomic<bool>) opens.
+void holdUntilOpen(void* gate) {
+  auto* g = static_cast<std::atomic<bool>*>(gate);
+  while (!g->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
 TEST_F(GpuCollectives, CallReturnsWithoutWaitingForTheStream) {
   const int nranks = 2;
   std::atomic<bool> gate{false};
   std::atomic<int> returned{0};
-  auto hold = [](void* p) {
-    auto* g = static_cast<std::atomic<bool>*>(p);
-    while (!g->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  };
   expectAllOk(runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
     RankDevice d;
     if (auto e = d.init(comm); !e.empty()) return e;
@@ -128,7 +130,7 @@ TEST_F(GpuCollectives, CallReturnsWithoutWaitingForTheStream) {
     if (auto e = d.alloc(count * 4, &buf); !e.empty()) return e;
     std::vector<float> in(count, float(rank + 1)), out(count);
     RANK_CUDA(cudaMemcpyAsync(buf, in.data(), count * 4, cudaMemcpyHostToDevice, d.stream));
-    RANK_CUDA(cudaLaunchHostFunc(d.stream, hold, &gate));
+    RANK_CUDA(cudaLaunchHostFunc(d.stream, holdUntilOpen, &gate));
     RANK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, d.stream), comm);
     if (gate.load()) return "the gate opened before the call returned";
     if (++returned == nranks) gate.store(true);
@@ -147,10 +149,6 @@ TEST_F(GpuCollectives, LaunchCompletionEventFollowsTheCall) {
   const int nranks = 2;
   std::atomic<bool> gate{false};
   std::atomic<int> returned{0};
-  auto hold = [](void* p) {
-    auto* g = static_cast<std::atomic<bool>*>(p);
-    while (!g->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  };
   expectAllOk(runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
     RankDevice d;
     if (auto e = d.init(comm); !e.empty()) return e;
@@ -162,7 +160,7 @@ TEST_F(GpuCollectives, LaunchCompletionEventFollowsTheCall) {
     RANK_CUDA(cudaEventCreateWithFlags(&launched, cudaEventDisableTiming));
     RANK_CUDA(cudaEventCreateWithFlags(&grouped, cudaEventDisableTiming));
     RANK_CUDA(cudaMemcpyAsync(buf, in.data(), count * 4, cudaMemcpyHostToDevice, d.stream));
-    RANK_CUDA(cudaLaunchHostFunc(d.stream, hold, &gate));
+    RANK_CUDA(cudaLaunchHostFunc(d.stream, holdUntilOpen, &gate));
     ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
     cfg.launchCompletionEvent = launched;
     RANK_NCCL(ncclAllReduceConfig(buf, buf, count, ncclFloat32, ncclSum, comm, d.stream, &cfg),

@@ -477,19 +477,26 @@ ssize_t TlsSession::writeRecord(const uint8_t* data, size_t bytes, bool staged) 
   return -1;
 }
 
-ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
+// A data call first finishes the handshake and refuses after a failure: false, with errno
+// EAGAIN (the handshake waits) or EPROTO (error()), when it cannot move data yet.
+bool TlsSession::readyForData() {
   if (!done_) {
     const int st = step();
-    if (st < 0) return -1;
+    if (st < 0) return false;
     if (st == 0) {
       errno = EAGAIN;
-      return -1;
+      return false;
     }
   }
   if (failed_) {
     errno = EPROTO;
-    return -1;
+    return false;
   }
+  return true;
+}
+
+ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
+  if (!readyForData()) return -1;
   if (ktlsSend_) {  // the kernel frames and encrypts: the bytes go out as they are
     msghdr msg{};
     msg.msg_iov = const_cast<iovec*>(iov);
@@ -568,18 +575,7 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
 }
 
 ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
-  if (!done_) {
-    const int st = step();
-    if (st < 0) return -1;
-    if (st == 0) {
-      errno = EAGAIN;
-      return -1;
-    }
-  }
-  if (failed_) {
-    errno = EPROTO;
-    return -1;
-  }
+  if (!readyForData()) return -1;
   if (closed_) return 0;
   SSL* ssl = static_cast<SSL*>(ssl_.get());
   if (!buffered_ && SSL_has_pending(ssl) == 0) {

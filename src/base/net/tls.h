@@ -83,6 +83,7 @@ class TlsSession {
   bool kernelRecv() const { return ktlsRecv_; }
 
  private:
+  bool readyForData();
   TlsSession() = default;
   ssize_t fail(std::string text);
   ssize_t failFromSsl(int rc, const char* during);
