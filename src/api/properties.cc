@@ -8,7 +8,6 @@
 #include "base/log.h"
 #include "core/comm/comm.h"
 #include "core/comm/config.h"
-#include "core/plan/schedule_cache.h"
 
 using braid::Status;
 using braid::api::guard;

@@ -209,8 +209,7 @@ static void properties(ncclComm_t comm, int rank, int nranks) {
   /* The hash names the communicator: the same on every rank. */
   uint64_t hashes[64];
   if (nranks > 64) FAIL("too many ranks for this check");
-  uint64_t* dev = hashes;
-  NCCL_CHECK(ncclAllGather(&props.commHash, dev, 1, ncclUint64, comm, NULL), comm);
+  NCCL_CHECK(ncclAllGather(&props.commHash, hashes, 1, ncclUint64, comm, NULL), comm);
   for (int r = 0; r < nranks; ++r)
     if (hashes[r] != props.commHash) FAIL("rank %d's commHash differs", r);
 }

@@ -67,7 +67,6 @@ Status readCollConfig(const ncclCollConfig_t* user, CollConfig* out) {
     return invalidArgument("config->algSelection is longer than 4096 characters");
   out->algSelection = cfg.algSelection && *cfg.algSelection ? cfg.algSelection : nullptr;
   out->forceAlgSelection = cfg.forceAlgSelection == 1;
-  out->userProfilerTag = cfg.userProfilerTag;
   out->launchCompletionEvent = cfg.launchCompletionEvent;
   out->clientVersion = cfg.version;
   return Status::Ok();

@@ -27,13 +27,13 @@ Status readConfig(const ncclConfig_t* user, CommConfig* out);
 struct CollConfig {
   const char* algSelection = nullptr;  // null or "": no selection
   bool forceAlgSelection = true;
-  uint64_t userProfilerTag = 0;
   cudaEvent_t launchCompletionEvent = nullptr;
   unsigned clientVersion = 0;
 };
 
 // Reads `user` by its size and version (null: the defaults). The CTA fields tune NCCL's
-// kernels: accepted and ignored. `ext` (vendor options) is never read: Braid defines none.
+// kernels and userProfilerTag goes to profilers (Braid has none yet): accepted and ignored.
+// `ext` (vendor options) is never read: Braid defines none.
 Status readCollConfig(const ncclCollConfig_t* user, CollConfig* out);
 
 }  // namespace braid
