@@ -44,6 +44,14 @@ constexpr size_t kRecordBytes = 16384;                // TLS's largest plaintext
 constexpr size_t kMaxBytesPerCall = 8u << 20;
 // Ciphertext read per system call: several records, so that reads are not one per record.
 constexpr size_t kReadBufferBytes = 256u << 10;
+// A handshake cut short: a peer with another key, or one that does not speak TLS and refused
+// the hello with it unread (which resets the connection), both end it so.
+constexpr char kResetInHandshake[] =
+    "the peer reset the connection during the TLS handshake (wrong pre-shared key? or is "
+    "encryption off there?)";
+constexpr char kClosedInHandshake[] =
+    "the peer closed the connection during the TLS handshake (wrong pre-shared key? or is "
+    "encryption off there?)";
 
 // OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a connection the peer
 // closed; Braid is a library and must not die of that nor change the program's handling of it.
@@ -346,18 +354,12 @@ ssize_t TlsSession::failFromSsl(int rc, const char* during) {
   const int err = errno;
   if (kind == SSL_ERROR_ZERO_RETURN || (kind == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
     if (kind == SSL_ERROR_SYSCALL && (err == ECONNRESET || err == EPIPE)) {
-      if (!done_)
-        return fail(
-            strfmt("the peer reset the connection during the TLS handshake (wrong "
-                   "pre-shared key? or is encryption off there?)"));
+      if (!done_) return fail(kResetInHandshake);
       ERR_clear_error();
       errno = err;
       return -1;
     }
-    if (!done_)
-      return fail(
-          "the peer closed the connection during the TLS handshake (wrong pre-shared "
-          "key? or is encryption off there?)");
+    if (!done_) return fail(kClosedInHandshake);
     closed_ = true;
     ERR_clear_error();
     return 0;
@@ -366,10 +368,7 @@ ssize_t TlsSession::failFromSsl(int rc, const char* during) {
   const unsigned long e = ERR_peek_last_error();
   const int reason = ERR_GET_REASON(e);
   const std::string detail = sslErrorText();
-  if (!done_ && reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)
-    return fail(
-        "the peer closed the connection during the TLS handshake (wrong pre-shared "
-        "key? or is encryption off there?)");
+  if (!done_ && reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) return fail(kClosedInHandshake);
   if (reason == SSL_R_BINDER_DOES_NOT_VERIFY ||
       reason == SSL_AD_REASON_OFFSET + SSL_AD_DECRYPT_ERROR ||
       reason == SSL_AD_REASON_OFFSET + SSL_AD_HANDSHAKE_FAILURE ||
@@ -394,14 +393,16 @@ bool TlsSession::checkFirstBytes() {
       readWant_ = writeWant_ = POLLIN;
       return false;
     }
-    fail(strfmt("during the TLS handshake: %s", std::strerror(errno)));
+    if (errno == ECONNRESET || errno == EPIPE)
+      fail(kResetInHandshake);
+    else
+      fail(strfmt("during the TLS handshake: %s", std::strerror(errno)));
     return false;
   }
   if (n == 0) {
     fail(role_ == Role::Server
              ? "the peer closed the connection before its TLS handshake (is encryption off there?)"
-             : "the peer closed the connection during the TLS handshake (wrong pre-shared key? "
-               "or is encryption off there?)");
+             : kClosedInHandshake);
     return false;
   }
   // A client's first record is a handshake (version 3.1 to 3.4 in the record header); a
