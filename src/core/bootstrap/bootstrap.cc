@@ -34,6 +34,9 @@ constexpr int kPollMs = 50;
 
 // Connections waiting for their hello beyond this are refused: a flood must not exhaust fds.
 constexpr size_t kMaxIncoming = 256;
+// How long a rank that hears its rendezvous failed waits for a root in its own process to have
+// told the other ranks (a few small sends; the bound only guards against a stuck root).
+constexpr int64_t kNoticeWaitMs = 2000;
 using Clock = std::chrono::steady_clock;
 
 // An accepted connection whose hello is still arriving.
@@ -525,8 +528,10 @@ Status rendezvous(const bootstrap::IdContents& id, int rank, int nranks,
   std::vector<uint8_t> body(reply.bodyBytes);
   BRAID_TRY(
       net::recvAll(root, body.data(), body.size(), waiter).withContext("reading the root's reply"));
-  if (reply.kind == bootstrap::kReplyRefusal)
+  if (reply.kind == bootstrap::kReplyRefusal) {
+    bootstrap::awaitFailureNotices(kNoticeWaitMs);
     return bootstrap::decodeRefusal(body.data(), body.size());
+  }
   return bootstrap::decodeTable(body.data(), body.size(), ours.nranks, peers);
 }
 

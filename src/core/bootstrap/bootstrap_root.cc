@@ -38,6 +38,7 @@ constexpr size_t kMaxPending = 256;
 constexpr int64_t kFailedLingerMs = 10000;
 
 std::atomic<int> gLiveRoots{0};
+std::atomic<int> gRootsTelling{0};  // roots in this process sending failure notices
 
 struct PendingConn {
   net::Socket fd;
@@ -206,10 +207,11 @@ class Root {
         rendezvous_.failure() == Refusal::Timeout ? Refusal::Timeout : Refusal::RendezvousFailed;
     BRAID_WARN("bootstrap root: %s", text.c_str());
     const auto reply = encodeRefusalReply(magic_, reason, text);
-    for (net::Socket& fd : ranks_) {
+    gRootsTelling.fetch_add(1);
+    for (net::Socket& fd : ranks_)
       if (fd.valid()) sendReply(fd, reply);
-      fd.reset();
-    }
+    gRootsTelling.fetch_sub(1);
+    for (net::Socket& fd : ranks_) fd.reset();
   }
 
   void dropExpired() {
@@ -303,6 +305,12 @@ Status startRoot(const net::SocketAddress& addr, uint64_t magic, int64_t idleTim
 }
 
 int liveRoots() { return gLiveRoots.load(); }
+
+void awaitFailureNotices(int64_t limitMs) {
+  const auto until = Clock::now() + std::chrono::milliseconds(limitMs);
+  while (gRootsTelling.load() > 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 
 }  // namespace braid::bootstrap
 

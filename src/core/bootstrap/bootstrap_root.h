@@ -27,5 +27,9 @@ Status startRoot(const net::SocketAddress& addr, uint64_t magic, int64_t idleTim
                  net::SocketAddress* bound);
 // Root threads still running in this process (tests check that none leak).
 int liveRoots();
+// A root that fails its rendezvous tells the admitted ranks one after another. A rank that
+// hears it in the root's own process waits here (at most `limitMs`) until every such root has
+// told all of its ranks, so that its process, should it exit on the error, cuts off nobody.
+void awaitFailureNotices(int64_t limitMs);
 
 }  // namespace braid::bootstrap
