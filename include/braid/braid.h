@@ -122,6 +122,40 @@ typedef void (*braidHostCallback_t)(ncclResult_t result, const char* message, vo
 ncclResult_t braidHostStreamAddCallback(braidHostStream_t stream, braidHostCallback_t callback,
                                         void* arg);
 
+/* ---- Telemetry --------------------------------------------------------------------------------
+ *
+ * What a communicator's connections carried and what its operations took, counted since init on
+ * every transport alike: the bytes and messages Braid handed each connection to move (its call
+ * signatures, the small messages ranks compare to catch mismatched calls, included; a
+ * transport's own framing and encryption not), so that on two ranks one's bytesSent to the
+ * other equals the other's bytesReceived from it once their calls are done. The connections of
+ * its priority classes (host streams) are included. Readable from any thread at any time; a
+ * call in flight may be partly counted. */
+typedef struct {
+  uint64_t bytesSent;
+  uint64_t bytesReceived;
+  uint64_t messagesSent;
+  uint64_t messagesReceived;
+  uint64_t errors; /* operations on the connection that failed (transport error, peer lost) */
+} braidPeerStats_t;
+
+typedef struct {
+  uint64_t calls;       /* operations run: each collective, ncclSend and ncclRecv */
+  uint64_t failedCalls; /* of those, the ones that failed */
+  uint64_t callNs;      /* their time from start to end, summed (a group's calls run together:
+                           each counts the group's time) */
+  /* The sums of every peer's braidPeerStats_t: */
+  uint64_t bytesSent;
+  uint64_t bytesReceived;
+  uint64_t messagesSent;
+  uint64_t messagesReceived;
+  uint64_t errors;
+} braidCommStats_t;
+
+ncclResult_t braidCommGetStats(ncclComm_t comm, braidCommStats_t* stats);
+/* The connection to rank `peer` of comm (not its own rank). */
+ncclResult_t braidCommGetPeerStats(ncclComm_t comm, int peer, braidPeerStats_t* stats);
+
 /* Time a collective of comm may wait without progress before it fails (BRAID_TIMEOUT_MS for
  * this communicator; 0: no limit). Set it on every rank alike. */
 ncclResult_t braidCommSetTimeout(ncclComm_t comm, int64_t timeoutMs);

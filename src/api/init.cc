@@ -7,6 +7,7 @@
 
 #include "api/guard.h"
 #include "api/init.h"
+#include "api/stats.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "core/async/engine.h"
@@ -89,6 +90,7 @@ void release(ncclComm* comm) {
     if (comm->bootstrap) comm->bootstrap->abort();
     comm->initThread.join();
   }
+  braid::api::logStatsSummary(comm);
   braid::async::shutdown(comm);
   braid::device::shutdown(comm);
   comm->magic = 0;

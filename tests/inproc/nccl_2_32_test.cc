@@ -9,12 +9,11 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/log_file.h"
 #include "common/ranks.h"
 #include "nccl.h"
 
@@ -25,39 +24,10 @@
 
 namespace {
 
+using braid::testing::LogFile;
 using braid::testing::runThreads;
 
 std::string last(ncclComm_t comm = nullptr) { return ncclGetLastError(comm); }
-
-// INFO lines of the given subsystems go to a file of the test's own; read() returns them.
-class LogFile {
- public:
-  explicit LogFile(const char* subsystems) {
-    char tmpl[] = "/tmp/braid-nccl232-log.XXXXXX";
-    const int fd = mkstemp(tmpl);
-    close(fd);
-    path_ = tmpl;
-    setenv("NCCL_DEBUG", "INFO", 1);
-    setenv("NCCL_DEBUG_SUBSYS", subsystems, 1);
-    setenv("NCCL_DEBUG_FILE", path_.c_str(), 1);
-    ncclResetDebugInit();
-  }
-  ~LogFile() {
-    unsetenv("NCCL_DEBUG");
-    unsetenv("NCCL_DEBUG_FILE");
-    ncclResetDebugInit();
-    std::remove(path_.c_str());
-  }
-  std::string read() const {
-    std::ifstream in(path_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
- private:
-  std::string path_;
-};
 
 ncclCollConfig_t selecting(const char* algorithms, int force) {
   ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;

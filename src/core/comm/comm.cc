@@ -70,9 +70,11 @@ class CommProbeNetwork final : public topo::ProbeNetwork {
     if (!ch.endpoint) return internalError("topology probe: no connection to rank %d", peer);
     if (send) {
       BRAID_TRY(ch.endpoint->postSend(data, bytes));
+      ch.stats.sent(bytes);
       *number = ++ch.sendsPosted;
     } else {
       BRAID_TRY(ch.endpoint->postRecv(data, bytes, nullptr));
+      ch.stats.received(bytes);
       *number = ++ch.recvsPosted;
     }
     return Status::Ok();

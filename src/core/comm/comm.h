@@ -14,6 +14,7 @@
 #include "algos/selector.h"
 #include "base/status.h"
 #include "core/bootstrap/bootstrap.h"
+#include "core/comm/link_stats.h"
 #include "core/comm/memory_registry.h"
 #include "core/comm/peer_loss.h"
 #include "core/comm/redop.h"
@@ -46,6 +47,7 @@ struct PeerChannel {
   uint64_t signaturesReceived = 0;
   uint64_t announcementsSent = 0;
   uint64_t announcementsReceived = 0;
+  LinkStats stats;  // what this connection carried (core/comm/link_stats.h)
 };
 
 struct CommConfig {
@@ -102,6 +104,7 @@ struct ncclComm {
   ncclUniqueId growId{};
   bool growIdPending = false;
   braid::MemoryRegistry memory;  // ncclCommRegister / ncclCommWindowRegister
+  braid::CallStats callStats;    // its operations' counts and time (the channels' own: stats)
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   // The CUDA device the communicator was bound to at init (-1 without device support), and the
   // progress thread that runs its device-memory calls, made at the first one (core/device/device.h;

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "base/futex.h"
@@ -25,6 +26,7 @@ using algos::Step;
 using algos::StepKind;
 
 Status Run::go(std::span<Plan> plans, const Options& options) {
+  const auto start = std::chrono::steady_clock::now();
   plans_ = plans;
   holdWhile_ = options.holdWhile;
   background_ = options.background;
@@ -49,6 +51,15 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
   if (!st.ok()) {
     replayId_ = 0;
     abandon(st.code());
+  }
+  const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now() - start)
+                                            .count());
+  for (const Plan& plan : plans) {
+    CallStats& calls = plan.comm->callStats;
+    calls.calls.add(1);
+    calls.nanoseconds.add(ns);
+    if (!st.ok()) calls.failed.add(1);
   }
   plans_ = {};
   return st;
@@ -211,22 +222,33 @@ ChannelQueue* Run::queueFor(ncclComm* comm, int peer) {
 }
 
 // A signature takes the next send along when that is its plan's, small and ready (*inlined).
+// Both count what they post in the channel's telemetry (a send inside a signature travels as
+// part of it, and is not a message of its own).
 Status Run::postSend(ChannelQueue& q, StepRef ref, bool* inlined) {
-  transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
+  PeerChannel& ch = q.comm->channels[q.peer];
   if (ref.step >= kSignature) {
     SignatureSlot& slot = q.signatures[ref.step - kSignature];
     *inlined = packSignature(q, slot);
-    return ep->postSend(slot.out, kSignatureBytes);
+    BRAID_TRY(ch.endpoint->postSend(slot.out, kSignatureBytes));
+    ch.stats.sent(kSignatureBytes);
+    return Status::Ok();
   }
   *inlined = false;
   const Step& st = stepOf(ref);
-  return ep->postSend(address(ref.plan, st.src), bytesOf(ref.plan, st.src));
+  const size_t bytes = bytesOf(ref.plan, st.src);
+  BRAID_TRY(ch.endpoint->postSend(address(ref.plan, st.src), bytes));
+  ch.stats.sent(bytes);
+  return Status::Ok();
 }
 
 Status Run::postRecv(ChannelQueue& q, StepRef ref) {
-  transport::Endpoint* ep = q.comm->channels[q.peer].endpoint.get();
-  if (ref.step >= kSignature)
-    return ep->postRecv(q.signatures[ref.step - kSignature].in, kSignatureBytes, nullptr);
+  PeerChannel& ch = q.comm->channels[q.peer];
+  if (ref.step >= kSignature) {
+    BRAID_TRY(
+        ch.endpoint->postRecv(q.signatures[ref.step - kSignature].in, kSignatureBytes, nullptr));
+    ch.stats.received(kSignatureBytes);
+    return Status::Ok();
+  }
   const Step& st = stepOf(ref);
   const bool stream = streamed(ref);
   transport::RecvSink* sink = nullptr;
@@ -237,7 +259,10 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
                           plan.type, plan.op, st.incomingFirst, stream);
     sink = &ps.sinks.back();
   }
-  return ep->postRecv(address(ref.plan, st.dst), bytesOf(ref.plan, st.dst), sink, stream);
+  const size_t bytes = bytesOf(ref.plan, st.dst);
+  BRAID_TRY(ch.endpoint->postRecv(address(ref.plan, st.dst), bytes, sink, stream));
+  ch.stats.received(bytes);
+  return Status::Ok();
 }
 
 // Whether a receive of a call too large for the caches writes around the cache: a Recv into the
@@ -382,6 +407,7 @@ Status Run::loop() {
       ChannelQueue& q = queues_[i];
       Status st = pump(q, &moved);
       if (!st.ok()) {
+        q.comm->channels[q.peer].stats.errors.add(1);
         const Plan& plan = plans_[q.sends.empty() ? q.recvs[0].plan : q.sends[0].plan];
         // Only a signature check fails with InvalidUsage here: mismatched calls. Ranks that do
         // not talk to the culprit would wait forever, so everyone is told.

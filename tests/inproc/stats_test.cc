@@ -1,0 +1,176 @@
+// Telemetry (braidCommGetStats, braidCommGetPeerStats): bytes counted exactly against known
+// traffic, both sides of every connection agreeing after collectives, failed calls and link
+// errors counted, the arguments checked, and the summary logged at destroy.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "braid/braid.h"
+#include "common/log_file.h"
+#include "common/ranks.h"
+
+namespace {
+
+using braid::testing::runThreads;
+
+std::string peerStats(ncclComm_t comm, int peer, braidPeerStats_t* out) {
+  if (braidCommGetPeerStats(comm, peer, out) != ncclSuccess)
+    return std::string("braidCommGetPeerStats: ") + ncclGetLastError(comm);
+  return "";
+}
+
+// Without mismatch checking a send is its data alone: rank 0's count of bytes sent to rank 1,
+// and rank 1's of bytes received from rank 0, grow by exactly its size, on both transports.
+class TelemetryOver : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TelemetryOver, ASendIsCountedExactlyOnBothSides) {
+  setenv("BRAID_TRANSPORTS", GetParam(), 1);
+  setenv("BRAID_CHECK_MISMATCH", "0", 1);
+  constexpr size_t kBytes = (size_t{1} << 20) + 3;
+  std::vector<braidPeerStats_t> before(2), after(2);
+  std::vector<braidCommStats_t> calls(2);
+  auto errors = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    const int peer = 1 - rank;
+    std::vector<char> data(kBytes, static_cast<char>(rank + 1));
+    if (auto e = peerStats(comm, peer, &before[rank]); !e.empty()) return e;
+    const ncclResult_t rc = rank == 0
+                                ? ncclSend(data.data(), kBytes, ncclInt8, peer, comm, nullptr)
+                                : ncclRecv(data.data(), kBytes, ncclInt8, peer, comm, nullptr);
+    if (rc != ncclSuccess) return ncclGetLastError(comm);
+    if (auto e = peerStats(comm, peer, &after[rank]); !e.empty()) return e;
+    if (braidCommGetStats(comm, &calls[rank]) != ncclSuccess) return "braidCommGetStats";
+    return "";
+  });
+  unsetenv("BRAID_TRANSPORTS");
+  unsetenv("BRAID_CHECK_MISMATCH");
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  EXPECT_EQ(after[0].bytesSent - before[0].bytesSent, kBytes);
+  EXPECT_EQ(after[0].bytesReceived - before[0].bytesReceived, 0u);
+  EXPECT_EQ(after[1].bytesReceived - before[1].bytesReceived, kBytes);
+  EXPECT_EQ(after[1].bytesSent - before[1].bytesSent, 0u);
+  EXPECT_GE(after[0].messagesSent - before[0].messagesSent, 1u);
+  EXPECT_EQ(after[0].messagesSent - before[0].messagesSent,
+            after[1].messagesReceived - before[1].messagesReceived);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(calls[r].calls, 1u) << "rank " << r;
+    EXPECT_EQ(calls[r].failedCalls, 0u) << "rank " << r;
+    EXPECT_GT(calls[r].callNs, 0u) << "rank " << r;
+    EXPECT_EQ(calls[r].errors, 0u) << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TelemetryOver, ::testing::Values("loopback", "tcp"));
+
+// After AllReduces of several sizes (signatures on), what each rank counts as sent to a peer
+// is what that peer counts as received from it, message for message; every rank received at
+// least the whole result of each call (each element needs at least one value from elsewhere);
+// and the communicator's totals are the sums of its peers'.
+TEST(Telemetry, BothEndsOfEveryConnectionAgreeAfterAllReduces) {
+  constexpr int n = 4;
+  const std::vector<size_t> counts = {1, 1000, 100000, 1 << 20};
+  std::vector<std::vector<braidPeerStats_t>> seen(n, std::vector<braidPeerStats_t>(n));
+  std::vector<braidCommStats_t> total(n);
+  auto errors = runThreads(n, [&](int rank, ncclComm_t comm) -> std::string {
+    for (size_t count : counts) {
+      std::vector<float> buf(count, 1.0f);
+      if (ncclAllReduce(buf.data(), buf.data(), count, ncclFloat, ncclSum, comm, nullptr) !=
+          ncclSuccess)
+        return ncclGetLastError(comm);
+    }
+    for (int p = 0; p < n; ++p)
+      if (p != rank)
+        if (auto e = peerStats(comm, p, &seen[rank][p]); !e.empty()) return e;
+    if (braidCommGetStats(comm, &total[rank]) != ncclSuccess) return "braidCommGetStats";
+    return "";
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  size_t resultBytes = 0;
+  for (size_t c : counts) resultBytes += c * sizeof(float);
+  for (int r = 0; r < n; ++r) {
+    braidPeerStats_t sum{};
+    for (int p = 0; p < n; ++p) {
+      if (p == r) continue;
+      EXPECT_EQ(seen[r][p].bytesSent, seen[p][r].bytesReceived) << r << " -> " << p;
+      EXPECT_EQ(seen[r][p].messagesSent, seen[p][r].messagesReceived) << r << " -> " << p;
+      EXPECT_EQ(seen[r][p].errors, 0u);
+      sum.bytesSent += seen[r][p].bytesSent;
+      sum.bytesReceived += seen[r][p].bytesReceived;
+      sum.messagesSent += seen[r][p].messagesSent;
+      sum.messagesReceived += seen[r][p].messagesReceived;
+    }
+    EXPECT_GE(sum.bytesReceived, resultBytes) << "rank " << r;
+    EXPECT_EQ(total[r].bytesSent, sum.bytesSent) << "rank " << r;
+    EXPECT_EQ(total[r].bytesReceived, sum.bytesReceived) << "rank " << r;
+    EXPECT_EQ(total[r].messagesSent, sum.messagesSent) << "rank " << r;
+    EXPECT_EQ(total[r].messagesReceived, sum.messagesReceived) << "rank " << r;
+    EXPECT_EQ(total[r].calls, counts.size()) << "rank " << r;
+  }
+}
+
+// Mismatched calls fail on every rank: each counts one failed call, the rank that found the
+// mismatch on a connection counts an error on it, and the failed communicator's counts can
+// still be read.
+TEST(Telemetry, AFailedCallAndItsLinkErrorAreCounted) {
+  std::vector<braidCommStats_t> total(2);
+  auto errors = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    std::vector<float> buf(64, 1.0f);
+    if (ncclAllReduce(buf.data(), buf.data(), rank == 0 ? 16 : 32, ncclFloat, ncclSum, comm,
+                      nullptr) == ncclSuccess)
+      return "a mismatched AllReduce succeeded";
+    if (braidCommGetStats(comm, &total[rank]) != ncclSuccess)
+      return std::string("braidCommGetStats on a failed communicator: ") + ncclGetLastError(comm);
+    return "";
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(total[r].calls, 1u) << "rank " << r;
+    EXPECT_EQ(total[r].failedCalls, 1u) << "rank " << r;
+  }
+  EXPECT_GE(total[0].errors + total[1].errors, 1u);
+}
+
+TEST(Telemetry, BadArgumentsAreNamed) {
+  braidPeerStats_t ps;
+  braidCommStats_t cs;
+  EXPECT_EQ(braidCommGetStats(nullptr, &cs), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("comm is NULL"), std::string::npos);
+  auto errors = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    auto expect = [&](ncclResult_t rc, const char* words) -> std::string {
+      if (rc != ncclInvalidArgument) return std::string("no argument error for ") + words;
+      const std::string text = ncclGetLastError(comm);
+      if (text.find(words) == std::string::npos) return "error without '" + std::string(words) +
+                                                        "': " + text;
+      return "";
+    };
+    for (auto e : {expect(braidCommGetStats(comm, nullptr), "stats is NULL"),
+                   expect(braidCommGetPeerStats(comm, 1 - rank, nullptr), "stats is NULL"),
+                   expect(braidCommGetPeerStats(comm, -1, &ps), "peer -1 is not a rank"),
+                   expect(braidCommGetPeerStats(comm, 2, &ps), "peer 2 is not a rank"),
+                   expect(braidCommGetPeerStats(comm, rank, &ps), "own rank")})
+      if (!e.empty()) return e;
+    return "";
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+}
+
+// NCCL_DEBUG=INFO: each communicator says at destroy what it did.
+TEST(Telemetry, DestroyLogsTheSummary) {
+  braid::testing::LogFile log("INIT");
+  auto errors = runThreads(2, [&](int, ncclComm_t comm) -> std::string {
+    std::vector<float> buf(1000, 1.0f);
+    for (int i = 0; i < 3; ++i)
+      if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr) !=
+          ncclSuccess)
+        return ncclGetLastError(comm);
+    return "";
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  const std::string text = log.read();
+  for (const char* rank : {"rank 0/2: 3 calls (0 failed)", "rank 1/2: 3 calls (0 failed)"})
+    EXPECT_NE(text.find(rank), std::string::npos) << text;
+  EXPECT_NE(text.find("most with rank"), std::string::npos) << text;
+}
+
+}  // namespace
