@@ -31,9 +31,9 @@ void addPeer(const braid::LinkStats& link, braidPeerStats_t* out) {
   out->errors += link.errors.get();
 }
 
-braidPeerStats_t peerStats(ncclComm* comm, int peer) {
+braidPeerStats_t peerStats(const std::vector<ncclComm*>& carriers, int peer) {
   braidPeerStats_t out{};
-  for (ncclComm* c : carriers(comm))
+  for (ncclComm* c : carriers)
     if (static_cast<size_t>(peer) < c->channels.size()) addPeer(c->channels[peer].stats, &out);
   return out;
 }
@@ -62,11 +62,12 @@ namespace braid::api {
 void logStatsSummary(ncclComm* comm) {
   if (comm->twinOf || !log::enabled(log::Level::Info, log::kInit)) return;
   const braidCommStats_t s = commStats(comm);
+  const std::vector<ncclComm*> all = carriers(comm);
   int busiest = -1;
   uint64_t most = 0;
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
-    const braidPeerStats_t ps = peerStats(comm, p);
+    const braidPeerStats_t ps = peerStats(all, p);
     if (busiest < 0 || ps.bytesSent + ps.bytesReceived > most) {
       busiest = p;
       most = ps.bytesSent + ps.bytesReceived;
@@ -102,7 +103,7 @@ BRAID_EXT_API(ncclResult_t, braidCommGetPeerStats, ncclComm_t comm, int peer,
     if (peer == comm->rank)
       return braid::invalidArgument("peer %d is this communicator's own rank: no connection",
                                     peer);
-    *stats = peerStats(comm, peer);
+    *stats = peerStats(carriers(comm), peer);
     return Status::Ok();
   });
 }
