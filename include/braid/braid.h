@@ -150,6 +150,9 @@ typedef struct {
   uint64_t messagesSent;
   uint64_t messagesReceived;
   uint64_t errors;
+  /* Plan changes so far: re-plans after the network changed, and undoing one that measured
+   * slower (BRAID_ADAPT; docs/adaptation.md). The same on every rank after the same calls. */
+  uint64_t planChanges;
 } braidCommStats_t;
 
 ncclResult_t braidCommGetStats(ncclComm_t comm, braidCommStats_t* stats);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "api/guard.h"
+#include "core/adapt/adapt.h"
 #include "core/async/engine.h"
 #include "core/comm/comm.h"
 #include "core/comm/config.h"
@@ -75,6 +76,7 @@ Status enqueueOnHostStream(ncclComm* comm, const Call& call, const void* sendbuf
 Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
                cudaStream_t stream) {
   BRAID_TRY(braid::checkExtents(comm, call, sendbuff, recvbuff));
+  BRAID_TRY(braid::adapt::beforeCall(comm, call));
   if (braidHostStream* hs = braid::async::hostStream(stream))
     return enqueueOnHostStream(comm, call, sendbuff, recvbuff, hs);
   // Device support only: the host path never asks what its pointers are.

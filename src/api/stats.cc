@@ -52,6 +52,7 @@ braidCommStats_t commStats(ncclComm* comm) {
   out.messagesSent = links.messagesSent;
   out.messagesReceived = links.messagesReceived;
   out.errors = links.errors;
+  out.planChanges = comm->adapt.epoch();
   return out;
 }
 
@@ -75,7 +76,7 @@ void logStatsSummary(ncclComm* comm) {
   }
   BRAID_INFO(kInit,
              "comm %p rank %d/%d: %llu calls (%llu failed) in %.3f s; sent %llu bytes in %llu "
-             "messages, received %llu bytes in %llu; %llu errors%s",
+             "messages, received %llu bytes in %llu; %llu errors%s%s",
              static_cast<void*>(comm), comm->rank, comm->nranks,
              static_cast<unsigned long long>(s.calls),
              static_cast<unsigned long long>(s.failedCalls), static_cast<double>(s.callNs) * 1e-9,
@@ -87,7 +88,11 @@ void logStatsSummary(ncclComm* comm) {
              busiest < 0 ? ""
                          : strfmt("; most with rank %d (%llu bytes)", busiest,
                                   static_cast<unsigned long long>(most))
-                               .c_str());
+                               .c_str(),
+             comm->adapt.enabled()
+                 ? strfmt("; %llu plan changes", static_cast<unsigned long long>(s.planChanges))
+                       .c_str()
+                 : "");
 }
 
 }  // namespace braid::api

@@ -9,6 +9,11 @@ const Var kNcclAlgo = {"NCCL_ALGO", nullptr,
 const Var kNcclCommId = {
     "NCCL_COMM_ID", nullptr,
     "host:port of the bootstrap root; makes the unique id deterministic and rank 0 hosts the root"};
+const Var kBraidAdapt = {
+    "BRAID_ADAPT", "1",
+    "1: a communicator whose racks came from the probe watches its large calls against the cost "
+    "model and, when they run persistently off it, re-probes and re-plans at a call all ranks "
+    "agree on (docs/adaptation.md); 0: the plan made at init stays"};
 const Var kBraidAlgo = {
     "BRAID_ALGO", nullptr,
     "force an algorithm by name (direct, hierdirect, ring, rhd, tree, hier, hierpipe, rackring, "
@@ -61,6 +66,7 @@ const Var kBraidTimeoutMs = {
 List coreVariables() {
   static const Var* const kList[] = {&kNcclAlgo,
                                      &kNcclCommId,
+                                     &kBraidAdapt,
                                      &kBraidAlgo,
                                      &kBraidBootstrapRootTimeoutMs,
                                      &kBraidCheckMismatch,

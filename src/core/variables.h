@@ -8,6 +8,7 @@ namespace braid::env {
 
 extern const Var kNcclAlgo;
 extern const Var kNcclCommId;
+extern const Var kBraidAdapt;
 extern const Var kBraidAlgo;
 extern const Var kBraidBootstrapRootTimeoutMs;
 extern const Var kBraidCheckMismatch;

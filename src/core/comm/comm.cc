@@ -15,6 +15,7 @@
 #include "algos/selector.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/adapt/adapt.h"
 #include "core/comm/calls_in_flight.h"
 #include "core/variables.h"
 #include "topo/comm_topology.h"
@@ -173,29 +174,34 @@ Status ncclComm::buildTopology() {
     hostStatus = braid::topo::hostTopology(&host);
   });
   BRAID_TRY(hostStatus);
+  bool probed = false;
+  BRAID_TRY(measureTopology(&topology, &probed));
+  if (ranksPerCore > 1.0)
+    BRAID_INFO(kGraph, "%.2f ranks per core on the most crowded machine: every alpha priced x%.2f",
+               ranksPerCore, ranksPerCore);
+  return braid::adapt::agreeAtInit(this, probed);
+}
+
+Status ncclComm::measureTopology(braid::algos::Topology* out, bool* probed) {
   braid::topo::CommTopologyInputs in;
   for (const auto& p : peers)
     in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
   in.intraHost = pairLinkCost(true);
   in.interHost = pairLinkCost(false);
   braid::topo::RackClustering racks;
-  bool probed = false;
+  *probed = false;
   braid::CommProbeNetwork probeNet(*this);
-  BRAID_TRY(braid::topo::probeTopology(probeNet, in.rankHosts, &racks, &probed));
-  if (probed) in.probedRacks = &racks;
+  BRAID_TRY(braid::topo::probeTopology(probeNet, in.rankHosts, &racks, probed));
+  if (*probed) in.probedRacks = &racks;
   braid::topo::CommTopology built;
   BRAID_TRY(braid::topo::buildCommTopology(in, &built));
-  topology = std::move(built.topology);
-  topology.alphaScale = ranksPerCore;
-  topology.signatures = checkMismatch;
+  *out = std::move(built.topology);
+  out->alphaScale = ranksPerCore;
+  out->signatures = checkMismatch;
   // Every host is priced with this one's memory and cache (ranks do not exchange them).
   static const size_t cacheBytes = braid::topo::sysfs::lastLevelCacheBytes();
-  topology.memoryUsPerByte = braid::algos::kHostMemoryUsPerByte;
-  topology.cacheBytes =
-      cacheBytes ? static_cast<double>(cacheBytes) : braid::algos::kDefaultCacheBytes;
-  if (ranksPerCore > 1.0)
-    BRAID_INFO(kGraph, "%.2f ranks per core on the most crowded machine: every alpha priced x%.2f",
-               ranksPerCore, ranksPerCore);
+  out->memoryUsPerByte = braid::algos::kHostMemoryUsPerByte;
+  out->cacheBytes = cacheBytes ? static_cast<double>(cacheBytes) : braid::algos::kDefaultCacheBytes;
   return Status::Ok();
 }
 

@@ -13,6 +13,7 @@
 #include "algos/algorithm.h"
 #include "algos/selector.h"
 #include "base/status.h"
+#include "core/adapt/adapt.h"
 #include "core/bootstrap/bootstrap.h"
 #include "core/comm/link_stats.h"
 #include "core/comm/memory_registry.h"
@@ -159,6 +160,13 @@ struct ncclComm {
   bool heardFailure(std::string* text);
   // Ranks that gave up on their peers, and whom they awaited (core/comm/peer_loss.h).
   braid::loss::Reports loss;
+
+  // The topology as the cluster map or the probe finds it now, built as init builds it
+  // (*probed: the probe ran). Collective: every rank calls it at the same point, with nothing of
+  // this communicator in flight on its connections (the probe posts on them directly).
+  braid::Status measureTopology(braid::algos::Topology* out, bool* probed);
+  // Re-planning when the network changes (core/adapt/adapt.h).
+  braid::adapt::Adaptation adapt;
 
   void setLastError(const std::string& text);
   std::string lastError();

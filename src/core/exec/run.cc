@@ -25,6 +25,21 @@ using algos::Region;
 using algos::Step;
 using algos::StepKind;
 
+namespace {
+
+// The adaptation's online model (core/adapt/adapt.h): a large host call that ran alone, its time
+// against the cost model's price. Its communicator's owner watches it (a host stream's twin
+// runs the calls of the communicator it serves).
+void observe(const Plan& plan, uint64_t ns) {
+  const size_t bytes = plan.count * kernels::typeSize(plan.type);
+  if (plan.onDevice || plan.estimateUs <= 0 || bytes < adapt::kMinBytes) return;
+  ncclComm* owner = plan.comm->twinOf ? plan.comm->twinOf : plan.comm;
+  if (owner->adapt.enabled())
+    owner->adapt.observe(static_cast<double>(ns) * 1e-3, plan.estimateUs, bytes);
+}
+
+}  // namespace
+
 Status Run::go(std::span<Plan> plans, const Options& options) {
   const auto start = std::chrono::steady_clock::now();
   plans_ = plans;
@@ -55,6 +70,7 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
   const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                             std::chrono::steady_clock::now() - start)
                                             .count());
+  if (st.ok() && plans.size() == 1) observe(plans[0], ns);
   for (const Plan& plan : plans) {
     CallStats& calls = plan.comm->callStats;
     calls.calls.add(1);

@@ -1,0 +1,202 @@
+#include "core/adapt/adapt.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/env.h"
+#include "base/log.h"
+#include "base/strfmt.h"
+#include "core/async/engine.h"
+#include "core/comm/comm.h"
+#include "core/plan/plan.h"
+#include "core/variables.h"
+#include "kernels/reduce.h"
+
+namespace braid::adapt {
+namespace {
+
+// Samples kept between two votes: a window is kWindow calls, but calls on a host stream finish
+// when they finish, so a vote may find more (it takes the latest) or none.
+constexpr size_t kMaxSamples = 64;
+
+// The lower middle of `v` (not empty).
+float median(std::vector<float> v) {
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+size_t callBytes(const Call& call) { return call.count * kernels::typeSize(call.type); }
+
+// "2 racks (0,2,4,6 | 1,3,5,7), 2.00 Gbit/s within a rack, 0.50 between racks".
+std::string describeRacks(const algos::Topology& t) {
+  if (t.levels() < 2) return "hosts only, no racks";
+  const std::vector<int>& rackOf = t.groupOf[1];
+  const int racks = t.groups(1);
+  std::string out = strfmt("%d rack%s (", racks, racks == 1 ? "" : "s");
+  for (int g = 0; g < racks; ++g) {
+    if (g) out += " | ";
+    bool first = true;
+    for (size_t r = 0; r < rackOf.size(); ++r)
+      if (rackOf[r] == g) out += strfmt("%s%zu", first ? "" : ",", r), first = false;
+  }
+  out += ")";
+  auto gbits = [](const algos::LinkCost& l) { return 8e-3 / l.betaUsPerByte; };
+  if (racks > 1 && t.link.size() > 2)
+    out += strfmt(", %.2f Gbit/s within a rack, %.2f between racks", gbits(t.link[1]),
+                  gbits(t.link[2]));
+  return out;
+}
+
+// Adopts `t` on the communicator and its host-stream twins (they price on the same topology):
+// every schedule chosen on the old one goes, so the next call is selected afresh.
+void adopt(ncclComm* comm, const algos::Topology& t) {
+  comm->topology = t;
+  comm->releaseCaches();
+  for (ncclComm* twin : async::twins(comm)) {
+    twin->topology = t;
+    twin->releaseCaches();
+  }
+}
+
+unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+}  // namespace
+
+Rule::Action Rule::next(const std::vector<Vote>& votes, std::string* why) {
+  std::vector<float> ratios, perMiB;
+  for (const Vote& v : votes) {
+    if (!v.canProbe) return Action::kNone;  // a probe now would cut across a rank's device calls
+    if (v.samples) ratios.push_back(v.ratio), perMiB.push_back(v.usPerMiB);
+  }
+  // Half the ranks or more must have seen a large call end (a host stream's may still run).
+  if (ratios.empty() || ratios.size() * 2 < votes.size()) return Action::kNone;
+  const double now = median(std::move(ratios));
+  lastUsPerMiB_ = median(std::move(perMiB));
+  if (warmup_ > 0) {
+    --warmup_;
+    return Action::kNone;
+  }
+  if (reference_ <= 0) {
+    reference_ = now;
+    const double against = judgeAgainst_;
+    judgeAgainst_ = 0;
+    if (against > 0 && lastUsPerMiB_ > against * kWorse) {
+      *why = strfmt("the new plan's calls took %.0f us per MiB, the old one's %.0f", lastUsPerMiB_,
+                    against);
+      return Action::kRevert;
+    }
+    return Action::kNone;
+  }
+  const double off = now / reference_;
+  off_ = off >= kOff || off <= 1 / kOff ? off_ + 1 : 0;
+  if (off_ < kPersist) return Action::kNone;
+  *why = strfmt("large calls ran %.2fx the cost model's price over the last %d, against %.2fx "
+                "when the plan was new",
+                now, kPersist * kWindow, reference_);
+  return Action::kReplan;
+}
+
+void Rule::replanned(bool judge) {
+  warmup_ = kWarmupWindows;
+  reference_ = 0;
+  off_ = 0;
+  judgeAgainst_ = judge ? lastUsPerMiB_ : 0;
+}
+
+void Adaptation::observe(double us, double priceUs, size_t bytes) {
+  const double ratio = us / priceUs, perMiB = us * double(1 << 20) / static_cast<double>(bytes);
+  if (!(ratio > 0) || !std::isfinite(ratio) || !std::isfinite(perMiB)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (samples_.size() >= kMaxSamples) samples_.erase(samples_.begin());
+  samples_.push_back({static_cast<float>(ratio), static_cast<float>(perMiB)});
+}
+
+Vote Adaptation::takeVote(bool canProbe) {
+  Vote v;
+  v.canProbe = canProbe;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!samples_.empty()) {
+    std::vector<float> ratios, perMiB;
+    for (const Sample& s : samples_) ratios.push_back(s.ratio), perMiB.push_back(s.usPerMiB);
+    v.samples = static_cast<uint32_t>(samples_.size());
+    v.ratio = median(std::move(ratios));
+    v.usPerMiB = median(std::move(perMiB));
+    samples_.clear();
+  }
+  return v;
+}
+
+Status beforeCall(ncclComm* comm, const Call& call) {
+  Adaptation& a = comm->adapt;
+  if (!a.enabled_ || call.coll == algos::Collective::Send || call.coll == algos::Collective::Recv)
+    return Status::Ok();
+  const uint64_t index = a.calls_++;
+  // The exchange point is fixed by the calls before this one (their sizes agree on every rank,
+  // as their signatures checked), not by this call's arguments: a rank whose call here is wrong
+  // still meets the others at the exchange and fails on its signature afterwards.
+  const bool due = a.largeCalls_ > a.votedAt_ && a.largeCalls_ % kWindow == 0;
+  if (due) a.votedAt_ = a.largeCalls_;
+  a.largeCalls_ += callBytes(call) >= kMinBytes;
+  if (!due) return Status::Ok();
+
+  std::vector<Vote> votes(static_cast<size_t>(comm->nranks));
+  votes[static_cast<size_t>(comm->rank)] = a.takeVote(comm->deviceProxy == nullptr);
+  BRAID_TRY(comm->bootstrap->allGather(votes.data(), sizeof(Vote))
+                .withContext("adaptation: exchanging the ranks' measurements"));
+  std::string why;
+  const Rule::Action action = a.rule_.next(votes, &why);
+  if (action == Rule::Action::kNone) return Status::Ok();
+  const void* c = static_cast<void*>(comm);
+  if (action == Rule::Action::kRevert) {
+    BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: plan epoch %u: %s: back to %s", c,
+               comm->rank, ull(index), a.epoch() + 1, why.c_str(),
+               describeRacks(a.previous_).c_str());
+    adopt(comm, a.previous_);
+    ++a.epoch_;
+    a.rule_.replanned(false);
+    return Status::Ok();
+  }
+  BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: %s: probing the network again", c,
+             comm->rank, ull(index), why.c_str());
+  // The probe posts on the connections directly: whatever a host stream queued on them runs
+  // first.
+  BRAID_TRY(async::drain(comm));
+  algos::Topology measured;
+  bool probed = false;
+  BRAID_TRY(comm->measureTopology(&measured, &probed));
+  if (!probed) {
+    BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: the probe did not run; plan kept", c,
+               comm->rank, ull(index));
+    a.rule_.replanned(false);
+    return Status::Ok();
+  }
+  const bool sameRacks = measured.groupOf == comm->topology.groupOf;
+  BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: plan epoch %u: %s%s%s", c, comm->rank,
+             ull(index), a.epoch() + 1, describeRacks(measured).c_str(),
+             sameRacks ? " (the same racks, re-priced)" : ", was ",
+             sameRacks ? "" : describeRacks(comm->topology).c_str());
+  a.previous_ = comm->topology;
+  adopt(comm, measured);
+  ++a.epoch_;
+  a.rule_.replanned(true);
+  return Status::Ok();
+}
+
+Status agreeAtInit(ncclComm* comm, bool probed) {
+  comm->adapt.enable(false);
+  // Only a communicator whose racks the probe found can re-plan by probing again; the same
+  // condition holds on every rank (probeTopology's result is rank 0's, sent to all).
+  if (!probed) return Status::Ok();
+  std::vector<uint8_t> on(static_cast<size_t>(comm->nranks), 0);
+  on[static_cast<size_t>(comm->rank)] = env::getInt(env::kBraidAdapt) != 0;
+  BRAID_TRY(comm->bootstrap->allGather(on.data(), 1).withContext("adaptation: agreeing on BRAID_ADAPT"));
+  const auto off = std::find(on.begin(), on.end(), 0);
+  if (off != on.end() && comm->rank == 0 && std::find(on.begin(), on.end(), 1) != on.end())
+    BRAID_WARN("%s is 0 on rank %td but not on every rank: no rank adapts", env::kBraidAdapt.name,
+               off - on.begin());
+  comm->adapt.enable(off == on.end());
+  return Status::Ok();
+}
+
+}  // namespace braid::adapt

@@ -1,0 +1,116 @@
+// The adaptation's agreed rule (core/adapt/adapt.h): fed the ranks' votes window by window, when
+// it re-plans, when it holds still, and when it undoes a re-plan that measured slower.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/adapt/adapt.h"
+
+namespace braid::adapt {
+namespace {
+
+using Action = Rule::Action;
+
+// Every one of `ranks` ranks saw kWindow calls at `ratio` x the price, `usPerMiB` each.
+std::vector<Vote> votes(float ratio, float usPerMiB = 1000, int ranks = 4) {
+  return std::vector<Vote>(static_cast<size_t>(ranks), Vote{ratio, usPerMiB, kWindow, 1});
+}
+
+// Feeds windows until the rule has its reference (the warm-up window, then one more).
+void settle(Rule& rule, float ratio, float usPerMiB = 1000) {
+  std::string why;
+  for (int w = 0; w <= kWarmupWindows; ++w) ASSERT_EQ(rule.next(votes(ratio, usPerMiB), &why), Action::kNone);
+  ASSERT_FLOAT_EQ(rule.reference(), ratio);
+}
+
+TEST(AdaptRule, TheFirstWindowWarmsUpAndTheNextSetsTheReference) {
+  Rule rule;
+  std::string why;
+  EXPECT_EQ(rule.next(votes(9.0f), &why), Action::kNone);  // warm-up: not the reference
+  EXPECT_EQ(rule.reference(), 0);
+  EXPECT_EQ(rule.next(votes(4.0f), &why), Action::kNone);
+  EXPECT_FLOAT_EQ(rule.reference(), 4.0f);
+}
+
+TEST(AdaptRule, ReplansAfterKPersistWindowsOffEitherWay) {
+  for (float factor : {2.0f, 0.5f}) {
+    Rule rule;
+    settle(rule, 4.0f);
+    std::string why;
+    for (int w = 1; w < kPersist; ++w)
+      EXPECT_EQ(rule.next(votes(4.0f * factor), &why), Action::kNone) << factor;
+    EXPECT_EQ(rule.next(votes(4.0f * factor), &why), Action::kReplan) << factor;
+    EXPECT_NE(why.find("against 4.00x"), std::string::npos) << why;
+  }
+}
+
+TEST(AdaptRule, NoiseBelowTheThresholdAndABrokenStreakDoNothing) {
+  Rule rule;
+  settle(rule, 4.0f);
+  std::string why;
+  for (int w = 0; w < 50; ++w) {
+    // Just inside kOff, alternating; and single windows far off, each followed by a normal one.
+    EXPECT_EQ(rule.next(votes(w % 2 ? 4.0f * 1.45f : 4.0f / 1.45f), &why), Action::kNone);
+    EXPECT_EQ(rule.next(votes(w % 3 ? 40.0f : 4.0f), &why), Action::kNone);
+    EXPECT_EQ(rule.next(votes(4.0f), &why), Action::kNone);
+  }
+}
+
+TEST(AdaptRule, TheMedianRankDecidesNotTheOddOne) {
+  Rule rule;
+  settle(rule, 1.0f);
+  std::vector<Vote> v = votes(1.0f, 1000, 5);
+  v[3].ratio = 100;  // one rank far off (a straggler's own calls, say)
+  v[1].ratio = 100;
+  std::string why;
+  for (int w = 0; w < 5; ++w) EXPECT_EQ(rule.next(v, &why), Action::kNone);
+  v[2].ratio = 100;  // now most ranks are
+  EXPECT_EQ(rule.next(v, &why), Action::kNone);
+  EXPECT_EQ(rule.next(v, &why), Action::kReplan);
+}
+
+TEST(AdaptRule, TooFewRanksWithSamplesOrOneThatCannotProbeHoldsStill) {
+  Rule rule;
+  settle(rule, 1.0f);
+  std::string why;
+  std::vector<Vote> few = votes(10.0f);
+  few[0].samples = few[1].samples = few[2].samples = 0;  // one rank of four saw a call end
+  for (int w = 0; w < 5; ++w) EXPECT_EQ(rule.next(few, &why), Action::kNone);
+  std::vector<Vote> device = votes(10.0f);
+  device[2].canProbe = 0;
+  for (int w = 0; w < 5; ++w) EXPECT_EQ(rule.next(device, &why), Action::kNone);
+  EXPECT_FLOAT_EQ(rule.reference(), 1.0f);
+}
+
+TEST(AdaptRule, AReplanThatMeasuresSlowerPerByteIsUndoneOnce) {
+  Rule rule;
+  settle(rule, 1.0f, 8000);
+  std::string why;
+  for (int w = 0; w < kPersist; ++w) (void)rule.next(votes(0.4f, 3000), &why);  // it got faster
+  rule.replanned(true);  // the caller re-planned on that
+  // The new plan: priced cheaper (ratio ~4) but it runs at 12000 us per MiB, 4x the old plan's
+  // last window.
+  EXPECT_EQ(rule.next(votes(4.0f, 12000), &why), Action::kNone);  // warm-up
+  EXPECT_EQ(rule.next(votes(4.0f, 12000), &why), Action::kRevert);
+  EXPECT_NE(why.find("12000 us per MiB, the old one's 3000"), std::string::npos) << why;
+  rule.replanned(false);  // back on the old plan: measured afresh, judged by nobody
+  EXPECT_EQ(rule.next(votes(0.4f, 3000), &why), Action::kNone);
+  EXPECT_EQ(rule.next(votes(0.4f, 3000), &why), Action::kNone);
+  EXPECT_FLOAT_EQ(rule.reference(), 0.4f);
+  for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(votes(0.4f, 3000), &why), Action::kNone);
+}
+
+TEST(AdaptRule, AReplanThatMeasuresNoWorseStays) {
+  Rule rule;
+  settle(rule, 4.0f, 30000);
+  std::string why;
+  for (int w = 0; w < kPersist; ++w) (void)rule.next(votes(16.0f, 120000), &why);  // degraded
+  rule.replanned(true);
+  EXPECT_EQ(rule.next(votes(1.0f, 19000), &why), Action::kNone);
+  EXPECT_EQ(rule.next(votes(1.0f, 19000), &why), Action::kNone);
+  EXPECT_FLOAT_EQ(rule.reference(), 1.0f);
+}
+
+}  // namespace
+}  // namespace braid::adapt
