@@ -9,6 +9,8 @@
  * Flags: -b bytes per call (8M), -s seconds to run (20), -n at most this many calls (0: no
  * limit). Each call starts together on every rank (a 4-byte AllReduce before it), so a
  * duration is the call's, not the wait for the slowest rank to reach it. */
+#include "bench_c.h"
+
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,28 +23,13 @@ static double nowS(void) {
   return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-static void check(ncclResult_t r, const char* what, ncclComm_t comm) {
-  if (r == ncclSuccess) return;
-  fprintf(stderr, "%s: %s: %s\n", what, ncclGetErrorString(r), ncclGetLastError(comm));
-  exit(1);
-}
-
-static size_t parseBytes(const char* s) {
-  char* end = NULL;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  if (*end == 'G' || *end == 'g') v *= 1024 * 1024 * 1024;
-  return (size_t)v;
-}
-
 int main(int argc, char** argv) {
   size_t bytes = 8 << 20;
   double seconds = 20;
   long maxCalls = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-b"))
-      bytes = parseBytes(argv[i + 1]);
+      bytes = benchParseBytes(argv[i + 1]);
     else if (!strcmp(argv[i], "-s"))
       seconds = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "-n"))
@@ -52,17 +39,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const char* rankEnv = getenv("RANK");
-  const char* sizeEnv = getenv("WORLD_SIZE");
-  if (!rankEnv || !sizeEnv) {
-    fprintf(stderr, "run under braidrun or netcluster (RANK and WORLD_SIZE unset)\n");
-    return 2;
-  }
-  const int rank = atoi(rankEnv), nranks = atoi(sizeEnv);
-  ncclUniqueId id;
-  ncclComm_t comm;
-  check(ncclGetUniqueId(&id), "ncclGetUniqueId", NULL);
-  check(ncclCommInitRank(&comm, nranks, id, rank), "ncclCommInitRank", NULL);
+  int rank, nranks;
+  ncclComm_t comm = benchInitWorld(&rank, &nranks);
   const size_t count = bytes / sizeof(float);
   float* buf = malloc(count * sizeof(float));
   if (!buf) return 1;
@@ -73,10 +51,10 @@ int main(int argc, char** argv) {
   for (long call = 0;; ++call) {
     for (size_t i = 0; i < count; ++i) buf[i] = (float)((i + (size_t)rank + (size_t)call) % 251);
     token = rank == 0 && ((maxCalls && call >= maxCalls) || nowS() - start > seconds);
-    check(ncclAllReduce(&token, &token, 1, ncclFloat, ncclSum, comm, NULL), "start", comm);
+    benchCheck(ncclAllReduce(&token, &token, 1, ncclFloat, ncclSum, comm, NULL), "start", comm);
     if (token > 0) break;
     const double t0 = nowS();
-    check(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL), "AllReduce", comm);
+    benchCheck(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, NULL), "AllReduce", comm);
     const double t1 = nowS();
     for (size_t i = 0; i < count; ++i) {
       double want = 0;

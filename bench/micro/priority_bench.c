@@ -7,6 +7,8 @@
  * issuing the large call and the small one (2000: the large call is under way; every rank sleeps
  * that long, so that they issue the small call together). The three cases
  * take turns each iteration, so machine drift hits them alike; medians and 90th percentiles. */
+#include "bench_c.h"
+
 #include <braid/braid.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -19,21 +21,6 @@ static double nowUs(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static int check(ncclResult_t r, const char* what, ncclComm_t comm) {
-  if (r == ncclSuccess) return 0;
-  fprintf(stderr, "%s: %s: %s\n", what, ncclGetErrorString(r), ncclGetLastError(comm));
-  exit(1);
-}
-
-static size_t parseBytes(const char* s) {
-  char* end = NULL;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  if (*end == 'G' || *end == 'g') v *= 1024 * 1024 * 1024;
-  return (size_t)v;
 }
 
 static int cmp(const void* a, const void* b) {
@@ -55,9 +42,9 @@ int main(int argc, char** argv) {
   double delayUs = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-s"))
-      smallBytes = parseBytes(argv[i + 1]);
+      smallBytes = benchParseBytes(argv[i + 1]);
     else if (!strcmp(argv[i], "-l"))
-      largeBytes = parseBytes(argv[i + 1]);
+      largeBytes = benchParseBytes(argv[i + 1]);
     else if (!strcmp(argv[i], "-n"))
       iters = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-d"))
@@ -68,22 +55,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const char* rankEnv = getenv("RANK");
-  const char* sizeEnv = getenv("WORLD_SIZE");
-  if (!rankEnv || !sizeEnv) {
-    fprintf(stderr, "run under braidrun (RANK and WORLD_SIZE unset)\n");
-    return 2;
-  }
   if (iters < 1) iters = 1;
-  const int rank = atoi(rankEnv), nranks = atoi(sizeEnv);
-  ncclUniqueId id;
-  ncclComm_t comm;
-  check(ncclGetUniqueId(&id), "ncclGetUniqueId", NULL);
-  check(ncclCommInitRank(&comm, nranks, id, rank), "ncclCommInitRank", NULL);
+  int rank, nranks;
+  ncclComm_t comm = benchInitWorld(&rank, &nranks);
   braidHostStream_t large, normal, urgent;
-  check(braidHostStreamCreate(&large, 0), "create", NULL);
-  check(braidHostStreamCreate(&normal, 0), "create", NULL);
-  check(braidHostStreamCreate(&urgent, -1), "create", NULL);
+  benchCheck(braidHostStreamCreate(&large, 0), "create", NULL);
+  benchCheck(braidHostStreamCreate(&normal, 0), "create", NULL);
+  benchCheck(braidHostStreamCreate(&urgent, -1), "create", NULL);
   float* big = calloc(largeBytes / 4, 4);
   float* small = calloc(smallBytes / 4, 4);
   float token = 0;
@@ -95,25 +73,25 @@ int main(int argc, char** argv) {
   }
   /* Warm-up: schedules built, the urgent class's connections made. */
   for (int w = 0; w < 2; ++w) {
-    check(ncclAllReduce(big, big, largeBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)large),
+    benchCheck(ncclAllReduce(big, big, largeBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)large),
           "warm-up", comm);
-    check(
+    benchCheck(
         ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)urgent),
         "warm-up", comm);
-    check(
+    benchCheck(
         ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)normal),
         "warm-up", comm);
-    check(braidHostStreamSynchronize(large), "sync", comm);
-    check(braidHostStreamSynchronize(urgent), "sync", comm);
-    check(braidHostStreamSynchronize(normal), "sync", comm);
+    benchCheck(braidHostStreamSynchronize(large), "sync", comm);
+    benchCheck(braidHostStreamSynchronize(urgent), "sync", comm);
+    benchCheck(braidHostStreamSynchronize(normal), "sync", comm);
   }
   for (int it = 0; it < iters; ++it) {
     for (int c = 0; c < kCases; ++c) {
       /* Every rank starts the case together. */
-      check(ncclAllReduce(&token, &token, 1, ncclFloat, ncclSum, comm, NULL), "barrier", comm);
+      benchCheck(ncclAllReduce(&token, &token, 1, ncclFloat, ncclSum, comm, NULL), "barrier", comm);
       const double t0 = nowUs();
       if (c != kAlone)
-        check(
+        benchCheck(
             ncclAllReduce(big, big, largeBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)large),
             "large", comm);
       /* Sleep, not spin: where ranks outnumber cores, spinning callers would take the cores
@@ -122,11 +100,11 @@ int main(int argc, char** argv) {
       if (left > 0) usleep((useconds_t)left);
       braidHostStream_t s = c == kSameClass ? normal : urgent;
       const double t1 = nowUs();
-      check(ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)s),
+      benchCheck(ncclAllReduce(small, small, smallBytes / 4, ncclFloat, ncclSum, comm, (cudaStream_t)s),
             "small", comm);
-      check(braidHostStreamSynchronize(s), "sync small", comm);
+      benchCheck(braidHostStreamSynchronize(s), "sync small", comm);
       smallUs[c][it] = nowUs() - t1;
-      check(braidHostStreamSynchronize(large), "sync large", comm);
+      benchCheck(braidHostStreamSynchronize(large), "sync large", comm);
       largeUs[c][it] = nowUs() - t0;
     }
   }
@@ -147,5 +125,6 @@ int main(int argc, char** argv) {
   braidHostStreamDestroy(large);
   braidHostStreamDestroy(normal);
   braidHostStreamDestroy(urgent);
-  return check(ncclCommDestroy(comm), "ncclCommDestroy", comm);
+  benchCheck(ncclCommDestroy(comm), "ncclCommDestroy", comm);
+  return 0;
 }
