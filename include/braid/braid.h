@@ -153,6 +153,11 @@ typedef struct {
   /* Plan changes so far: re-plans after the network changed, and undoing one that measured
    * slower (BRAID_ADAPT; docs/adaptation.md). The same on every rank after the same calls. */
   uint64_t planChanges;
+  /* The rank the others wait for: one whose large calls persistently start late (named at
+   * NCCL_DEBUG=WARN when found), and by how much, in microseconds; -1 and 0 when none. Measured
+   * where adaptation runs (docs/adaptation.md). */
+  int64_t lateRank;
+  uint64_t lateUs;
 } braidCommStats_t;
 
 ncclResult_t braidCommGetStats(ncclComm_t comm, braidCommStats_t* stats);

@@ -53,6 +53,8 @@ braidCommStats_t commStats(ncclComm* comm) {
   out.messagesReceived = links.messagesReceived;
   out.errors = links.errors;
   out.planChanges = comm->adapt.epoch();
+  out.lateRank = comm->adapt.lateRank();
+  out.lateUs = static_cast<uint64_t>(comm->adapt.lateUs());
   return out;
 }
 

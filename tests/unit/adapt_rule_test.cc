@@ -12,9 +12,11 @@ namespace {
 
 using Action = Rule::Action;
 
-// Every one of `ranks` ranks saw kWindow calls at `ratio` x the price, `usPerMiB` each.
+// Every one of `ranks` ranks saw kWindow calls at `ratio` x the price, `usPerMiB` each, 100 ms a
+// call after 10 ms outside calls.
 std::vector<Vote> votes(float ratio, float usPerMiB = 1000, int ranks = 4) {
-  return std::vector<Vote>(static_cast<size_t>(ranks), Vote{ratio, usPerMiB, kWindow, 1});
+  return std::vector<Vote>(static_cast<size_t>(ranks),
+                           Vote{ratio, usPerMiB, 100000, 10000, kWindow, 1});
 }
 
 // Feeds windows until the rule has its reference (the warm-up window, then one more).
@@ -110,6 +112,63 @@ TEST(AdaptRule, AReplanThatMeasuresNoWorseStays) {
   EXPECT_EQ(rule.next(votes(1.0f, 19000), &why), Action::kNone);
   EXPECT_EQ(rule.next(votes(1.0f, 19000), &why), Action::kNone);
   EXPECT_FLOAT_EQ(rule.reference(), 1.0f);
+}
+
+TEST(AdaptRule, ARankLongerOutsideItsCallsForKPersistWindowsIsNamedLateAndNotReplannedFor) {
+  Rule rule;
+  settle(rule, 1.0f);
+  std::string why;
+  // Rank 2 works 40 ms longer between calls than the others: their calls take 140 ms (1.4x the
+  // price, under kOff), its own 100 ms. Then 3x the price, which would re-plan, but rank 2 is late.
+  std::vector<Vote> v = votes(1.4f);
+  for (Vote& x : v) x.callUs = 140000;
+  v[2].callUs = 100000;
+  v[2].gapUs = 50000;
+  v[2].ratio = 1.0f;
+  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(v, &why), Action::kNone);
+  EXPECT_EQ(rule.next(v, &why), Action::kLate);
+  EXPECT_EQ(rule.straggler().rank, 2);
+  EXPECT_NEAR(rule.straggler().lateUs, 40000, 1);
+  EXPECT_NE(why.find("40.0 ms longer outside the communicator's calls than the median rank (10.0 "
+                     "ms), whose calls took 140.0 ms"),
+            std::string::npos)
+      << why;
+  for (Vote& x : v) x.ratio = 3.0f;
+  for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(v, &why), Action::kNone);
+  EXPECT_EQ(rule.straggler().rank, 2);
+  // On time again: named off after kPersist windows, and the reference is measured afresh.
+  const std::vector<Vote> fine = votes(1.0f);
+  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(fine, &why), Action::kNone);
+  EXPECT_EQ(rule.next(fine, &why), Action::kOnTime);
+  EXPECT_NE(why.find("rank 2's large calls no longer start late"), std::string::npos) << why;
+  EXPECT_EQ(rule.straggler().rank, -1);
+  EXPECT_EQ(rule.next(fine, &why), Action::kNone);
+  EXPECT_FLOAT_EQ(rule.reference(), 1.0f);
+}
+
+TEST(AdaptRule, SmallSkewsAndOneOddWindowNameNobody) {
+  Rule rule;
+  settle(rule, 1.0f);
+  std::string why;
+  std::vector<Vote> v = votes(1.0f);
+  v[1].gapUs = 10000 + 110000 * kLateShare * 0.9;  // under a fifth of the round longer outside
+  for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(v, &why), Action::kNone);
+  std::vector<Vote> tiny = votes(1.0f);
+  for (Vote& x : tiny) x.callUs = 1000, x.gapUs = 1000;
+  tiny[3].gapUs = 1000 + kLateMinUs * 0.9;  // a large share of a short round, but under kLateMinUs
+  for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(tiny, &why), Action::kNone);
+  // Shorter calls alone (a rank next to a slow link starts late because its last call ended
+  // late) name nobody.
+  std::vector<Vote> behindSlowLink = votes(1.0f);
+  behindSlowLink[1].callUs = 50000;
+  for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(behindSlowLink, &why), Action::kNone);
+  std::vector<Vote> odd = votes(1.0f);
+  odd[0].gapUs = 100000;  // far longer outside, one window in every two
+  for (int w = 0; w < 10; ++w) {
+    EXPECT_EQ(rule.next(odd, &why), Action::kNone);
+    EXPECT_EQ(rule.next(votes(1.0f), &why), Action::kNone);
+  }
+  EXPECT_EQ(rule.straggler().rank, -1);
 }
 
 }  // namespace

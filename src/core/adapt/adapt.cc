@@ -1,6 +1,7 @@
 #include "core/adapt/adapt.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "base/env.h"
@@ -8,6 +9,7 @@
 #include "base/strfmt.h"
 #include "core/async/engine.h"
 #include "core/comm/comm.h"
+#include "core/comm/peer_loss.h"
 #include "core/plan/plan.h"
 #include "core/variables.h"
 #include "kernels/reduce.h"
@@ -64,18 +66,29 @@ unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); 
 }  // namespace
 
 Rule::Action Rule::next(const std::vector<Vote>& votes, std::string* why) {
-  std::vector<float> ratios, perMiB;
+  std::vector<float> ratios, perMiB, callUs, gapUs;
   for (const Vote& v : votes) {
     if (!v.canProbe) return Action::kNone;  // a probe now would cut across a rank's device calls
-    if (v.samples) ratios.push_back(v.ratio), perMiB.push_back(v.usPerMiB);
+    if (v.samples) {
+      ratios.push_back(v.ratio);
+      perMiB.push_back(v.usPerMiB);
+      callUs.push_back(v.callUs);
+      gapUs.push_back(v.gapUs);
+    }
   }
   // Half the ranks or more must have seen a large call end (a host stream's may still run).
   if (ratios.empty() || ratios.size() * 2 < votes.size()) return Action::kNone;
   const double now = median(std::move(ratios));
   lastUsPerMiB_ = median(std::move(perMiB));
+  const Action late = watchLate(votes, median(std::move(callUs)), median(std::move(gapUs)), why);
   if (warmup_ > 0) {
     --warmup_;
-    return Action::kNone;
+    return late;
+  }
+  if (late != Action::kNone) {
+    reference_ = 0;  // the others' calls change when a rank starts or stops being late
+    off_ = 0;
+    return late;
   }
   if (reference_ <= 0) {
     reference_ = now;
@@ -88,6 +101,10 @@ Rule::Action Rule::next(const std::vector<Vote>& votes, std::string* why) {
     }
     return Action::kNone;
   }
+  if (candidate_.rank >= 0 || named_.rank >= 0) {
+    off_ = 0;  // a late rank slows the others' calls; a re-plan would not help
+    return Action::kNone;
+  }
   const double off = now / reference_;
   off_ = off >= kOff || off <= 1 / kOff ? off_ + 1 : 0;
   if (off_ < kPersist) return Action::kNone;
@@ -95,6 +112,45 @@ Rule::Action Rule::next(const std::vector<Vote>& votes, std::string* why) {
                 "when the plan was new",
                 now, kPersist * kWindow, reference_);
   return Action::kReplan;
+}
+
+Rule::Action Rule::watchLate(const std::vector<Vote>& votes, double medianCallUs,
+                             double medianGapUs, std::string* why) {
+  Straggler latest;
+  for (size_t r = 0; r < votes.size(); ++r) {
+    if (!votes[r].samples) continue;
+    const double late = votes[r].gapUs - medianGapUs;
+    if (late > latest.lateUs) latest = {static_cast<int>(r), late};
+  }
+  if (latest.lateUs < std::max(kLateMinUs, kLateShare * (medianCallUs + medianGapUs))) latest = {};
+  if (latest.rank >= 0 && latest.rank == candidate_.rank) {
+    ++lateWindows_;
+  } else {
+    lateWindows_ = latest.rank >= 0;
+  }
+  candidate_ = latest;
+  if (named_.rank >= 0) {
+    onTimeWindows_ = latest.rank == named_.rank ? 0 : onTimeWindows_ + 1;
+    if (latest.rank == named_.rank) named_.lateUs = latest.lateUs;
+    if (onTimeWindows_ >= kPersist) {
+      *why = strfmt("rank %d's large calls no longer start late (%d windows)", named_.rank,
+                    onTimeWindows_);
+      named_ = {};
+      onTimeWindows_ = 0;
+      return Action::kOnTime;
+    }
+    if (latest.rank == named_.rank || latest.rank < 0 || lateWindows_ < kPersist)
+      return Action::kNone;
+  }
+  if (lateWindows_ < kPersist) return Action::kNone;
+  named_ = latest;
+  onTimeWindows_ = 0;
+  *why = strfmt("before each of the last %d large calls it spent %.1f ms longer outside the "
+                "communicator's calls than the median rank (%.1f ms), whose calls took %.1f ms: "
+                "the others waited for it",
+                lateWindows_ * kWindow, latest.lateUs / 1000, medianGapUs / 1000,
+                medianCallUs / 1000);
+  return Action::kLate;
 }
 
 void Rule::replanned(bool judge) {
@@ -109,7 +165,8 @@ void Adaptation::observe(double us, double priceUs, size_t bytes) {
   if (!(ratio > 0) || !std::isfinite(ratio) || !std::isfinite(perMiB)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (samples_.size() >= kMaxSamples) samples_.erase(samples_.begin());
-  samples_.push_back({static_cast<float>(ratio), static_cast<float>(perMiB)});
+  samples_.push_back(
+      {static_cast<float>(ratio), static_cast<float>(perMiB), static_cast<float>(us), gapUs_});
 }
 
 Vote Adaptation::takeVote(bool canProbe) {
@@ -117,11 +174,18 @@ Vote Adaptation::takeVote(bool canProbe) {
   v.canProbe = canProbe;
   std::lock_guard<std::mutex> lock(mu_);
   if (!samples_.empty()) {
-    std::vector<float> ratios, perMiB;
-    for (const Sample& s : samples_) ratios.push_back(s.ratio), perMiB.push_back(s.usPerMiB);
+    std::vector<float> ratios, perMiB, us, gap;
+    for (const Sample& s : samples_) {
+      ratios.push_back(s.ratio);
+      perMiB.push_back(s.usPerMiB);
+      us.push_back(s.us);
+      gap.push_back(s.gapUs);
+    }
     v.samples = static_cast<uint32_t>(samples_.size());
     v.ratio = median(std::move(ratios));
     v.usPerMiB = median(std::move(perMiB));
+    v.callUs = median(std::move(us));
+    v.gapUs = median(std::move(gap));
     samples_.clear();
   }
   return v;
@@ -137,7 +201,17 @@ Status beforeCall(ncclComm* comm, const Call& call) {
   // still meets the others at the exchange and fails on its signature afterwards.
   const bool due = a.largeCalls_ > a.votedAt_ && a.largeCalls_ % kWindow == 0;
   if (due) a.votedAt_ = a.largeCalls_;
-  a.largeCalls_ += callBytes(call) >= kMinBytes;
+  if (callBytes(call) >= kMinBytes) {
+    ++a.largeCalls_;
+    // This rank's time outside the communicator's calls before this one (its own work): the
+    // sample of this call takes it (observe).
+    const int64_t end = a.lastEndNs_.load(std::memory_order_relaxed);
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    std::lock_guard<std::mutex> lock(a.mu_);
+    a.gapUs_ = end > 0 && now > end ? static_cast<float>(now - end) * 1e-3f : 0;
+  }
   if (!due) return Status::Ok();
 
   std::vector<Vote> votes(static_cast<size_t>(comm->nranks));
@@ -146,8 +220,20 @@ Status beforeCall(ncclComm* comm, const Call& call) {
                 .withContext("adaptation: exchanging the ranks' measurements"));
   std::string why;
   const Rule::Action action = a.rule_.next(votes, &why);
+  const Straggler& late = a.rule_.straggler();
+  a.lateRank_.store(late.rank, std::memory_order_relaxed);
+  a.lateUs_.store(late.lateUs, std::memory_order_relaxed);
   if (action == Rule::Action::kNone) return Status::Ok();
   const void* c = static_cast<void*>(comm);
+  if (action == Rule::Action::kLate || action == Rule::Action::kOnTime) {
+    if (action == Rule::Action::kLate)
+      BRAID_WARN("adapt: comm %p rank %d: call %llu: %s is late: %s", c, comm->rank, ull(index),
+                 loss::describeRank(comm, late.rank).c_str(), why.c_str());
+    else
+      BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: on time again: %s", c, comm->rank,
+                 ull(index), why.c_str());
+    return Status::Ok();
+  }
   if (action == Rule::Action::kRevert) {
     BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: plan epoch %u: %s: back to %s", c,
                comm->rank, ull(index), a.epoch() + 1, why.c_str(),

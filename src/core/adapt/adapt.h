@@ -53,32 +53,60 @@ constexpr int kWarmupWindows = 1;
 // it prices a flat ring at a quarter of what it measures when 8 ranks share 2 cores, and
 // hierpipe right), and a measured loss is one to undo; 1.25x leaves room for noise.
 constexpr double kWorse = 1.25;
+// A rank that spends longer outside the communicator's calls than the others before each large
+// one (its own work between calls), kPersist windows in a row, starts them late, and the others
+// wait in their calls for it. Late by a fifth of a round (outside time plus call time, medians)
+// and at least kLateMinUs is past what one rank's scheduling on a shared core adds. Time outside
+// calls, not inside: behind a slow link a rank waits inside its calls, and the ranks next to it
+// start their calls late because their previous calls ended late, not because they were busy.
+// A re-plan cannot help a late rank, so while one is late the rule does not re-plan, and when
+// one starts or stops being late the reference is measured again.
+constexpr double kLateShare = 0.2;
+constexpr double kLateMinUs = 1000;
 
 // One rank's vote.
 struct Vote {
   float ratio = 0;       // median measured / priced over the window (0: no large call finished)
   float usPerMiB = 0;    // median measured time per MiB of the call (this rank's bytes)
+  float callUs = 0;      // median time of those calls
+  float gapUs = 0;       // median time since this rank's previous call on the communicator ended
   uint32_t samples = 0;  // how many
   uint32_t canProbe = 0;  // 1: this rank can take part in a probe now (no device-memory calls)
+};
+
+// A rank the others wait for: -1 when none.
+struct Straggler {
+  int rank = -1;
+  double lateUs = 0;  // how much longer it spent outside its calls than the median rank
 };
 
 // The agreed rule: fed the same votes, it decides the same on every rank. Pure (unit-tested).
 class Rule {
  public:
-  enum class Action { kNone, kReplan, kRevert };
-  // What to do now; *why says what was measured (for the log).
+  enum class Action { kNone, kReplan, kRevert, kLate, kOnTime };
+  // What to do now (kLate: straggler() was just named; kOnTime: the one named is no longer
+  // late); *why says what was measured (for the log).
   Action next(const std::vector<Vote>& votes, std::string* why);
   // After a re-plan: a new reference is measured, and the new plan judged against the last
   // window of the old one. After a revert (or a probe that changed nothing) only the former.
   void replanned(bool judge);
   double reference() const { return reference_; }
+  const Straggler& straggler() const { return named_; }
 
  private:
+  // Updates the late rank from this window; an Action when one was named or cleared.
+  Action watchLate(const std::vector<Vote>& votes, double medianCallUs, double medianGapUs,
+                   std::string* why);
+
   int warmup_ = kWarmupWindows;
   double reference_ = 0;  // 0: not yet measured
   int off_ = 0;           // windows in a row off the reference
   double lastUsPerMiB_ = 0;  // the latest window's
   double judgeAgainst_ = 0;  // the replaced plan's last window (0: nothing to judge)
+  Straggler candidate_;      // the latest rank of this window, if late enough
+  int lateWindows_ = 0;      // windows in a row candidate_ was late
+  int onTimeWindows_ = 0;    // windows in a row the named rank was not
+  Straggler named_;
 };
 
 // A communicator's share of it (ncclComm::adapt).
@@ -92,7 +120,12 @@ class Adaptation {
   // rank's bytes. Any thread (a host stream's progress thread runs its calls); large calls only,
   // so the lock costs nothing that matters.
   void observe(double us, double priceUs, size_t bytes);
+  // The executor, after every run of the communicator's calls: when it ended (steady clock).
+  void ended(int64_t ns) { lastEndNs_.store(ns, std::memory_order_relaxed); }
 
+  // The rank named late, -1 for none, and by how much (braidCommGetStats; any thread).
+  int lateRank() const { return lateRank_.load(std::memory_order_relaxed); }
+  double lateUs() const { return lateUs_.load(std::memory_order_relaxed); }
   // The plan changes so far (braidCommGetStats reads it from any thread).
   uint32_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
 
@@ -102,13 +135,17 @@ class Adaptation {
   Vote takeVote(bool canProbe);
 
   struct Sample {
-    float ratio, usPerMiB;
+    float ratio, usPerMiB, us, gapUs;
   };
   bool enabled_ = false;
   uint64_t calls_ = 0;       // collective calls begun (the agreed call index)
   uint64_t largeCalls_ = 0;  // of them, those of kMinBytes or more
   uint64_t votedAt_ = 0;     // largeCalls_ at the last vote
   std::atomic<uint32_t> epoch_{0};  // plan changes adopted (re-plans and reverts)
+  std::atomic<int> lateRank_{-1};
+  std::atomic<int64_t> lastEndNs_{0};  // 0: no call ended yet
+  float gapUs_ = 0;                    // before the large call begun last (under mu_)
+  std::atomic<double> lateUs_{0};
   Rule rule_;
   std::mutex mu_;
   std::vector<Sample> samples_;  // observed since the last vote (bounded: see observe)

@@ -67,11 +67,15 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
     replayId_ = 0;
     abandon(st.code());
   }
-  const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                            std::chrono::steady_clock::now() - start)
-                                            .count());
+  const auto end = std::chrono::steady_clock::now();
+  const auto ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
   if (st.ok() && plans.size() == 1) observe(plans[0], ns);
   for (const Plan& plan : plans) {
+    ncclComm* owner = plan.comm->twinOf ? plan.comm->twinOf : plan.comm;
+    if (owner->adapt.enabled())
+      owner->adapt.ended(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count());
     CallStats& calls = plan.comm->callStats;
     calls.calls.add(1);
     calls.nanoseconds.add(ns);
