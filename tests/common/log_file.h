@@ -2,6 +2,7 @@
 // (NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE, re-read through ncclResetDebugInit).
 #pragma once
 
+#include <glob.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -46,5 +47,23 @@ class LogFile {
 };
 
 #pragma GCC diagnostic pop
+
+// What the processes of a test wrote with NCCL_DEBUG_FILE=<prefix>.%p.log, concatenated; the
+// files are removed.
+inline std::string takeProcessLogs(const std::string& prefix) {
+  std::string out;
+  glob_t found{};
+  if (glob((prefix + ".*.log").c_str(), 0, nullptr, &found) == 0) {
+    for (size_t i = 0; i < found.gl_pathc; ++i) {
+      std::ifstream in(found.gl_pathv[i]);
+      std::stringstream s;
+      s << in.rdbuf();
+      out += s.str();
+      std::remove(found.gl_pathv[i]);
+    }
+  }
+  globfree(&found);
+  return out;
+}
 
 }  // namespace braid::testing

@@ -7,7 +7,6 @@
 #include <braid/braid.h>
 
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <regex>
 #include <set>
@@ -15,19 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/log_file.h"
 #include "common/ranks.h"
 
 namespace {
-
-std::string readAll(const char* command) {
-  std::string out;
-  FILE* f = popen(command, "r");
-  char buf[4096];
-  size_t n;
-  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  if (f) pclose(f);
-  return out;
-}
 
 constexpr int kCalls = 36, kLateFrom = 9, kLateUntil = 24;  // rank 2 late in [from, until)
 
@@ -61,8 +51,7 @@ TEST(AdaptProcesses, ALateRankIsNamedAtTheSameCallOnEveryRankAndNothingReplans) 
        {"NCCL_DEBUG", "INFO"},
        {"NCCL_DEBUG_SUBSYS", "TUNING"},
        {"NCCL_DEBUG_FILE", logPrefix + ".%p.log"}});
-  const std::string logs =
-      readAll(("cat " + logPrefix + ".*.log; rm -f " + logPrefix + ".*.log").c_str());
+  const std::string logs = braid::testing::takeProcessLogs(logPrefix);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r << "\n" << logs;
   // "adapt: comm 0x.. rank R: call N: rank 2 (host h2, pid P) is late: ..."
   const std::regex late(R"(adapt: comm \S+ rank (\d): call (\d+): rank 2 \(host h2, pid \d+\) is late)");

@@ -11,19 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "common/log_file.h"
 #include "common/ranks.h"
 
 namespace {
-
-std::string readAll(const char* command) {
-  std::string out;
-  FILE* f = popen(command, "r");
-  char buf[4096];
-  size_t n;
-  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  if (f) pclose(f);
-  return out;
-}
 
 TEST(ClusterMap, RanksGetTheMapsRacks) {
   const std::string map =
@@ -45,8 +36,7 @@ TEST(ClusterMap, RanksGetTheMapsRacks) {
                                     {"NCCL_DEBUG_SUBSYS", "GRAPH,TUNING"},
                                     {"NCCL_DEBUG_FILE", "/tmp/braid-cluster-map-test.%p.log"}});
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
-  std::string logs =
-      readAll("cat /tmp/braid-cluster-map-test.*.log; rm -f /tmp/braid-cluster-map-test.*.log");
+  std::string logs = braid::testing::takeProcessLogs("/tmp/braid-cluster-map-test");
   EXPECT_NE(logs.find("r0"), std::string::npos) << logs;
   EXPECT_NE(logs.find("r1"), std::string::npos) << logs;
   EXPECT_NE(logs.find("ncclAllReduce count 4096"), std::string::npos) << logs;
@@ -122,7 +112,7 @@ TEST(ClusterMap, HierDirectGivesEveryRankTheSameBits) {
        {"NCCL_DEBUG_FILE", "/tmp/braid-hierdirect-test.%p.log"}});
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
   const std::string logs =
-      readAll("cat /tmp/braid-hierdirect-test.*.log; rm -f /tmp/braid-hierdirect-test.*.log");
+      braid::testing::takeProcessLogs("/tmp/braid-hierdirect-test");
   EXPECT_NE(logs.find("hierdirect"), std::string::npos) << logs;  // it ran, not a fallback
 }
 
@@ -151,7 +141,7 @@ TEST(ClusterMap, RanksThatOutnumberCoresScaleTheAlphas) {
        {"NCCL_DEBUG_FILE", "/tmp/braid-cores-test.%p.log"}});
   sched_setaffinity(0, sizeof saved, &saved);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
-  std::string logs = readAll("cat /tmp/braid-cores-test.*.log; rm -f /tmp/braid-cores-test.*.log");
+  std::string logs = braid::testing::takeProcessLogs("/tmp/braid-cores-test");
   EXPECT_NE(logs.find("4.00 ranks per core on the most crowded machine: every alpha priced x4.00"),
             std::string::npos)
       << logs;
