@@ -142,8 +142,12 @@ typedef struct {
 typedef struct {
   uint64_t calls;       /* operations run: each collective, ncclSend and ncclRecv */
   uint64_t failedCalls; /* of those, the ones that failed */
-  uint64_t callNs;      /* their time from start to end, summed (a group's calls run together:
-                           each counts the group's time) */
+  uint64_t callNs;      /* the time of the timed ones (timedCalls) from start to end, summed (a
+                           group's calls run together: each counts the group's time) */
+  uint64_t timedCalls;  /* the calls callNs covers: those of 64 KiB or more per rank (or in a
+                           group with one), and every call of a communicator that adapts
+                           (docs/adaptation.md); timing costs two clock reads, which would be a
+                           tenth of an 8-byte call on shared memory */
   /* The sums of every peer's braidPeerStats_t: */
   uint64_t bytesSent;
   uint64_t bytesReceived;

@@ -45,6 +45,7 @@ braidCommStats_t commStats(ncclComm* comm) {
     out.calls += c->callStats.calls.get();
     out.failedCalls += c->callStats.failed.get();
     out.callNs += c->callStats.nanoseconds.get();
+    out.timedCalls += c->callStats.timed.get();
     for (const braid::PeerChannel& ch : c->channels) addPeer(ch.stats, &links);
   }
   out.bytesSent = links.bytesSent;
@@ -77,11 +78,12 @@ void logStatsSummary(ncclComm* comm) {
     }
   }
   BRAID_INFO(kInit,
-             "comm %p rank %d/%d: %llu calls (%llu failed) in %.3f s; sent %llu bytes in %llu "
+             "comm %p rank %d/%d: %llu calls (%llu failed; %llu timed, %.3f s); sent %llu bytes in %llu "
              "messages, received %llu bytes in %llu; %llu errors%s%s",
              static_cast<void*>(comm), comm->rank, comm->nranks,
              static_cast<unsigned long long>(s.calls),
-             static_cast<unsigned long long>(s.failedCalls), static_cast<double>(s.callNs) * 1e-9,
+             static_cast<unsigned long long>(s.failedCalls),
+             static_cast<unsigned long long>(s.timedCalls), static_cast<double>(s.callNs) * 1e-9,
              static_cast<unsigned long long>(s.bytesSent),
              static_cast<unsigned long long>(s.messagesSent),
              static_cast<unsigned long long>(s.bytesReceived),

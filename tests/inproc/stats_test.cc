@@ -56,6 +56,7 @@ TEST_P(TelemetryOver, ASendIsCountedExactlyOnBothSides) {
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(calls[r].calls, 1u) << "rank " << r;
     EXPECT_EQ(calls[r].failedCalls, 0u) << "rank " << r;
+    EXPECT_EQ(calls[r].timedCalls, 1u) << "rank " << r;  // 1 MiB: timed
     EXPECT_GT(calls[r].callNs, 0u) << "rank " << r;
     EXPECT_EQ(calls[r].errors, 0u) << "rank " << r;
   }
@@ -168,7 +169,9 @@ TEST(Telemetry, DestroyLogsTheSummary) {
   });
   for (const auto& e : errors) ASSERT_EQ(e, "");
   const std::string text = log.read();
-  for (const char* rank : {"rank 0/2: 3 calls (0 failed)", "rank 1/2: 3 calls (0 failed)"})
+  // 4000-byte calls: counted, not timed.
+  for (const char* rank :
+       {"rank 0/2: 3 calls (0 failed; 0 timed, 0.000 s)", "rank 1/2: 3 calls (0 failed; 0 timed"})
     EXPECT_NE(text.find(rank), std::string::npos) << text;
   EXPECT_NE(text.find("most with rank"), std::string::npos) << text;
 }

@@ -55,7 +55,8 @@ struct LinkStats {
 struct CallStats {
   Counter calls;
   Counter failed;
-  Counter nanoseconds;  // from the start of its execution to its end, summed
+  Counter timed;        // of them, those timed (the executor times calls of 64 KiB or more)
+  Counter nanoseconds;  // from the start of their execution to its end, summed (timed ones)
 };
 
 }  // namespace braid

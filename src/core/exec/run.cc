@@ -27,21 +27,41 @@ using algos::StepKind;
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// Timing a run costs two clock reads, a tenth of an 8-byte AllReduce between two processes
+// (bench/results/ab_call_timing_latency_np2.md: 0.34 us a call untimed, 0.37 timed), so a run is
+// timed only where that is noise: when one of its calls moves kTimedBytes or more per rank, or
+// when its communicator adapts (which needs every call's end; its calls cross hosts, where a
+// call takes tens of microseconds at least).
+constexpr size_t kTimedBytes = size_t{64} << 10;
+
+size_t bytesOf(const Plan& plan) { return plan.count * kernels::typeSize(plan.type); }
+
+// The communicator whose adaptation watches the plan (a host stream's twin runs the calls of
+// the communicator it serves).
+ncclComm* owner(const Plan& plan) { return plan.comm->twinOf ? plan.comm->twinOf : plan.comm; }
+
+bool timed(std::span<const Plan> plans) {
+  for (const Plan& plan : plans)
+    if (bytesOf(plan) >= kTimedBytes || owner(plan)->adapt.enabled()) return true;
+  return false;
+}
+
 // The adaptation's online model (core/adapt/adapt.h): a large host call that ran alone, its time
-// against the cost model's price. Its communicator's owner watches it (a host stream's twin
-// runs the calls of the communicator it serves).
+// against the cost model's price.
 void observe(const Plan& plan, uint64_t ns) {
-  const size_t bytes = plan.count * kernels::typeSize(plan.type);
+  const size_t bytes = bytesOf(plan);
   if (plan.onDevice || plan.estimateUs <= 0 || bytes < adapt::kMinBytes) return;
-  ncclComm* owner = plan.comm->twinOf ? plan.comm->twinOf : plan.comm;
-  if (owner->adapt.enabled())
-    owner->adapt.observe(static_cast<double>(ns) * 1e-3, plan.estimateUs, bytes);
+  if (owner(plan)->adapt.enabled())
+    owner(plan)->adapt.observe(static_cast<double>(ns) * 1e-3, plan.estimateUs, bytes);
 }
 
 }  // namespace
 
 Status Run::go(std::span<Plan> plans, const Options& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const bool timeIt = timed(plans);
+  const Clock::time_point start = timeIt ? Clock::now() : Clock::time_point{};
   plans_ = plans;
   holdWhile_ = options.holdWhile;
   background_ = options.background;
@@ -67,18 +87,22 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
     replayId_ = 0;
     abandon(st.code());
   }
-  const auto end = std::chrono::steady_clock::now();
-  const auto ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
-  if (st.ok() && plans.size() == 1) observe(plans[0], ns);
+  if (timeIt) {
+    const Clock::time_point end = Clock::now();
+    const auto ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+    if (st.ok() && plans.size() == 1) observe(plans[0], ns);
+    const int64_t endNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count();
+    for (const Plan& plan : plans) {
+      if (owner(plan)->adapt.enabled()) owner(plan)->adapt.ended(endNs);
+      plan.comm->callStats.timed.add(1);
+      plan.comm->callStats.nanoseconds.add(ns);
+    }
+  }
   for (const Plan& plan : plans) {
-    ncclComm* owner = plan.comm->twinOf ? plan.comm->twinOf : plan.comm;
-    if (owner->adapt.enabled())
-      owner->adapt.ended(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count());
     CallStats& calls = plan.comm->callStats;
     calls.calls.add(1);
-    calls.nanoseconds.add(ns);
     if (!st.ok()) calls.failed.add(1);
   }
   plans_ = {};
