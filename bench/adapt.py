@@ -144,7 +144,12 @@ def main():
     args = ap.parse_args()
     slow = args.rack_gbit / 4
     reshape = f"{args.degrade_at:g}:uplinks={slow:g},{args.restore_at:g}:uplinks={args.rack_gbit:g}"
-    runs = [run(args, "adaptive", {}, reshape, args.rack_gbit, args.seconds),
+    # The adaptive run also writes its telemetry (BRAID_STATS_FILE), drawn by tools/braid-stats.
+    for old in Path("/tmp").glob("braid-adapt-bench.*.jsonl"):
+        old.unlink()
+    stats_env = {"BRAID_STATS_FILE": "/tmp/braid-adapt-bench.%h.%p.jsonl",
+                 "BRAID_STATS_INTERVAL_MS": "500"}
+    runs = [run(args, "adaptive", stats_env, reshape, args.rack_gbit, args.seconds),
             run(args, "fixed", {"BRAID_ADAPT": "0"}, reshape, args.rack_gbit, args.seconds)]
     fresh = run(args, "fresh", {}, "", slow, 8.0)
     # One host's link slowed instead (host 3: rank 6 with alternating placement), for good.
@@ -156,6 +161,11 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps({"runs": runs + [fresh] + slowhost}, indent=1) + "\n")
     plot(runs, fresh_ms, out / f"{args.name}.png")
+    stats_files = sorted(str(p) for p in Path("/tmp").glob("braid-adapt-bench.*.jsonl"))
+    stats = subprocess.run([sys.executable, str(ROOT / "tools" / "braid-stats"), *stats_files, "--png",
+                            str(out / f"{args.name}_stats.png")], capture_output=True, text=True)
+    if stats.returncode != 0:
+        sys.exit(f"tools/braid-stats failed: {stats.stdout}{stats.stderr}")
 
     lines = [f"# AllReduce while the uplinks change: adaptive, fixed and fresh plans", "",
              "`sudo python3 " + " ".join(["bench/adapt.py"] + sys.argv[1:]) + "`", "",
@@ -205,7 +215,11 @@ def main():
     for e in slowhost[0]["events"]:
         if e["kind"] != "link":
             lines.append(f"- before loop call {e['before_call']}: {e['kind']}: {e['what']}")
-    lines += ["", f"![per-call time]({args.name}.png)", ""]
+    lines += ["", f"![per-call time]({args.name}.png)", "",
+              "The adaptive run's telemetry (`BRAID_STATS_FILE`, a line every 500 ms), as "
+              "`tools/braid-stats` tabulates and draws it (dotted: plan changes):", "", "```",
+              stats.stdout.strip().replace(f"\nwrote {out / f'{args.name}_stats.png'}", ""), "```", "",
+              f"![telemetry timeline]({args.name}_stats.png)", ""]
     (out / f"{args.name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

@@ -74,6 +74,7 @@ Status initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   request.onAsyncFailure = [function](ncclComm* c, const Status& st) {
     braid::api::fail(c, function, st);
   };
+  request.onReady = braid::api::watchStats;
   return braid::createComm(request, out);
 }
 
@@ -90,6 +91,7 @@ void release(ncclComm* comm) {
     if (comm->bootstrap) comm->bootstrap->abort();
     comm->initThread.join();
   }
+  braid::api::unwatchStats(comm);
   braid::api::logStatsSummary(comm);
   braid::async::shutdown(comm);
   braid::device::shutdown(comm);

@@ -9,6 +9,7 @@
 
 #include "api/guard.h"
 #include "api/init.h"
+#include "api/stats.h"
 #include "core/bootstrap/bootstrap.h"
 #include "core/comm/comm.h"
 #include "core/comm/config.h"
@@ -30,6 +31,7 @@ Status childRequest(ncclComm* parent, const ncclConfig_t* config, const char* fu
   request->onAsyncFailure = [function](ncclComm* c, const Status& st) {
     braid::api::fail(c, function, st);
   };
+  request->onReady = braid::api::watchStats;
   return Status::Ok();
 }
 

@@ -3,10 +3,22 @@
 // communicator's priority classes (its twins) included.
 #include "api/stats.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "api/guard.h"
+#include "base/env.h"
 #include "base/log.h"
+#include "base/strfmt.h"
+#include "core/variables.h"
 #include "braid/braid.h"
 #include "core/async/engine.h"
 #include "core/comm/comm.h"
@@ -59,9 +71,110 @@ braidCommStats_t commStats(ncclComm* comm) {
   return out;
 }
 
+using ull = unsigned long long;
+
+// One JSON line of what comm did so far (event: "interval" or "destroy"): braidCommStats_t's
+// fields, and each peer's braidPeerStats_t as an array in the order "peerFields" names.
+std::string jsonLine(ncclComm* comm, const char* event) {
+  const braidCommStats_t s = commStats(comm);
+  const std::vector<ncclComm*> all = carriers(comm);
+  const braid::transport::PeerInfo& me = comm->peers[static_cast<size_t>(comm->rank)];
+  const std::string host(me.hostName, strnlen(me.hostName, sizeof me.hostName));
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  std::string out = braid::strfmt(
+      "{\"time\":%.3f,\"event\":\"%s\",\"comm\":\"%p\",\"commHash\":\"%016llx\",\"rank\":%d,"
+      "\"nranks\":%d,\"host\":\"%s\",\"pid\":%d,\"calls\":%llu,\"failedCalls\":%llu,"
+      "\"timedCalls\":%llu,\"callNs\":%llu,\"bytesSent\":%llu,\"bytesReceived\":%llu,"
+      "\"messagesSent\":%llu,\"messagesReceived\":%llu,\"errors\":%llu,\"planChanges\":%llu,"
+      "\"lateRank\":%lld,\"lateUs\":%llu,\"peerFields\":[\"peer\",\"bytesSent\","
+      "\"bytesReceived\",\"messagesSent\",\"messagesReceived\",\"errors\"],\"peers\":[",
+      now, event, static_cast<void*>(comm), static_cast<ull>(comm->commHash), comm->rank,
+      comm->nranks, host.c_str(), static_cast<int>(me.pid), static_cast<ull>(s.calls),
+      static_cast<ull>(s.failedCalls), static_cast<ull>(s.timedCalls), static_cast<ull>(s.callNs),
+      static_cast<ull>(s.bytesSent), static_cast<ull>(s.bytesReceived),
+      static_cast<ull>(s.messagesSent), static_cast<ull>(s.messagesReceived),
+      static_cast<ull>(s.errors), static_cast<ull>(s.planChanges),
+      static_cast<long long>(s.lateRank), static_cast<ull>(s.lateUs));
+  bool first = true;
+  for (int p = 0; p < comm->nranks; ++p) {
+    if (p == comm->rank) continue;
+    const braidPeerStats_t ps = peerStats(all, p);
+    out += braid::strfmt("%s[%d,%llu,%llu,%llu,%llu,%llu]", first ? "" : ",", p,
+                         static_cast<ull>(ps.bytesSent), static_cast<ull>(ps.bytesReceived),
+                         static_cast<ull>(ps.messagesSent), static_cast<ull>(ps.messagesReceived),
+                         static_cast<ull>(ps.errors));
+    first = false;
+  }
+  return out + "]}\n";
+}
+
+// BRAID_STATS_FILE's writer: the communicators it watches and one thread that writes a line for
+// each every BRAID_STATS_INTERVAL_MS. Never freed: the thread may still be waiting when the
+// process exits, and must not find its state destroyed under it.
+struct StatsFile {
+  std::mutex mu;
+  std::condition_variable wake;
+  FILE* file = nullptr;
+  bool opened = false;  // tried to open (file is null when it failed or is not set)
+  std::vector<ncclComm*> comms;
+};
+
+StatsFile& statsFile() {
+  static StatsFile* f = new StatsFile;
+  return *f;
+}
+
+void writeLine(StatsFile& f, ncclComm* comm, const char* event) {
+  const std::string line = jsonLine(comm, event);
+  std::fwrite(line.data(), 1, line.size(), f.file);
+  std::fflush(f.file);
+}
+
+void writeEvery(std::chrono::milliseconds interval) {
+  StatsFile& f = statsFile();
+  std::unique_lock<std::mutex> lock(f.mu);
+  for (;;) {
+    f.wake.wait_for(lock, interval);
+    for (ncclComm* comm : f.comms) writeLine(f, comm, "interval");
+  }
+}
+
 }  // namespace
 
 namespace braid::api {
+
+void watchStats(ncclComm* comm) {
+  if (comm->twinOf) return;  // a twin's counts are its communicator's
+  StatsFile& f = statsFile();
+  std::lock_guard<std::mutex> lock(f.mu);
+  if (!f.opened) {
+    f.opened = true;
+    const char* pattern = env::get(env::kBraidStatsFile);
+    if (!pattern || !*pattern) return;
+    const std::string path = log::expandPath(pattern);
+    f.file = std::fopen(path.c_str(), "w");
+    if (!f.file) {
+      BRAID_WARN("%s=%s: cannot open %s (%s): no stats are written", env::kBraidStatsFile.name,
+                 pattern, path.c_str(), std::strerror(errno));
+      return;
+    }
+    const int64_t ms = env::getInt(env::kBraidStatsIntervalMs);
+    if (ms > 0) std::thread(writeEvery, std::chrono::milliseconds(ms)).detach();
+  }
+  if (f.file) f.comms.push_back(comm);
+}
+
+void unwatchStats(ncclComm* comm) {
+  StatsFile& f = statsFile();
+  std::lock_guard<std::mutex> lock(f.mu);
+  auto it = std::find(f.comms.begin(), f.comms.end(), comm);
+  if (it == f.comms.end()) return;
+  f.comms.erase(it);
+  writeLine(f, comm, "destroy");
+}
+
 
 void logStatsSummary(ncclComm* comm) {
   if (comm->twinOf || !log::enabled(log::Level::Info, log::kInit)) return;

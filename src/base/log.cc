@@ -54,9 +54,7 @@ State& state() {
   return s;
 }
 
-// NCCL_DEBUG_FILE: %h host, %p pid, %% percent.
-FILE* openFile(const char* pattern, const char* host) {
-  if (!pattern || !*pattern) return stderr;
+std::string expand(const char* pattern, const char* host) {
   std::string path;
   for (const char* p = pattern; *p; ++p) {
     if (p[0] == '%' && p[1]) {
@@ -71,7 +69,13 @@ FILE* openFile(const char* pattern, const char* host) {
       path += *p;
     }
   }
-  FILE* f = std::fopen(path.c_str(), "w");
+  return path;
+}
+
+// NCCL_DEBUG_FILE: %h host, %p pid, %% percent.
+FILE* openFile(const char* pattern, const char* host) {
+  if (!pattern || !*pattern) return stderr;
+  FILE* f = std::fopen(expand(pattern, host).c_str(), "w");
   if (!f) return stderr;
   setvbuf(f, nullptr, _IOLBF, 0);
   return f;
@@ -91,6 +95,13 @@ void init() {
 }
 
 }  // namespace
+
+std::string expandPath(const char* pattern) {
+  char host[64] = {};
+  gethostname(host, sizeof(host) - 1);
+  if (char* dot = std::strchr(host, '.')) *dot = '\0';
+  return expand(pattern, host);
+}
 
 Level parseLevel(const char* v) {
   if (!v || !*v) return Level::None;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace braid::log {
 
@@ -33,6 +34,9 @@ bool enabled(Level level, uint64_t subsys);
 // NCCL_DEBUG's value (a level name, any case; anything else: None) and NCCL_DEBUG_SUBSYS's
 // (a comma list of subsystem names, ^ first inverts it; unset: INIT,BOOTSTRAP,ENV).
 Level parseLevel(const char* value);
+// A file name pattern as NCCL_DEBUG_FILE's: %h this host's name (up to its first dot), %p the
+// process id, %% a percent sign.
+std::string expandPath(const char* pattern);
 uint64_t parseMask(const char* value);
 [[gnu::format(printf, 5, 6)]] void write(Level level, uint64_t subsys, const char* file, int line,
                                          const char* fmt, ...);

@@ -56,6 +56,15 @@ const Var kBraidInitTimeoutMs = {
     "the longest init waits (reaching the bootstrap root, the rendezvous, connecting to peers) "
     "before it fails naming what it waited for; twice as long in ncclCommSplit and "
     "ncclCommShrink; 0: no limit. The default is PyTorch's process-group timeout"};
+const Var kBraidStatsFile = {
+    "BRAID_STATS_FILE", nullptr,
+    "write each communicator's telemetry (braidCommStats_t and every peer's) as JSON lines to "
+    "this file, every BRAID_STATS_INTERVAL_MS and when it is destroyed; %h host, %p pid as in "
+    "NCCL_DEBUG_FILE; tools/braid-stats reads it"};
+const Var kBraidStatsIntervalMs = {
+    "BRAID_STATS_INTERVAL_MS", "1000",
+    "with BRAID_STATS_FILE: milliseconds between lines (0: only when a communicator is "
+    "destroyed)"};
 const Var kBraidTimeoutMs = {
     "BRAID_TIMEOUT_MS", "0",
     "0: no timeout (NCCL's default); otherwise a collective that makes no progress for this long "
@@ -77,6 +86,8 @@ List coreVariables() {
                                      &kBraidCuda,
                                      &kBraidDirectMaxBytes,
                                      &kBraidInitTimeoutMs,
+                                     &kBraidStatsFile,
+                                     &kBraidStatsIntervalMs,
                                      &kBraidTimeoutMs};
   return kList;
 }

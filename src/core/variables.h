@@ -19,6 +19,8 @@ extern const Var kBraidCompressMinBytes;
 extern const Var kBraidCuda;
 extern const Var kBraidDirectMaxBytes;
 extern const Var kBraidInitTimeoutMs;
+extern const Var kBraidStatsFile;
+extern const Var kBraidStatsIntervalMs;
 extern const Var kBraidTimeoutMs;
 
 List coreVariables();

@@ -72,6 +72,7 @@ Status createComm(const InitRequest& request, ncclComm** out) {
 
   if (request.config.blocking) {
     BRAID_TRY(comm->init(request.id, request.hostRoot));
+    if (request.onReady) request.onReady(comm.get());
     *out = comm.release();
     return Status::Ok();
   }
@@ -81,6 +82,7 @@ Status createComm(const InitRequest& request, ncclComm** out) {
   c->initThread = std::thread([c, request] {
     Status st = c->init(request.id, request.hostRoot);
     if (!st.ok() && request.onAsyncFailure) request.onAsyncFailure(c, st);
+    if (st.ok() && request.onReady) request.onReady(c);
     c->asyncError.store(st.code());
   });
   *out = c;

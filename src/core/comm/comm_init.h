@@ -22,6 +22,8 @@ struct InitRequest {
   CommConfig config;
   bool hostRoot = false;  // this rank starts the root listener itself (NCCL_COMM_ID, rank 0)
   InitFailureHook onAsyncFailure;
+  // Called once init succeeded (on the init thread of a non-blocking one).
+  std::function<void(ncclComm*)> onReady;
   int cudaDev = -1;  // the device to bind to; -1: the calling thread's current one
   // Split and shrink: members come as each finishes with its parent, after a failure up to one
   // BRAID_TIMEOUT_MS apart (a rank next to the failed one notices at once, the others by
