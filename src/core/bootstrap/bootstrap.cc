@@ -478,7 +478,11 @@ class BootstrapImpl final : public Bootstrap {
         w.restart();
         continue;
       }
-      BRAID_TRY(w.check("bootstrap ring"));
+      // A timeout names the neighbour it waits on (silent, or the link to it is).
+      if (Status st = w.check("bootstrap ring"); !st.ok())
+        return st.withContext(
+            got < total ? strfmt("awaiting rank %d's part", (rank_ + nranks_ - 1) % nranks_)
+                        : strfmt("awaiting rank %d to take this rank's part", (rank_ + 1) % nranks_));
       pollfd fds[2] = {{ringNext_.fd(), sent < total ? ringNext_.pollEvents(POLLOUT) : short{0}, 0},
                        {ringPrev_.fd(), got < total ? ringPrev_.pollEvents(POLLIN) : short{0}, 0}};
       ::poll(fds, 2, kPollMs);

@@ -1,5 +1,6 @@
 #include "core/comm/peer_loss.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
@@ -20,34 +21,82 @@ constexpr uint64_t kTagLoss = 0x6c6f7374;  // "lost"
 // timeout plus one second that callers are promised.
 constexpr std::chrono::milliseconds kGrace{300};
 
-// The wire: i32 count, count x i32 awaited ranks, then the text.
-std::vector<uint8_t> encode(const std::vector<int>& awaited, const std::string& text) {
-  std::vector<uint8_t> out(4 + 4 * awaited.size() + text.size());
-  const int32_t n = static_cast<int32_t>(awaited.size());
-  std::memcpy(out.data(), &n, 4);
-  for (size_t i = 0; i < awaited.size(); ++i) {
-    const int32_t r = awaited[i];
-    std::memcpy(out.data() + 4 + 4 * i, &r, 4);
+// The wire: i32 count, count x i32 awaited ranks; i32 count, count x (i32 peer, u64 message)
+// awaited; i32 count, count x (i32 peer, u64 sends done); then the text.
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    const size_t at = out.size();
+    out.resize(at + sizeof v);
+    std::memcpy(out.data() + at, &v, sizeof v);
   }
-  std::memcpy(out.data() + 4 + 4 * awaited.size(), text.data(), text.size());
-  return out;
+  std::vector<uint8_t> out;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::vector<uint8_t>& in) : in_(in) {}
+  template <typename T>
+  bool get(T* v) {
+    if (in_.size() - at_ < sizeof *v) return false;
+    std::memcpy(v, in_.data() + at_, sizeof *v);
+    at_ += sizeof *v;
+    return true;
+  }
+  size_t at() const { return at_; }
+
+ private:
+  const std::vector<uint8_t>& in_;
+  size_t at_ = 0;
+};
+
+void putPairs(Writer& w, const std::vector<std::pair<int, uint64_t>>& pairs) {
+  w.put(static_cast<int32_t>(pairs.size()));
+  for (const auto& [peer, n] : pairs) {
+    w.put(static_cast<int32_t>(peer));
+    w.put(n);
+  }
+}
+
+bool getPairs(Reader& r, int nranks, std::vector<std::pair<int, uint64_t>>* out) {
+  int32_t n = 0;
+  if (!r.get(&n) || n < 0 || n > nranks) return false;
+  out->clear();
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t peer = 0;
+    uint64_t v = 0;
+    if (!r.get(&peer) || !r.get(&v) || peer < 0 || peer >= nranks) return false;
+    out->emplace_back(peer, v);
+  }
+  return true;
+}
+
+std::vector<uint8_t> encode(const std::vector<int>& awaited, const Progress& progress,
+                            const std::string& text) {
+  Writer w;
+  w.put(static_cast<int32_t>(awaited.size()));
+  for (int r : awaited) w.put(static_cast<int32_t>(r));
+  putPairs(w, progress.awaiting);
+  putPairs(w, progress.sent);
+  w.out.insert(w.out.end(), text.begin(), text.end());
+  return std::move(w.out);
 }
 
 // A malformed report (another build, garbage) is dropped: false.
 bool decode(const std::vector<uint8_t>& in, int nranks, Report* out) {
+  Reader r(in);
   int32_t n = 0;
-  if (in.size() < 4) return false;
-  std::memcpy(&n, in.data(), 4);
-  if (n < 0 || n > nranks || in.size() < 4 + 4 * static_cast<size_t>(n)) return false;
+  if (!r.get(&n) || n < 0 || n > nranks) return false;
   out->awaited.clear();
   for (int32_t i = 0; i < n; ++i) {
-    int32_t r = 0;
-    std::memcpy(&r, in.data() + 4 + 4 * static_cast<size_t>(i), 4);
-    if (r < 0 || r >= nranks) return false;
-    out->awaited.push_back(r);
+    int32_t rank = 0;
+    if (!r.get(&rank) || rank < 0 || rank >= nranks) return false;
+    out->awaited.push_back(rank);
   }
-  const size_t at = 4 + 4 * static_cast<size_t>(n);
-  out->text.assign(in.begin() + static_cast<std::ptrdiff_t>(at), in.end());
+  if (!getPairs(r, nranks, &out->progress.awaiting) || !getPairs(r, nranks, &out->progress.sent))
+    return false;
+  out->text.assign(in.begin() + static_cast<std::ptrdiff_t>(r.at()), in.end());
   return true;
 }
 
@@ -80,13 +129,14 @@ std::string describeRank(const ncclComm* comm, int rank) {
                 static_cast<int>(peer.pid));
 }
 
-void report(ncclComm* comm, const std::vector<int>& awaited, const std::string& text) {
+void report(ncclComm* comm, const std::vector<int>& awaited, const Progress& progress,
+            const std::string& text) {
   {
     std::lock_guard<std::mutex> lock(comm->loss.mu);
     if (comm->loss.sent || !comm->bootstrap) return;
     comm->loss.sent = true;
   }
-  const std::vector<uint8_t> wire = encode(awaited, text);
+  const std::vector<uint8_t> wire = encode(awaited, progress, text);
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
     Status st = comm->bootstrap->send(p, kTagLoss, wire.data(), wire.size());
@@ -104,7 +154,7 @@ bool heard(ncclComm* comm, Report* out) {
   return true;
 }
 
-std::string culprits(ncclComm* comm, const std::vector<int>& awaited) {
+std::string culprits(ncclComm* comm, const std::vector<int>& awaited, const Progress& progress) {
   const auto until = std::chrono::steady_clock::now() + kGrace;
   std::vector<Report> reports;
   for (;;) {
@@ -123,9 +173,11 @@ std::string culprits(ncclComm* comm, const std::vector<int>& awaited) {
   }
   std::vector<std::vector<int>> awaits(static_cast<size_t>(comm->nranks));
   std::vector<bool> spoke(static_cast<size_t>(comm->nranks), false);
+  std::vector<const Progress*> progressOf(static_cast<size_t>(comm->nranks), nullptr);
   for (const Report& r : reports) {
     spoke[static_cast<size_t>(r.from)] = true;
     awaits[static_cast<size_t>(r.from)] = r.awaited;
+    progressOf[static_cast<size_t>(r.from)] = &r.progress;
   }
   // Breadth first from this rank's own peers; `by` keeps who awaited each rank reached.
   std::vector<int> by(static_cast<size_t>(comm->nranks), -2), frontier;
@@ -149,9 +201,45 @@ std::string culprits(ncclComm* comm, const std::vector<int>& awaited) {
   std::string out;
   for (int r : silent) {
     const int waiter = by[static_cast<size_t>(r)];
-    out += strfmt("; no word from %s, awaited by %s: it stopped or died",
+    out += strfmt("; no word from %s, awaited by %s: it stopped or died, or the link to it did",
                   describeRank(comm, r).c_str(),
                   waiter == comm->rank ? "this rank" : strfmt("rank %d", waiter).c_str());
+  }
+  if (!silent.empty()) return out;
+  // Everyone reached spoke, so no rank stopped: what holds the call up is a link. Either a
+  // message left its sender (the transport took it) and its receiver still awaits it, or two
+  // ranks each await the other (a send not taken on one side, a message not coming on the
+  // other).
+  awaits[static_cast<size_t>(comm->rank)] = awaited;
+  spoke[static_cast<size_t>(comm->rank)] = true;
+  progressOf[static_cast<size_t>(comm->rank)] = &progress;
+  std::set<std::pair<int, int>> named;  // (from, to), and (lower, higher) for a mutual wait
+  for (int to = 0; to < comm->nranks; ++to) {
+    const Progress* mine = progressOf[static_cast<size_t>(to)];
+    if (!mine) continue;
+    for (const auto& [from, message] : mine->awaiting) {
+      const Progress* theirs = progressOf[static_cast<size_t>(from)];
+      if (!theirs) continue;
+      for (const auto& [peer, sent] : theirs->sent)
+        if (peer == to && sent >= message && named.insert({from, to}).second)
+          out += strfmt("; %s sent message %llu to %s, which never received it: the link from "
+                        "the one to the other stopped carrying traffic",
+                        describeRank(comm, from).c_str(), static_cast<unsigned long long>(message),
+                        describeRank(comm, to).c_str());
+    }
+  }
+  if (!named.empty()) return out;
+  auto awaitsRank = [&](int a, int b) {
+    const std::vector<int>& list = awaits[static_cast<size_t>(a)];
+    return std::find(list.begin(), list.end(), b) != list.end();
+  };
+  for (int a = 0; a < comm->nranks; ++a) {
+    if (!spoke[static_cast<size_t>(a)]) continue;
+    for (int b : awaits[static_cast<size_t>(a)])
+      if (a < b && spoke[static_cast<size_t>(b)] && awaitsRank(b, a))
+        out += strfmt("; %s and %s both answered and each awaits the other: the link between "
+                      "them stopped carrying traffic",
+                      describeRank(comm, a).c_str(), describeRank(comm, b).c_str());
   }
   return out;
 }

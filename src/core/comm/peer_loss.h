@@ -8,16 +8,29 @@
 #pragma once
 
 #include <mutex>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct ncclComm;
 
 namespace braid::loss {
 
+// Where a rank's messages stood when it gave up, per peer: the receives it awaited (the
+// message's number among all the pair ever carried, from 1) and how many of its sends the
+// transport took. Both ends of a pair number its messages alike, so receive k from a peer is
+// that peer's send k: a rank that awaits message k from a peer whose transport took k sends to
+// it awaits a message that left the peer and did not arrive.
+struct Progress {
+  std::vector<std::pair<int, uint64_t>> awaiting;  // (peer, message awaited from it)
+  std::vector<std::pair<int, uint64_t>> sent;      // (peer, sends to it done)
+};
+
 struct Report {
   int from = -1;
   std::vector<int> awaited;
+  Progress progress;
   std::string text;  // the reporter's own diagnosis
 };
 
@@ -32,11 +45,14 @@ struct Reports {
 std::string describeRank(const ncclComm* comm, int rank);
 
 // Tells every other rank (once per communicator) whom this rank awaited when it gave up.
-void report(ncclComm* comm, const std::vector<int>& awaited, const std::string& text);
+void report(ncclComm* comm, const std::vector<int>& awaited, const Progress& progress,
+            const std::string& text);
 // A report another rank sent, if one has arrived (non-blocking; kept for culprits()).
 bool heard(ncclComm* comm, Report* out);
 // After the grace for reports (exec::kLossGrace): the ranks reachable from `awaited` through the
 // reports that never reported, as text for an error message ("" when every rank reached spoke).
-std::string culprits(ncclComm* comm, const std::vector<int>& awaited);
+// Where every rank reached spoke, it names instead a link that stopped carrying traffic: one on
+// which a message left its sender and did not arrive, or two ranks that each await the other.
+std::string culprits(ncclComm* comm, const std::vector<int>& awaited, const Progress& progress);
 
 }  // namespace braid::loss

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/waiter.h"
+#include "core/comm/peer_loss.h"
 #include "core/exec/executor.h"
 #include "core/exec/idle.h"
 #include "core/exec/queues.h"
@@ -61,6 +62,8 @@ class Run {
 
   // After a timeout: the peers this run waits on, on which host, and for what.
   std::string awaited(const ncclComm* comm, std::vector<int>* ranks) const;
+  // Where comm's messages of this run stand, for a loss report (core/comm/peer_loss.h).
+  loss::Progress progress(const ncclComm* comm) const;
   // A failure that involves peers: every rank is told whom this rank awaited (with `diagnosis`,
   // or the status's text), and the message is completed with the ranks that went silent
   // (core/comm/peer_loss.h).
