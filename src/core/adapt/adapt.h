@@ -9,12 +9,13 @@
 //
 // Every choice that changes messages must be made by every rank at the same call, without a
 // clock. Ranks count their collective calls (the same sequence on every rank, as NCCL requires)
-// and, after every kWindow-th large one, exchange one small vote each through the bootstrap
-// (this rank's median ratio since the last exchange). Every rank then runs the same Rule on the
-// same votes, so all decide alike; a decision to re-plan is carried out right there, before the
-// call that follows the exchange: the ranks re-run the topology probe together, adopt what it
-// found (racks, link costs) and drop every schedule chosen on the old topology, so that call and
-// all after it are selected on the new one (docs/adaptation.md).
+// and, after every kWindow-th large one, exchange one small Vote each through the bootstrap
+// (the medians of this rank's measurements since the last exchange). Every rank then runs the
+// same Rule on the same votes, so all decide alike, and carries the decision out right there,
+// before the call that follows the exchange: re-plan (the ranks re-run the topology probe
+// together, adopt what it found and drop every schedule chosen on the old topology, so that call
+// and all after it are selected on the new one), undo a re-plan that measured slower, or name a
+// rank the others wait for (docs/adaptation.md).
 #pragma once
 
 #include <atomic>
