@@ -53,8 +53,9 @@ bool timed(std::span<const Plan> plans) {
 void observe(const Plan& plan, uint64_t ns) {
   const size_t bytes = bytesOf(plan);
   if (plan.onDevice || plan.estimateUs <= 0 || bytes < adapt::kMinBytes) return;
-  if (owner(plan)->adapt.enabled())
-    owner(plan)->adapt.observe(static_cast<double>(ns) * 1e-3, plan.estimateUs, bytes);
+  adapt::Adaptation& adaptation = owner(plan)->adapt;
+  if (adaptation.enabled())
+    adaptation.observe(static_cast<double>(ns) * 1e-3, plan.estimateUs, bytes);
 }
 
 }  // namespace
