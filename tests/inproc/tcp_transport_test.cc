@@ -3,16 +3,20 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "base/net/socket.h"
 #include "common/loopback_only.h"
+#include "transport/tcp/tcp_endpoint.h"
 
 namespace braid::transport {
 namespace {
@@ -79,8 +83,8 @@ uint8_t pattern(int rank, size_t msg, size_t i) {
   return uint8_t(rank * 31 + msg * 7 + i * 13 + (i >> 12));
 }
 
-void exchange(const TcpOptions& options, const std::vector<size_t>& sizes) {
-  Pair pair = connectPair(options);
+// Both directions of `sizes` at once over a connected pair, every byte checked.
+void exchange(Pair pair, const std::vector<size_t>& sizes) {
   ASSERT_TRUE(pair.a && pair.b);
   auto side = [&](Endpoint& ep, int rank) {
     std::vector<std::vector<uint8_t>> out(sizes.size()), in(sizes.size());
@@ -106,6 +110,30 @@ void exchange(const TcpOptions& options, const std::vector<size_t>& sizes) {
   t.join();
 }
 
+void exchange(const TcpOptions& options, const std::vector<size_t>& sizes) {
+  exchange(connectPair(options), sizes);
+}
+
+// The endpoint's wire over Unix socket pairs instead of TCP connections, `streams` of them with
+// `bufferBytes` of send buffer: writes and reads stop at whatever byte the buffer allows. Tiny
+// TCP buffers cannot stand in: on Linux a receive window below the sender's segment size leaves
+// the rest to the zero-window probe, seconds apart (seen on loopback with 4 KiB buffers).
+Pair socketPairEndpoints(size_t streams, size_t sliceBytes, int bufferBytes) {
+  std::vector<TcpEndpoint::StreamSockets> a(streams), b(streams);
+  for (size_t j = 0; j < streams; ++j) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds) != 0) {
+      ADD_FAILURE() << "socketpair: " << std::strerror(errno);
+      return {};
+    }
+    for (int fd : fds) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
+    a[j].send = net::Socket(net::Fd(fds[0]));
+    b[j].send = net::Socket(net::Fd(fds[1]));
+  }
+  return {std::make_unique<TcpEndpoint>(std::move(a), sliceBytes, 1),
+          std::make_unique<TcpEndpoint>(std::move(b), sliceBytes, 0)};
+}
+
 TEST(TcpTransport, StripingWithSmallSlicesAndOddStreams) {
   exchange({3, 4096, 0}, {0, 4095, 4096, 4097, 3 * 4096, 3 * 4096 + 1, 100000, 1 << 20, 5});
 }
@@ -128,8 +156,8 @@ TEST(TcpTransport, AutotunedSocketBuffers) { exchange({2, 65536, 0}, {1, 300000,
 TEST(TcpTransport, BatchedSmallMessagesSurvivePartialTransfers) {
   std::vector<size_t> sizes;
   for (size_t m = 0; m < 3000; ++m) sizes.push_back((m * 2654435761u) % 4097);  // 0..4096
-  exchange({1, 512 * 1024, 4096}, sizes);
-  exchange({3, 1024, 4096}, sizes);  // messages above a slice leave the batch
+  exchange(socketPairEndpoints(1, 512 * 1024, 4096), sizes);
+  exchange(socketPairEndpoints(3, 1024, 4096), sizes);  // messages above a slice leave the batch
 }
 
 TEST(TcpTransport, SizeMismatchInsideABatchIsAnError) {

