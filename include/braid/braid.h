@@ -137,6 +137,32 @@ typedef struct {
   uint64_t messagesSent;
   uint64_t messagesReceived;
   uint64_t errors; /* operations on the connection that failed (transport error, peer lost) */
+  /* Timed calls only (braidCommStats_t::timedCalls), in nanoseconds summed over them: from a
+   * call's start until its last operation on this connection was done (busy); of that, the
+   * waits in which nothing moved on any connection while this one had operations in flight
+   * (stall, timed from where a wait first sleeps or has gone 256 rounds idle, so waits of a
+   * few microseconds are not in it); and how much later this peer's first
+   * message of a call came than the earliest first message from any peer (arrival skew, over
+   * skewCalls calls: those in which two peers or more sent to this rank). */
+  uint64_t busyNs;
+  uint64_t stallNs;
+  uint64_t arrivalSkewNs;
+  uint64_t skewCalls;
+  /* The online link model: the time per MiB this connection took while it moved data (busy
+   * less stall, over the larger direction's bytes), a decaying average over timed calls that
+   * moved 256 KiB or more on it (each weighs 1/8; 0: none yet); what the cost model prices for
+   * the pair (its link's 1/bandwidth at the pair's level); and that level (0: one host, 1: one
+   * rack, 2: across racks, ...; all three 0 until a timed call ran on it). A flat ring's measured time includes its waits for the other
+   * hops, so compare connections with each other and over time, not with the price alone. */
+  double measuredUsPerMiB;
+  double modelUsPerMiB;
+  /* TCP: the kernel's TCP_INFO (segments sent again since the connection opened, smoothed
+   * round-trip time of the slowest socket, congestion windows summed), read at the end of a
+   * timed call at most every 100 ms; 0 on other transports. */
+  uint64_t tcpRetransmits;
+  uint32_t tcpRttUs;
+  uint32_t tcpCwnd;
+  int level;
 } braidPeerStats_t;
 
 typedef struct {

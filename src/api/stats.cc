@@ -18,10 +18,10 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "base/strfmt.h"
-#include "core/variables.h"
 #include "braid/braid.h"
 #include "core/async/engine.h"
 #include "core/comm/comm.h"
+#include "core/variables.h"
 
 using braid::Status;
 using braid::api::guard;
@@ -35,12 +35,28 @@ std::vector<ncclComm*> carriers(ncclComm* comm) {
   return out;
 }
 
+// Counts add up over a communicator's carriers; the model and the kernel's view are those of the
+// first carrier that measured them (the communicator's own connections carry most calls).
 void addPeer(const braid::LinkStats& link, braidPeerStats_t* out) {
   out->bytesSent += link.bytesSent.get();
   out->bytesReceived += link.bytesReceived.get();
   out->messagesSent += link.messagesSent.get();
   out->messagesReceived += link.messagesReceived.get();
   out->errors += link.errors.get();
+  out->busyNs += link.busyNs.get();
+  out->stallNs += link.stallNs.get();
+  out->arrivalSkewNs += link.skewNs.get();
+  out->skewCalls += link.skewCalls.get();
+  if (out->measuredUsPerMiB == 0) out->measuredUsPerMiB = link.usPerMiB.get();
+  if (out->modelUsPerMiB == 0) {
+    out->modelUsPerMiB = link.modelUsPerMiB.get();
+    out->level = static_cast<int>(link.level.get());
+  }
+  if (out->tcpRttUs == 0) {
+    out->tcpRetransmits = link.retransmits.get();
+    out->tcpRttUs = static_cast<uint32_t>(link.rttUs.get());
+    out->tcpCwnd = static_cast<uint32_t>(link.cwnd.get());
+  }
 }
 
 braidPeerStats_t peerStats(const std::vector<ncclComm*>& carriers, int peer) {
@@ -80,16 +96,17 @@ std::string jsonLine(ncclComm* comm, const char* event) {
   const std::vector<ncclComm*> all = carriers(comm);
   const braid::transport::PeerInfo& me = comm->peers[static_cast<size_t>(comm->rank)];
   const std::string host(me.hostName, strnlen(me.hostName, sizeof me.hostName));
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::string out = braid::strfmt(
       "{\"time\":%.3f,\"event\":\"%s\",\"comm\":\"%p\",\"commHash\":\"%016llx\",\"rank\":%d,"
       "\"nranks\":%d,\"host\":\"%s\",\"pid\":%d,\"calls\":%llu,\"failedCalls\":%llu,"
       "\"timedCalls\":%llu,\"callNs\":%llu,\"bytesSent\":%llu,\"bytesReceived\":%llu,"
       "\"messagesSent\":%llu,\"messagesReceived\":%llu,\"errors\":%llu,\"planChanges\":%llu,"
       "\"lateRank\":%lld,\"lateUs\":%llu,\"peerFields\":[\"peer\",\"bytesSent\","
-      "\"bytesReceived\",\"messagesSent\",\"messagesReceived\",\"errors\"],\"peers\":[",
+      "\"bytesReceived\",\"messagesSent\",\"messagesReceived\",\"errors\",\"busyNs\","
+      "\"stallNs\",\"arrivalSkewNs\",\"skewCalls\",\"measuredUsPerMiB\",\"modelUsPerMiB\","
+      "\"level\",\"tcpRetransmits\",\"tcpRttUs\",\"tcpCwnd\"],\"peers\":[",
       now, event, static_cast<void*>(comm), static_cast<ull>(comm->commHash), comm->rank,
       comm->nranks, host.c_str(), static_cast<int>(me.pid), static_cast<ull>(s.calls),
       static_cast<ull>(s.failedCalls), static_cast<ull>(s.timedCalls), static_cast<ull>(s.callNs),
@@ -101,10 +118,13 @@ std::string jsonLine(ncclComm* comm, const char* event) {
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
     const braidPeerStats_t ps = peerStats(all, p);
-    out += braid::strfmt("%s[%d,%llu,%llu,%llu,%llu,%llu]", first ? "" : ",", p,
-                         static_cast<ull>(ps.bytesSent), static_cast<ull>(ps.bytesReceived),
-                         static_cast<ull>(ps.messagesSent), static_cast<ull>(ps.messagesReceived),
-                         static_cast<ull>(ps.errors));
+    out += braid::strfmt(
+        "%s[%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.3f,%.3f,%d,%llu,%u,%u]",
+        first ? "" : ",", p, static_cast<ull>(ps.bytesSent), static_cast<ull>(ps.bytesReceived),
+        static_cast<ull>(ps.messagesSent), static_cast<ull>(ps.messagesReceived),
+        static_cast<ull>(ps.errors), static_cast<ull>(ps.busyNs), static_cast<ull>(ps.stallNs),
+        static_cast<ull>(ps.arrivalSkewNs), static_cast<ull>(ps.skewCalls), ps.measuredUsPerMiB,
+        ps.modelUsPerMiB, ps.level, static_cast<ull>(ps.tcpRetransmits), ps.tcpRttUs, ps.tcpCwnd);
     first = false;
   }
   return out + "]}\n";
@@ -175,6 +195,33 @@ void unwatchStats(ncclComm* comm) {
   writeLine(f, comm, "destroy");
 }
 
+// The online link model per topology level, for the summary: the median measured time per MiB
+// of the level's connections against the model's price, and the share of their busy time
+// stalled; empty when no connection was measured.
+std::string levelSummary(const std::vector<braidPeerStats_t>& peers) {
+  std::string out;
+  for (int level = 0;; ++level) {
+    std::vector<double> measured;
+    double model = 0;
+    uint64_t busy = 0, stall = 0;
+    bool higher = false;
+    for (const braidPeerStats_t& ps : peers) {
+      higher |= ps.level > level;
+      if (ps.level != level || ps.measuredUsPerMiB <= 0) continue;
+      measured.push_back(ps.measuredUsPerMiB);
+      model = ps.modelUsPerMiB;
+      busy += ps.busyNs;
+      stall += ps.stallNs;
+    }
+    if (!measured.empty()) {
+      std::nth_element(measured.begin(), measured.begin() + measured.size() / 2, measured.end());
+      out += strfmt("; level %d: %.0f us/MiB measured (median of %zu), %.0f priced, %.0f%% stalled",
+                    level, measured[measured.size() / 2], measured.size(), model,
+                    busy ? 100.0 * static_cast<double>(stall) / static_cast<double>(busy) : 0.0);
+    }
+    if (!higher) return out;
+  }
+}
 
 void logStatsSummary(ncclComm* comm) {
   if (comm->twinOf || !log::enabled(log::Level::Info, log::kInit)) return;
@@ -182,34 +229,35 @@ void logStatsSummary(ncclComm* comm) {
   const std::vector<ncclComm*> all = carriers(comm);
   int busiest = -1;
   uint64_t most = 0;
+  std::vector<braidPeerStats_t> peers;
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
     const braidPeerStats_t ps = peerStats(all, p);
+    peers.push_back(ps);
     if (busiest < 0 || ps.bytesSent + ps.bytesReceived > most) {
       busiest = p;
       most = ps.bytesSent + ps.bytesReceived;
     }
   }
-  BRAID_INFO(kInit,
-             "comm %p rank %d/%d: %llu calls (%llu failed; %llu timed, %.3f s); sent %llu bytes in %llu "
-             "messages, received %llu bytes in %llu; %llu errors%s%s",
-             static_cast<void*>(comm), comm->rank, comm->nranks,
-             static_cast<unsigned long long>(s.calls),
-             static_cast<unsigned long long>(s.failedCalls),
-             static_cast<unsigned long long>(s.timedCalls), static_cast<double>(s.callNs) * 1e-9,
-             static_cast<unsigned long long>(s.bytesSent),
-             static_cast<unsigned long long>(s.messagesSent),
-             static_cast<unsigned long long>(s.bytesReceived),
-             static_cast<unsigned long long>(s.messagesReceived),
-             static_cast<unsigned long long>(s.errors),
-             busiest < 0 ? ""
-                         : strfmt("; most with rank %d (%llu bytes)", busiest,
-                                  static_cast<unsigned long long>(most))
-                               .c_str(),
-             comm->adapt.enabled()
-                 ? strfmt("; %llu plan changes", static_cast<unsigned long long>(s.planChanges))
-                       .c_str()
-                 : "");
+  BRAID_INFO(
+      kInit,
+      "comm %p rank %d/%d: %llu calls (%llu failed; %llu timed, %.3f s); sent %llu bytes in %llu "
+      "messages, received %llu bytes in %llu; %llu errors%s%s%s",
+      static_cast<void*>(comm), comm->rank, comm->nranks, static_cast<unsigned long long>(s.calls),
+      static_cast<unsigned long long>(s.failedCalls), static_cast<unsigned long long>(s.timedCalls),
+      static_cast<double>(s.callNs) * 1e-9, static_cast<unsigned long long>(s.bytesSent),
+      static_cast<unsigned long long>(s.messagesSent),
+      static_cast<unsigned long long>(s.bytesReceived),
+      static_cast<unsigned long long>(s.messagesReceived),
+      static_cast<unsigned long long>(s.errors),
+      busiest < 0 ? ""
+                  : strfmt("; most with rank %d (%llu bytes)", busiest,
+                           static_cast<unsigned long long>(most))
+                        .c_str(),
+      comm->adapt.enabled()
+          ? strfmt("; %llu plan changes", static_cast<unsigned long long>(s.planChanges)).c_str()
+          : "",
+      levelSummary(peers).c_str());
 }
 
 }  // namespace braid::api
@@ -223,8 +271,7 @@ BRAID_EXT_API(ncclResult_t, braidCommGetPeerStats, ncclComm_t comm, int peer,
       return braid::invalidArgument("peer %d is not a rank of this communicator (0..%d)", peer,
                                     comm->nranks - 1);
     if (peer == comm->rank)
-      return braid::invalidArgument("peer %d is this communicator's own rank: no connection",
-                                    peer);
+      return braid::invalidArgument("peer %d is this communicator's own rank: no connection", peer);
     *stats = peerStats(carriers(comm), peer);
     return Status::Ok();
   });

@@ -41,6 +41,14 @@ class RecvSink {
   virtual void consume(size_t offset, const void* data, size_t bytes) = 0;
 };
 
+// What the kernel knows of a connection's network path (TCP_INFO), summed or maxed over its
+// sockets; a transport without such a path leaves it unset.
+struct LinkSample {
+  uint64_t retransmits = 0;  // segments sent again, since the connection opened (summed)
+  uint32_t rttUs = 0;        // smoothed round-trip time (the slowest socket)
+  uint32_t cwnd = 0;         // congestion window in segments (summed)
+};
+
 // A reliable, bidirectional, FIFO message channel to one peer. Non-blocking; never throws.
 // The k-th postRecv receives the k-th message the peer posted with postSend; the sizes must be
 // equal (a mismatch is an error, reported by progress()). A send buffer may be reused once
@@ -67,6 +75,9 @@ class Endpoint {
   // says that it can only be spun on.
   virtual void addWakeups(WaitSet& set);
   virtual std::string describe() const = 0;  // for logs, e.g. "SHM/ring 4 MiB"
+  // The kernel's view of the path (a system call per socket: the caller rations it); false
+  // where there is none (shared memory, loopback).
+  virtual bool sample(LinkSample* /*out*/) const { return false; }
 };
 
 // Connection setup runs in three phases on every rank, with bootstrap exchanges between them:

@@ -3,8 +3,11 @@
 // errors counted, the arguments checked, and the summary logged at destroy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/braid.h"
@@ -18,6 +21,14 @@ using braid::testing::runThreads;
 std::string peerStats(ncclComm_t comm, int peer, braidPeerStats_t* out) {
   if (braidCommGetPeerStats(comm, peer, out) != ncclSuccess)
     return std::string("braidCommGetPeerStats: ") + ncclGetLastError(comm);
+  return "";
+}
+
+// Every peer's stats of `rank` into row[peer] (its own entry left alone).
+std::string everyPeer(ncclComm_t comm, int rank, std::vector<braidPeerStats_t>* row) {
+  for (int p = 0; p < static_cast<int>(row->size()); ++p)
+    if (p != rank)
+      if (auto e = peerStats(comm, p, &(*row)[p]); !e.empty()) return e;
   return "";
 }
 
@@ -80,9 +91,7 @@ TEST(Telemetry, BothEndsOfEveryConnectionAgreeAfterAllReduces) {
           ncclSuccess)
         return ncclGetLastError(comm);
     }
-    for (int p = 0; p < n; ++p)
-      if (p != rank)
-        if (auto e = peerStats(comm, p, &seen[rank][p]); !e.empty()) return e;
+    if (auto e = everyPeer(comm, rank, &seen[rank]); !e.empty()) return e;
     if (braidCommGetStats(comm, &total[rank]) != ncclSuccess) return "braidCommGetStats";
     return "";
   });
@@ -132,6 +141,109 @@ TEST(Telemetry, AFailedCallAndItsLinkErrorAreCounted) {
   EXPECT_GE(total[0].errors + total[1].errors, 1u);
 }
 
+// Timed calls (4 MiB) over TCP: every connection that carried data was busy, stalled no longer
+// than that, has a measured time per MiB and the model's price for the pair, and the kernel's
+// view of its sockets; a 4000-byte call is not timed and changes none of it. The summary at
+// destroy gives the model per level.
+TEST(Telemetry, TimedCallsMeasureEveryConnection) {
+  braid::testing::LogFile log("INIT");
+  setenv("BRAID_TRANSPORTS", "tcp", 1);
+  constexpr int n = 4;
+  std::vector<std::vector<braidPeerStats_t>> seen(n, std::vector<braidPeerStats_t>(n)),
+      after(n, std::vector<braidPeerStats_t>(n));
+  auto errors = runThreads(n, [&](int rank, ncclComm_t comm) -> std::string {
+    std::vector<float> big(1 << 20, 1.0f), small(1000, 1.0f);
+    for (int i = 0; i < 3; ++i)
+      if (ncclAllReduce(big.data(), big.data(), big.size(), ncclFloat, ncclSum, comm, nullptr) !=
+          ncclSuccess)
+        return ncclGetLastError(comm);
+    if (auto e = everyPeer(comm, rank, &seen[rank]); !e.empty()) return e;
+    if (ncclAllReduce(small.data(), small.data(), small.size(), ncclFloat, ncclSum, comm,
+                      nullptr) != ncclSuccess)
+      return ncclGetLastError(comm);
+    if (auto e = everyPeer(comm, rank, &after[rank]); !e.empty()) return e;
+    return "";
+  });
+  unsetenv("BRAID_TRANSPORTS");
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  for (int r = 0; r < n; ++r)
+    for (int p = 0; p < n; ++p) {
+      if (p == r) continue;
+      const braidPeerStats_t& s = seen[r][p];
+      if (std::max(s.bytesSent, s.bytesReceived) < (size_t{256} << 10)) continue;  // no data
+      EXPECT_GT(s.busyNs, 0u) << r << " -> " << p;
+      EXPECT_LE(s.stallNs, s.busyNs) << r << " -> " << p;
+      EXPECT_GT(s.measuredUsPerMiB, 0.0) << r << " -> " << p;
+      EXPECT_GT(s.modelUsPerMiB, 0.0) << r << " -> " << p;
+      EXPECT_EQ(s.level, 0) << r << " -> " << p;  // threads: one host
+      EXPECT_GT(s.tcpRttUs, 0u) << r << " -> " << p;
+      EXPECT_GT(s.tcpCwnd, 0u) << r << " -> " << p;
+      EXPECT_EQ(after[r][p].busyNs, s.busyNs) << r << " -> " << p << ": an untimed call counted";
+      EXPECT_EQ(after[r][p].measuredUsPerMiB, s.measuredUsPerMiB) << r << " -> " << p;
+    }
+  const std::string text = log.read();
+  EXPECT_NE(text.find("; level 0: "), std::string::npos) << text;
+  EXPECT_NE(text.find(" us/MiB measured (median of "), std::string::npos) << text;
+}
+
+// Shared memory has no kernel view of a path: the TCP fields stay 0 while the rest is measured.
+TEST(Telemetry, OtherTransportsLeaveTheTcpFieldsZero) {
+  setenv("BRAID_TRANSPORTS", "loopback", 1);
+  std::vector<braidPeerStats_t> seen(2);
+  auto errors = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    std::vector<float> big(1 << 20, 1.0f);
+    if (ncclAllReduce(big.data(), big.data(), big.size(), ncclFloat, ncclSum, comm, nullptr) !=
+        ncclSuccess)
+      return ncclGetLastError(comm);
+    return peerStats(comm, 1 - rank, &seen[rank]);
+  });
+  unsetenv("BRAID_TRANSPORTS");
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GT(seen[r].busyNs, 0u) << "rank " << r;
+    EXPECT_GT(seen[r].measuredUsPerMiB, 0.0) << "rank " << r;
+    EXPECT_EQ(seen[r].tcpRttUs, 0u) << "rank " << r;
+    EXPECT_EQ(seen[r].tcpCwnd, 0u) << "rank " << r;
+    EXPECT_EQ(seen[r].tcpRetransmits, 0u) << "rank " << r;
+  }
+}
+
+// Rank 3 starts each call 30 ms late: the ranks that hear from it and from another peer in the
+// same call (rhd on 4 ranks: its partners 1 and 2) find its first message at least 15 ms behind
+// the earliest, on average, and later than every other peer's.
+TEST(Telemetry, ALatePeersArrivalSkewIsMeasured) {
+  setenv("BRAID_ALGO", "rhd", 1);
+  constexpr int n = 4, kLate = 3, kCalls = 4;
+  std::vector<std::vector<braidPeerStats_t>> seen(n, std::vector<braidPeerStats_t>(n));
+  auto errors = runThreads(n, [&](int rank, ncclComm_t comm) -> std::string {
+    std::vector<float> buf(1 << 18, 1.0f);  // 1 MiB: timed
+    for (int i = 0; i < kCalls; ++i) {
+      if (rank == kLate) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr) !=
+          ncclSuccess)
+        return ncclGetLastError(comm);
+    }
+    if (auto e = everyPeer(comm, rank, &seen[rank]); !e.empty()) return e;
+    return "";
+  });
+  unsetenv("BRAID_ALGO");
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  int judged = 0;
+  for (int r = 0; r < n; ++r) {
+    if (r == kLate || seen[r][kLate].skewCalls == 0) continue;
+    ++judged;
+    EXPECT_EQ(seen[r][kLate].skewCalls, static_cast<uint64_t>(kCalls)) << "rank " << r;
+    const double late = static_cast<double>(seen[r][kLate].arrivalSkewNs) / kCalls;
+    EXPECT_GE(late, 15e6) << "rank " << r;
+    for (int p = 0; p < n; ++p) {
+      if (p == r || p == kLate || seen[r][p].skewCalls == 0) continue;
+      EXPECT_LT(static_cast<double>(seen[r][p].arrivalSkewNs) / seen[r][p].skewCalls, late)
+          << "rank " << r << ", peer " << p;
+    }
+  }
+  EXPECT_EQ(judged, 2);  // ranks 1 and 2
+}
+
 TEST(Telemetry, BadArgumentsAreNamed) {
   braidPeerStats_t ps;
   braidCommStats_t cs;
@@ -141,8 +253,8 @@ TEST(Telemetry, BadArgumentsAreNamed) {
     auto expect = [&](ncclResult_t rc, const char* words) -> std::string {
       if (rc != ncclInvalidArgument) return std::string("no argument error for ") + words;
       const std::string text = ncclGetLastError(comm);
-      if (text.find(words) == std::string::npos) return "error without '" + std::string(words) +
-                                                        "': " + text;
+      if (text.find(words) == std::string::npos)
+        return "error without '" + std::string(words) + "': " + text;
       return "";
     };
     for (auto e : {expect(braidCommGetStats(comm, nullptr), "stats is NULL"),

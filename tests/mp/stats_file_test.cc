@@ -2,8 +2,8 @@
 // a line every 40 ms; each file then holds interval lines whose counters never go back and a last
 // "destroy" line with every call, in which each rank's bytes sent to the other are the bytes the
 // other received from it. tools/braid-stats turns the files into its table.
-#include <gtest/gtest.h>
 #include <glob.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,7 +27,7 @@ long long field(const std::string& line, const std::string& name) {
 
 // The first peer entry ([peer, bytesSent, bytesReceived, ...]) of a 2-rank line.
 std::vector<long long> peerEntry(const std::string& line) {
-  const std::regex re(R"("peers":\[\[(\d+),(\d+),(\d+),(\d+),(\d+),(\d+)\]\])");
+  const std::regex re(R"("peers":\[\[(\d+),(\d+),(\d+),(\d+),(\d+),(\d+),)");
   std::smatch m;
   if (!std::regex_search(line, m, re)) return {};
   std::vector<long long> out;
@@ -105,6 +105,9 @@ TEST(StatsFile, LinesEveryIntervalAndAtDestroyAgreeWithTheCounters) {
   EXPECT_NE(out.find("communicator "), std::string::npos) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex("\\n0 +\\S+ +12 +0 "))) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex("\\n1 +\\S+ +12 +0 "))) << out;
+  // and a row per link: the one connection, seen from both ends, busy for some time.
+  EXPECT_TRUE(std::regex_search(out, std::regex("\\n0->1 +0 .* [0-9.]+ +[0-9]+%"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\\n1->0 +0 "))) << out;
   for (const std::string& f : files) std::remove(f.c_str());
 }
 

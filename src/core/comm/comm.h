@@ -48,7 +48,8 @@ struct PeerChannel {
   uint64_t signaturesReceived = 0;
   uint64_t announcementsSent = 0;
   uint64_t announcementsReceived = 0;
-  LinkStats stats;  // what this connection carried (core/comm/link_stats.h)
+  LinkStats stats;          // what this connection carried (core/comm/link_stats.h)
+  int64_t sampledAtNs = 0;  // when the executor last read the endpoint's LinkSample (steady clock)
 };
 
 struct CommConfig {

@@ -8,10 +8,21 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
+#include "transport/transport.h"
+
 namespace braid {
+
+// A timed call updates a connection's online model when it moved at least this much on it
+// (in the larger direction): below it, a message's latency and the executor's turns are most
+// of the time, not the link's rate.
+inline constexpr uint64_t kModelMinBytes = uint64_t{256} << 10;
+// The model's decay: each sample weighs this much against the history (about the last eight
+// calls).
+inline constexpr double kModelWeight = 1.0 / 8;
 
 // One counter of one writer and many readers. Copying takes a snapshot (channels live in a
 // vector).
@@ -27,9 +38,26 @@ class Counter {
     value_.store(value_.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
   }
   uint64_t get() const { return value_.load(std::memory_order_relaxed); }
+  void set(uint64_t v) { value_.store(v, std::memory_order_relaxed); }
 
  private:
   std::atomic<uint64_t> value_{0};
+};
+
+// A measured value (a double) of one writer and many readers; 0 until first set.
+class Gauge {
+ public:
+  Gauge() = default;
+  Gauge(const Gauge& other) : bits_(other.bits_.load(std::memory_order_relaxed)) {}
+  Gauge& operator=(const Gauge& other) {
+    bits_.store(other.bits_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return *this;
+  }
+  void set(double v) { bits_.store(std::bit_cast<uint64_t>(v), std::memory_order_relaxed); }
+  double get() const { return std::bit_cast<double>(bits_.load(std::memory_order_relaxed)); }
+
+ private:
+  std::atomic<uint64_t> bits_{0};  // the bits of 0.0
 };
 
 // One connection (a peer of the communicator).
@@ -39,6 +67,40 @@ struct LinkStats {
   Counter messagesSent;
   Counter messagesReceived;
   Counter errors;  // operations on it that failed (its endpoint's error, or a peer lost on it)
+  // Timed calls only (the executor's, core/exec/run.cc), in nanoseconds: from a call's start to
+  // its last operation on this connection done, summed (busy); of that, the waits in which
+  // nothing moved on any connection while this one had operations in flight (stall; from where
+  // the wait first slept or reached its checks: Run::startStall); and how
+  // much later this peer's first message of a call came than the first message from any peer
+  // (skew, over skewCalls calls: those that received from two peers or more).
+  Counter busyNs;
+  Counter stallNs;
+  Counter skewNs;
+  Counter skewCalls;
+  // The online link model: microseconds per MiB this connection took while it moved data
+  // (busy less stall, over the larger direction's bytes), a decaying average of the timed calls
+  // that moved kModelMinBytes or more on it; and what the cost model prices for the pair then
+  // (its link at the pair's topology level, which `level` names: 0 one host, 1 one rack, ...).
+  Gauge usPerMiB;
+  Gauge modelUsPerMiB;
+  Counter level;
+  // The kernel's view (transport::LinkSample), as last sampled by the executor.
+  Counter retransmits;
+  Counter rttUs;
+  Counter cwnd;
+
+  // One timed call's figures on this connection, and the model's price for the pair now.
+  struct Call {
+    uint64_t busyNs, stallNs;
+    uint64_t bytes;  // the larger direction's
+    int64_t skewNs;  // -1: not measured in this call
+  };
+  void record(const Call& call, int pairLevel, double pairModelUsPerMiB);
+  void sampled(const transport::LinkSample& sample) {
+    retransmits.set(sample.retransmits);
+    rttUs.set(sample.rttUs);
+    cwnd.set(sample.cwnd);
+  }
 
   void sent(size_t bytes) {
     bytesSent.add(bytes);

@@ -122,6 +122,21 @@ struct ChannelQueue {
   std::vector<uint8_t> recvInline;  // 1: receive k's data may come inside the signature before it
   size_t sendsPosted = 0, sendsDone = 0, recvsPosted = 0, recvsDone = 0;
   std::deque<SignatureSlot> signatures;  // a deque: endpoints hold pointers into it
+
+  // This run's traffic on the connection, and in a timed run its clock (ns from the run's
+  // start; -1: not yet): the first receive done, the last operation done, and the waits with
+  // nothing moving while it had operations in flight (core/comm/link_stats.h).
+  uint64_t bytesSent = 0, bytesReceived = 0;
+  int64_t firstInNs = -1, lastDoneNs = -1;
+  uint64_t stallNs = 0;
+
+  bool inFlight() const { return sendsDone < sendsPosted || recvsDone < recvsPosted; }
+  void resetCounts() {
+    sendsPosted = sendsDone = recvsPosted = recvsDone = 0;
+    bytesSent = bytesReceived = 0;
+    firstInNs = lastDoneNs = -1;
+    stallNs = 0;
+  }
 };
 
 }  // namespace braid::exec

@@ -36,6 +36,10 @@ using Clock = std::chrono::steady_clock;
 // call takes tens of microseconds at least).
 constexpr size_t kTimedBytes = size_t{64} << 10;
 
+// The kernel's view of a connection (TCP_INFO: a system call per socket) is read at the end of
+// a timed run at most this often.
+constexpr int64_t kSampleEveryNs = 100'000'000;
+
 size_t bytesOf(const Plan& plan) { return plan.count * kernels::typeSize(plan.type); }
 
 // The communicator whose adaptation watches the plan (a host stream's twin runs the calls of
@@ -63,6 +67,9 @@ void observe(const Plan& plan, uint64_t ns) {
 Status Run::go(std::span<Plan> plans, const Options& options) {
   const bool timeIt = timed(plans);
   const Clock::time_point start = timeIt ? Clock::now() : Clock::time_point{};
+  timing_ = timeIt;
+  start_ = start;
+  stallSince_ = {};
   plans_ = plans;
   holdWhile_ = options.holdWhile;
   background_ = options.background;
@@ -95,6 +102,7 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
     if (st.ok() && plans.size() == 1) observe(plans[0], ns);
     const int64_t endNs =
         std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count();
+    if (st.ok()) recordLinks(endNs);
     for (const Plan& plan : plans) {
       if (owner(plan)->adapt.enabled()) owner(plan)->adapt.ended(endNs);
       plan.comm->callStats.timed.add(1);
@@ -130,7 +138,7 @@ void Run::replay() {
   for (size_t i = 0; i < nQueues_; ++i) {
     ChannelQueue& q = queues_[i];
     PeerChannel& ch = q.comm->channels[q.peer];
-    q.sendsPosted = q.sendsDone = q.recvsPosted = q.recvsDone = 0;
+    q.resetCounts();
     for (SignatureSlot& slot : q.signatures) {
       if (slot.sends)
         slot.out[1] = slot.announcement ? ++ch.announcementsSent : ++ch.signaturesSent;
@@ -261,7 +269,7 @@ ChannelQueue* Run::queueFor(ncclComm* comm, int peer) {
   q.peer = peer;
   q.sends.clear();
   q.recvs.clear();
-  q.sendsPosted = q.sendsDone = q.recvsPosted = q.recvsDone = 0;
+  q.resetCounts();
   q.signatures.clear();
   return &q;
 }
@@ -276,6 +284,7 @@ Status Run::postSend(ChannelQueue& q, StepRef ref, bool* inlined) {
     *inlined = packSignature(q, slot);
     BRAID_TRY(ch.endpoint->postSend(slot.out, kSignatureBytes));
     ch.stats.sent(kSignatureBytes);
+    q.bytesSent += kSignatureBytes;
     return Status::Ok();
   }
   *inlined = false;
@@ -283,6 +292,7 @@ Status Run::postSend(ChannelQueue& q, StepRef ref, bool* inlined) {
   const size_t bytes = bytesOf(ref.plan, st.src);
   BRAID_TRY(ch.endpoint->postSend(address(ref.plan, st.src), bytes));
   ch.stats.sent(bytes);
+  q.bytesSent += bytes;
   return Status::Ok();
 }
 
@@ -292,6 +302,7 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
     BRAID_TRY(
         ch.endpoint->postRecv(q.signatures[ref.step - kSignature].in, kSignatureBytes, nullptr));
     ch.stats.received(kSignatureBytes);
+    q.bytesReceived += kSignatureBytes;
     return Status::Ok();
   }
   const Step& st = stepOf(ref);
@@ -307,6 +318,7 @@ Status Run::postRecv(ChannelQueue& q, StepRef ref) {
   const size_t bytes = bytesOf(ref.plan, st.dst);
   BRAID_TRY(ch.endpoint->postRecv(address(ref.plan, st.dst), bytes, sink, stream));
   ch.stats.received(bytes);
+  q.bytesReceived += bytes;
   return Status::Ok();
 }
 
@@ -342,7 +354,8 @@ Status Run::pump(ChannelQueue& q, bool* moved) {
   if (!postRecvs(q, &st)) return st;
   if (q.recvsPosted != posted) *moved = true;
   Status progress;
-  if (q.sendsDone < q.sendsPosted || q.recvsDone < q.recvsPosted) progress = ep->progress();
+  if (q.inFlight()) progress = ep->progress();
+  const size_t sendsWere = q.sendsDone, recvsWere = q.recvsDone;
   while (q.sendsDone < q.sendsPosted && ep->sendsCompleted() >= q.sendSeq[q.sendsDone]) {
     complete(q.sends[q.sendsDone++]);
     *moved = true;
@@ -362,6 +375,10 @@ Status Run::pump(ChannelQueue& q, bool* moved) {
       *moved = true;
     }
     if (again && !postRecvs(q, &st)) return st;
+  }
+  if (timing_ && (q.sendsDone != sendsWere || q.recvsDone != recvsWere)) {
+    q.lastDoneNs = sinceStart();
+    if (q.firstInNs < 0 && q.recvsDone != recvsWere) q.firstInNs = q.lastDoneNs;
   }
   return progress;
 }
@@ -416,7 +433,10 @@ bool Run::sleep() {
       ep->addWakeups(wakeups_);
     }
   }
-  if (wakeups_.method() == transport::WaitSet::Method::kFds) return wakeups_.sleep(kSleep);
+  if (wakeups_.method() == transport::WaitSet::Method::kFds) {
+    startStall();
+    return wakeups_.sleep(kSleep);
+  }
   const bool yielded = idle_.yieldedFor(kBellsAfter);
   if (wakeups_.method() != transport::WaitSet::Method::kDoorbells || !yielded || !wakeups_.arm())
     wakeups_.clear();
@@ -473,21 +493,78 @@ Status Run::loop() {
     if (moved) {
       if (wakeups_.armed()) wakeups_.clear();
       idle_.moved();
+      if (stallSince_ != Clock::time_point{}) endStall();
       continue;
     }
     if (idle_.idleRound())  // a wait starts now: timeouts measure time without progress
       for (Waiter& w : waiters_) w.restart();
     bool slept = false;
     if (wakeups_.armed()) {  // armed last round, and nothing moved since
+      startStall();
       slept = wakeups_.sleep(kSleep);
       if (!slept) sched_yield();
     } else if (!idle_.spinning()) {
       slept = sleep();
       if (!slept && !wakeups_.armed()) sched_yield();
     }
-    if (idle_.checksDue(slept)) BRAID_TRY(periodicChecks());
+    if (idle_.checksDue(slept)) {
+      startStall();
+      BRAID_TRY(periodicChecks());
+    }
   }
   return Status::Ok();
+}
+
+int64_t Run::sinceStart() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+}
+
+// A timed run's stall is timed from where its wait first sleeps, or reaches its periodic checks
+// (idle.h: after 256 idle rounds), not from its first idle round: a clock read in every short
+// wait (yields on shared memory, thousands a call) slowed large calls measurably, where one
+// before a sleep or at a check is lost in the system call or the checks beside it.
+void Run::startStall() {
+  if (timing_ && stallSince_ == Clock::time_point{}) stallSince_ = Clock::now();
+}
+
+void Run::endStall() {
+  const auto ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - stallSince_).count());
+  stallSince_ = {};
+  for (size_t i = 0; i < nQueues_; ++i)
+    if (queues_[i].inFlight()) queues_[i].stallNs += ns;
+}
+
+// A successful timed run's figures per connection: busy and stalled time, the lateness of each
+// peer's first message behind the earliest peer's (where two peers or more sent to this rank),
+// the online link model's sample, and now and then the kernel's view of the path.
+void Run::recordLinks(int64_t endNs) {
+  for (size_t i = 0; i < nQueues_; ++i) {
+    const ChannelQueue& q = queues_[i];
+    if (q.lastDoneNs < 0) continue;
+    int64_t earliest = INT64_MAX;
+    int receiving = 0;
+    for (size_t k = 0; k < nQueues_; ++k)
+      if (queues_[k].comm == q.comm && queues_[k].firstInNs >= 0) {
+        earliest = std::min(earliest, queues_[k].firstInNs);
+        ++receiving;
+      }
+    const int64_t skew = receiving >= 2 && q.firstInNs >= 0 ? q.firstInNs - earliest : -1;
+    PeerChannel& ch = q.comm->channels[q.peer];
+    const algos::Topology& topo = q.comm->topology;
+    const int level = topo.commonLevel(q.comm->rank, q.peer);
+    const double modelUsPerMiB = static_cast<size_t>(level) < topo.link.size()
+                                     ? topo.link[level].betaUsPerByte * 1048576.0
+                                     : 0.0;
+    const auto busy = static_cast<uint64_t>(q.lastDoneNs);
+    ch.stats.record({busy, std::min(q.stallNs, busy), std::max(q.bytesSent, q.bytesReceived), skew},
+                    level, modelUsPerMiB);
+    if (endNs - ch.sampledAtNs >= kSampleEveryNs && ch.endpoint) {
+      ch.sampledAtNs = endNs;
+      transport::LinkSample sample;
+      if (ch.endpoint->sample(&sample)) ch.stats.sampled(sample);
+    }
+  }
 }
 
 // Timeouts, aborts and revocation of every plan's communicator; now and then (IdlePolicy),
@@ -570,8 +647,8 @@ Status Run::lostPeers(const Plan& plan, const Status& status, std::vector<int> a
   awaited.erase(std::unique(awaited.begin(), awaited.end()), awaited.end());
   const loss::Progress where = progress(plan.comm);
   loss::report(plan.comm, awaited, where, diagnosis.empty() ? status.message() : diagnosis);
-  return failed(plan,
-                Status(status.code(), status.message() + loss::culprits(plan.comm, awaited, where)));
+  return failed(
+      plan, Status(status.code(), status.message() + loss::culprits(plan.comm, awaited, where)));
 }
 
 loss::Progress Run::progress(const ncclComm* comm) const {

@@ -15,8 +15,10 @@
 #include <span>
 #include <vector>
 
+#include <chrono>
 #include "base/waiter.h"
 #include "core/comm/peer_loss.h"
+
 #include "core/exec/executor.h"
 #include "core/exec/idle.h"
 #include "core/exec/queues.h"
@@ -57,6 +59,13 @@ class Run {
   bool sleep();
   bool onlySignaturesLeft(const ChannelQueue& q) const;
   Status periodicChecks();
+  // Timed runs: ns since the run started; the end of a wait in which nothing moved, charged to
+  // the connections that had operations in flight; and each connection's figures at the end
+  // (core/comm/link_stats.h).
+  int64_t sinceStart() const;
+  void startStall();
+  void endStall();
+  void recordLinks(int64_t endNs);
   Status failed(const Plan& plan, const Status& status);
   void abandon(ncclResult_t code);
 
@@ -121,6 +130,8 @@ class Run {
   const std::atomic<uint32_t>* holdWhile_ = nullptr;  // Options::holdWhile
   bool background_ = false;                           // Options::background
   size_t pending_ = 0;
+  bool timing_ = false;  // a timed run (see timed() in run.cc)
+  std::chrono::steady_clock::time_point start_{}, stallSince_{};
   IdlePolicy idle_;
   transport::WaitSet wakeups_;  // armed for a sleep on doorbells; cleared once anything moves
 

@@ -1,5 +1,7 @@
 #include "transport/tcp/tcp_endpoint.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -39,6 +41,22 @@ std::string TcpEndpoint::describe() const {
   const bool tls = !fds_.empty() && fds_[0].send.encrypted();
   return strfmt("TCP/%zu stream%s%s, slice %zu KiB, peer rank %d", streams_.size(),
                 streams_.size() == 1 ? "" : "s", tls ? " (TLS)" : "", slice_ >> 10, peerRank_);
+}
+
+bool TcpEndpoint::sample(LinkSample* out) const {
+  LinkSample sum;
+  bool any = false;
+  for (const StreamSockets& stream : fds_) {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (getsockopt(stream.send.fd(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) continue;
+    any = true;
+    sum.retransmits += info.tcpi_total_retrans;
+    sum.rttUs = std::max(sum.rttUs, info.tcpi_rtt);
+    sum.cwnd += info.tcpi_snd_cwnd;
+  }
+  if (any) *out = sum;
+  return any;
 }
 
 size_t TcpEndpoint::sliceLength(size_t bytes, size_t slice) const {

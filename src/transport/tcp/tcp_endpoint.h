@@ -36,6 +36,7 @@ class TcpEndpoint final : public Endpoint {
   bool busy() const override { return !sends_.empty() || !recvs_.empty(); }
   void addWakeups(WaitSet& set) override;  // every stream with an operation to move
   std::string describe() const override;
+  bool sample(LinkSample* out) const override;  // TCP_INFO of every stream
 
  private:
   static constexpr size_t kHeaderBytes = tcp::kHeaderBytes;
