@@ -108,7 +108,6 @@ Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& opti
   const size_t maxPairs = static_cast<size_t>(options.maxPairs > 0 ? options.maxPairs : 4 * nhosts);
   std::vector<PairSample> samples;
   std::set<std::pair<int, int>> measured;
-  std::set<int> confirmed;  // lone hosts measured again
   size_t measurements = 0;
   bool stopped = false;
 
@@ -156,30 +155,28 @@ Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& opti
   };
   BRAID_TRY(place());
 
-  // A host alone in its rack may owe that to one bad measurement: with hosts of two racks
-  // interleaved, a host has often a single measured pair inside its rack, and a loaded machine
-  // sometimes measures that pair at an uplink's rate. Noise only ever lowers a measured
-  // bandwidth (contention, scheduling), so the fastest pair from a lone host to each other rack
-  // is measured again and the faster of the two kept; a rack that is real stays alone.
+  // A split may owe itself to one bad measurement: with hosts of two racks interleaved, a host
+  // has often a single measured pair inside its rack, and a loaded machine sometimes measures
+  // that pair at an uplink's rate (a host left alone, or a rack cut in two). Noise only ever
+  // lowers a measured bandwidth (contention, scheduling), so the pairs nearest the split from
+  // below, the fastest measured pair between each two racks, are measured again and the faster
+  // of the two kept, before the split is accepted; racks that are real stay apart. Each pair is
+  // measured again at most once (and within the budget), so this ends.
+  std::set<size_t> remeasured;  // indices into samples
   for (;;) {
-    std::vector<int> members(static_cast<size_t>(racks.racks), 0);
-    for (int r : racks.rackOfHost) ++members[static_cast<size_t>(r)];
-    std::map<std::pair<int, int>, size_t> fastest;  // (lone host, other rack) -> sample
+    std::map<std::pair<int, int>, size_t> fastest;  // (rack, other rack) -> sample
     for (size_t i = 0; i < samples.size() && racks.racks > 1; ++i) {
       const PairSample& s = samples[i];
-      for (int end : {s.a, s.b}) {
-        const int other = end == s.a ? s.b : s.a;
-        const int rack = racks.rackOfHost[static_cast<size_t>(end)];
-        const int otherRack = racks.rackOfHost[static_cast<size_t>(other)];
-        if (members[static_cast<size_t>(rack)] != 1 || rack == otherRack || confirmed.count(end))
-          continue;
-        auto [it, fresh] = fastest.try_emplace({end, otherRack}, i);
-        if (!fresh && samples[it->second].link.bandwidthGbps < s.link.bandwidthGbps) it->second = i;
-      }
+      const int ra = racks.rackOfHost[static_cast<size_t>(s.a)];
+      const int rb = racks.rackOfHost[static_cast<size_t>(s.b)];
+      if (ra == rb) continue;
+      auto [it, fresh] = fastest.try_emplace({std::min(ra, rb), std::max(ra, rb)}, i);
+      if (!fresh && samples[it->second].link.bandwidthGbps < s.link.bandwidthGbps) it->second = i;
     }
-    if (fastest.empty() || stopped) break;
-    std::set<size_t> again;  // two lone hosts may share their fastest pair
-    for (const auto& [key, i] : fastest) confirmed.insert(key.first), again.insert(i);
+    std::vector<size_t> again;
+    for (const auto& [key, i] : fastest)
+      if (remeasured.insert(i).second) again.push_back(i);
+    if (again.empty() || stopped) break;
     for (size_t i : again) {
       PairSample& s = samples[i];
       PairSample second = s;
@@ -190,8 +187,8 @@ Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& opti
     BRAID_TRY(place());
   }
   BRAID_INFO(kGraph, "probe: %zu measurements between %d hosts%s: %d racks (split at %.3g Gbit/s)",
-             measurements, nhosts, stopped ? " (stopped by budget or pair limit)" : "",
-             racks.racks, racks.thresholdGbps);
+             measurements, nhosts, stopped ? " (stopped by budget or pair limit)" : "", racks.racks,
+             racks.thresholdGbps);
   *out = std::move(racks);
   if (samplesOut) *samplesOut = std::move(samples);
   return Status::Ok();

@@ -57,9 +57,10 @@ struct ProbeOptions {
 
 // Measures a ring (h, h+1) and a star from host 0, clusters, then lets the lowest host outside
 // every known rack measure the hosts still unplaced, until every host is placed or the budget or
-// maxPairs runs out (the racks are then those the measurements made so far support). A host
-// left alone in a rack has its fastest pair to each other rack measured again (the faster of the
-// two counts) before the split is accepted. `samples` (optional) receives each measured pair once.
+// maxPairs runs out (the racks are then those the measurements made so far support). Before a
+// split is accepted, the fastest measured pair between each two racks (the pairs nearest the
+// split) is measured again, the faster of the two counting. `samples` (optional) receives each
+// measured pair once.
 Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options,
                   RackClustering* out, std::vector<PairSample>* samples = nullptr);
 

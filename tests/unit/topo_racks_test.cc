@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "topo/comm_topology.h"
@@ -175,6 +176,30 @@ TEST(Probe, OneBadMeasurementDoesNotMakeARack) {
     std::vector<PairSample> samples;
     ASSERT_TRUE(probeRacks(8, noisy, {}, &c, &samples).ok());
     EXPECT_TRUE(spoiled);
+    EXPECT_EQ(c.racks, 2) << "seed " << seed;
+    EXPECT_EQ(c.rackOfHost, canonical(s.rack)) << "seed " << seed;
+    EXPECT_LE(s.calls, 4 * 8);
+  }
+}
+
+// Every measured pair between two halves of one rack comes out at an uplink's rate the first
+// time: the first clustering cuts the rack in two, and no host is left alone. The fastest pair
+// between each two racks is measured again, and the real rack comes back.
+TEST(Probe, BadMeasurementsDoNotCutARackInTwo) {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    Synthetic s{{0, 0, 0, 0, 1, 1, 1, 1}};
+    s.rng.seed(seed);
+    std::set<std::pair<int, int>> spoiled;
+    MeasureFn noisy = [&](int a, int b, LinkSample* out) {
+      *out = s.measure(a, b);
+      const auto pair = std::make_pair(std::min(a, b), std::max(a, b));
+      if (pair.first <= 1 && (pair.second == 2 || pair.second == 3) && spoiled.insert(pair).second)
+        out->bandwidthGbps = s.across;
+      return Status::Ok();
+    };
+    RackClustering c;
+    ASSERT_TRUE(probeRacks(8, noisy, {}, &c).ok());
+    EXPECT_GE(spoiled.size(), 2u) << "seed " << seed;
     EXPECT_EQ(c.racks, 2) << "seed " << seed;
     EXPECT_EQ(c.rackOfHost, canonical(s.rack)) << "seed " << seed;
     EXPECT_LE(s.calls, 4 * 8);
