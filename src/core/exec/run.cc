@@ -539,17 +539,27 @@ void Run::endStall() {
 // peer's first message behind the earliest peer's (where two peers or more sent to this rank),
 // the online link model's sample, and now and then the kernel's view of the path.
 void Run::recordLinks(int64_t endNs) {
+  // Each communicator's earliest first arrival, and how many of its peers sent: one pass over
+  // the queues (a run has few communicators, an AlltoAll as many queues as peers).
+  firsts_.clear();
+  for (size_t i = 0; i < nQueues_; ++i) {
+    const ChannelQueue& q = queues_[i];
+    if (q.firstInNs < 0) continue;
+    auto it = std::find_if(firsts_.begin(), firsts_.end(),
+                           [&](const FirstArrival& f) { return f.comm == q.comm; });
+    if (it == firsts_.end()) {
+      firsts_.push_back({q.comm, q.firstInNs, 1});
+    } else {
+      it->earliest = std::min(it->earliest, q.firstInNs);
+      ++it->receiving;
+    }
+  }
   for (size_t i = 0; i < nQueues_; ++i) {
     const ChannelQueue& q = queues_[i];
     if (q.lastDoneNs < 0) continue;
-    int64_t earliest = INT64_MAX;
-    int receiving = 0;
-    for (size_t k = 0; k < nQueues_; ++k)
-      if (queues_[k].comm == q.comm && queues_[k].firstInNs >= 0) {
-        earliest = std::min(earliest, queues_[k].firstInNs);
-        ++receiving;
-      }
-    const int64_t skew = receiving >= 2 && q.firstInNs >= 0 ? q.firstInNs - earliest : -1;
+    int64_t skew = -1;
+    for (const FirstArrival& f : firsts_)
+      if (f.comm == q.comm && f.receiving >= 2 && q.firstInNs >= 0) skew = q.firstInNs - f.earliest;
     PeerChannel& ch = q.comm->channels[q.peer];
     const algos::Topology& topo = q.comm->topology;
     const int level = topo.commonLevel(q.comm->rank, q.peer);

@@ -131,6 +131,12 @@ class Run {
   bool background_ = false;                           // Options::background
   size_t pending_ = 0;
   bool timing_ = false;  // a timed run (see timed() in run.cc)
+  struct FirstArrival {  // recordLinks: a communicator's earliest first arrival in this run
+    const ncclComm* comm;
+    int64_t earliest;
+    int receiving;  // its peers that sent
+  };
+  std::vector<FirstArrival> firsts_;
   std::chrono::steady_clock::time_point start_{}, stallSince_{};
   IdlePolicy idle_;
   transport::WaitSet wakeups_;  // armed for a sleep on doorbells; cleared once anything moves
