@@ -55,7 +55,9 @@ elseif(BRAID_WITH_VERBS)
 else()
   set(BRAID_VERBS_FOUND OFF)
 endif()
-message(STATUS "Braid: IB verbs headers ${BRAID_VERBS_FOUND} (verbs transport not built yet)")
+# Without rdma-core's headers there is no ib transport; with them, libibverbs is still loaded
+# only at run time (dlopen), so the library needs it nowhere.
+message(STATUS "Braid: IB verbs headers ${BRAID_VERBS_FOUND} (ib transport ${BRAID_VERBS_FOUND})")
 
 # pugixml reads NCCL_TOPO_FILE and the cluster map: required. hwloc discovers the host; without
 # it the library still builds and discovery reads what it can from /proc and /sys.

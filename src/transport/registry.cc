@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "transport/ib/ib_transport.h"
 #include "transport/loopback/loopback_transport.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
@@ -12,7 +13,7 @@
 namespace braid::env {
 const Var kBraidTransports = {
     "BRAID_TRANSPORTS", nullptr,
-    "comma list of the transports that may be used (loopback, shm, tcp); unset: all"};
+    "comma list of the transports that may be used (loopback, shm, ib, tcp); unset: all"};
 }  // namespace braid::env
 
 namespace braid::transport {
@@ -20,6 +21,9 @@ namespace {
 
 // One line per transport, in preference order.
 constexpr const TransportEntry* kRegistered[] = {&kLoopbackTransport, &kShmTransport,
+#if BRAID_HAVE_IBVERBS
+                                                 &kIbTransport,
+#endif
                                                  &kTcpTransport};
 
 bool sameName(std::string_view a, std::string_view b) {

@@ -30,6 +30,7 @@ struct PeerInfo {
   uint64_t machineHash = 0;  // the kernel's boot id: equal means the same CPUs, whatever
                              // NCCL_HOSTID says (emulated hosts in namespaces share them)
   int32_t cores = 1;         // CPUs this process may run on (its affinity mask)
+  int32_t ibPorts = 0;       // active RDMA ports the ib transport can use (Transport::advertise)
 };
 
 // Receives the bytes of a posted receive as they arrive, in place of a memcpy into the buffer
@@ -90,6 +91,9 @@ class Transport {
   virtual ~Transport() = default;
   virtual std::string_view name() const = 0;
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  // Adds to this rank's PeerInfo, before the ranks exchange them, what peers need to know to
+  // decide canConnect (say that it has a usable device).
+  virtual void advertise(PeerInfo* /*self*/) const {}
   // What a message between two ranks this transport serves costs, for the cost model (the
   // topology's link inside a host, or between hosts where no map or probe says otherwise).
   virtual LinkCost linkCost() const = 0;

@@ -22,6 +22,10 @@
 #include "transport/wait.h"
 #include "transport_test_util.h"
 
+#if BRAID_HAVE_IBVERBS
+#include "transport/ib/ib_transport.h"
+#endif
+
 namespace braid::transport {
 namespace {
 
@@ -82,7 +86,21 @@ const Case kCases[] = {
      {{"NCCL_NSOCKS_PERTHREAD", "2"},
       {"BRAID_TCP_SLICE_BYTES", "4096"},
       {"BRAID_TLS_PSK", "contract-test-key-0123456789abcdef"}}},
+    // ib (verbs): runs where an RDMA port is active (tests/rdma boots one); skipped elsewhere.
+    {"ib", "slots256K", (256 << 10) - 16, {}},
+    {"ib",
+     "slots4K_3qps",
+     4096 - 16,
+     {{"BRAID_IB_SLOT_BYTES", "4096"}, {"NCCL_IB_QPS_PER_CONNECTION", "3"}}},
 };
+
+bool ibPortHere() {
+#if BRAID_HAVE_IBVERBS
+  return ibPortAvailable();
+#else
+  return false;
+#endif
+}
 
 using Pair = braid::testing::EndpointPair;
 using braid::testing::localPeer;
@@ -94,6 +112,9 @@ class EndpointContract : public ::testing::TestWithParam<Case> {
     set("NCCL_SOCKET_IFNAME", "lo");  // TCP stays on loopback
     set("NCCL_SOCKET_FAMILY", "AF_INET");
     for (const auto& [name, value] : GetParam().env) set(name, value);
+    if (std::string(GetParam().transport) == "ib" && !ibPortHere())
+      GTEST_SKIP() << "no ib transport or no active RDMA port here (tests/rdma runs this suite "
+                      "on Soft-RoCE)";
     entry_ = find(GetParam().transport);
     ASSERT_NE(entry_, nullptr) << GetParam().transport << " is not a registered transport";
   }

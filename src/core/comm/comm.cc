@@ -129,7 +129,9 @@ Status ncclComm::initWith(const ncclUniqueId& id, bool hostRoot, const braid::Wa
   BRAID_TRY(braid::Bootstrap::create(id, rank, nranks, hostRoot, waiter, &bootstrap));
 
   peers.assign(nranks, {});
+  BRAID_TRY(braid::transport::createTransports(&transports));
   peers[rank] = braid::localPeerInfo(rank);
+  for (const auto& t : transports) t->advertise(&peers[rank]);
   BRAID_TRY(bootstrap->allGather(peers.data(), sizeof(braid::transport::PeerInfo)));
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return braid::internalError("bootstrap returned a corrupt peer table");
@@ -149,7 +151,6 @@ Status ncclComm::initWith(const ncclUniqueId& id, bool hostRoot, const braid::Wa
   spinRounds = localRanks <= cores ? 1u << 16 : 0;
   BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks,
              cores, localRanks <= cores ? "spinning" : "not spinning");
-  BRAID_TRY(braid::transport::createTransports(&transports));
   BRAID_TRY(connectAll(waiter));
   if (twinOf)
     topology = twinOf->topology;
