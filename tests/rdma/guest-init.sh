@@ -1,11 +1,13 @@
 #!/bin/sh
 # /init of the guest's initramfs, run by busybox sh as PID 1 (tests/rdma/guest.sh builds the
-# initramfs: busybox, the modules below in dependency order in /modules.order, this script).
+# initramfs: busybox, the modules it names and their dependencies, in load order in
+# /modules.order, and this script).
 #
 # It loads the modules, mounts the host's root (9p tag "hostroot", read-only) under a tmpfs
 # overlay, brings up eth0 and Soft-RoCE device rxe0 on it, then runs the command guest.sh wrote
 # (its xfer directory, 9p tag "xfer": guest.env, cmd.sh) chrooted into the host's root, appending
-# its stdout and stderr to xfer/out and xfer/err and writing its exit status to xfer/rc. A setup
+# its stdout and stderr to xfer/out and xfer/err and writing its exit status to xfer/rc; the
+# host directories in xfer/rw.list are mounted writable at their own paths. A setup
 # step that fails writes its reason to xfer/setup-error instead. Then it powers the guest off.
 export PATH=/bin
 
@@ -54,6 +56,9 @@ mount -t devpts devpts /newroot/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm
 mkdir -p "/newroot$XFER"
 mount --bind /xfer "/newroot$XFER" || fail "bind xfer at $XFER"
+while read -r tag dir; do
+  mount -t 9p -o "$p9" "$tag" "/newroot$dir" || fail "mount 9p $tag at $dir (--rw)"
+done </xfer/rw.list
 
 hostname "guest$GUEST_INDEX"
 echo "guest$GUEST_INDEX" >/newroot/etc/hostname
@@ -92,6 +97,7 @@ fi
 ulimit -l unlimited
 chroot /newroot /usr/bin/env -i /bin/bash "$XFER/cmd.sh" >>/xfer/out 2>>/xfer/err </dev/null
 echo "$?" >/xfer/rc
+while read -r tag dir; do umount "/newroot$dir"; done </xfer/rw.list
 umount "/newroot$XFER" 2>/dev/null
 umount /xfer
 poweroff_now

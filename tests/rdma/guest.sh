@@ -4,10 +4,11 @@
 # command's output and exit status.
 #
 #   tests/rdma/guest.sh [--guests 1|2] [--timeout S] [--mem MIB] [--smp N] [--env NAME[=VALUE]]...
-#                       [--verbose] -- CMD [ARG...]
+#                       [--rw DIR]... [--verbose] -- CMD [ARG...]
 #
 # The guest sees the host's root read-only (9p) under a tmpfs overlay, so host-built binaries run
-# unchanged; writes stay in the guest. CMD runs as root, chrooted there, in the caller's current
+# unchanged; writes stay in the guest, except under each --rw DIR (a host directory the guest
+# sees writable at the same path: results, test reports). CMD runs as root, chrooted there, in the caller's current
 # directory, with the caller's BRAID_*, NCCL_*, GTEST_*, *SAN_OPTIONS, PATH, LD_LIBRARY_PATH,
 # LD_PRELOAD, PYTHONPATH, HOME, LANG, LC_ALL, TZ and TMPDIR, those given by --env, and
 # GUEST_INDEX, GUEST_COUNT, GUEST_ADDR (this guest's IPv4 address on eth0) and GUEST_PEER_ADDR
@@ -31,7 +32,7 @@ skip() { echo "guest.sh: skipped: $*" >&2; exit 77; }
 die() { echo "guest.sh: $*" >&2; exit 125; }
 
 guests=1 timeout=600 mem=2048 smp=2 verbose=0
-extra_env=()
+extra_env=() rw_dirs=()
 while (($#)); do
   case $1 in
     --guests) guests=$2; shift 2 ;;
@@ -39,6 +40,8 @@ while (($#)); do
     --mem) mem=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
     --env) extra_env+=("$2"); shift 2 ;;
+    --rw) [[ -d $2 ]] || { echo "guest.sh: --rw $2: no such directory" >&2; exit 2; }
+          rw_dirs+=("$(cd "$2" && pwd -P)"); shift 2 ;;
     --verbose) verbose=1; shift ;;
     --) shift; break ;;
     *) usage ;;
@@ -139,6 +142,7 @@ write_cmd() {  # write_cmd FILE INDEX ADDR PEER CMD...
 # trip instead of 5-10). UDP ("socket,udp=") has no such wait but may drop packets under load,
 # which rxe's RC retransmission turns into stalls of the QP timeout.
 prefix=10.77.0
+qopt() { echo "${1//,/,,}"; }  # a path as a qemu option value: commas doubled
 # A qemu outliving this script (killed by ctest's timeout, say) is killed with it.
 pdeath=()
 setpriv --help 2>/dev/null | grep -q pdeathsig && pdeath=(setpriv --pdeathsig KILL)
@@ -150,15 +154,22 @@ start_guest() {  # start_guest INDEX NETDEV
     -append "console=ttyS0 panic=1 oops=panic quiet mitigations=off tsc=reliable nowatchdog rdinit=/init" \
     -serial "file:$g/console.log" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-    -virtfs "local,path=$g/xfer,mount_tag=xfer,security_model=none" \
+    -virtfs "local,path=$(qopt "$g/xfer"),mount_tag=xfer,security_model=none" \
+    "${rw_args[@]}" \
     -netdev "$2" -device "virtio-net-pci,romfile=,netdev=net0,mac=52:54:00:77:00:0$((i + 1))" \
     </dev/null >"$g/qemu.log" 2>&1 &
   pids[i]=$!
 }
 
+# --rw directories: 9p tags rw0, rw1...; guest-init.sh mounts each listed in xfer/rw.list.
+rw_args=()
+for ((j = 0; j < ${#rw_dirs[@]}; j++)); do
+  rw_args+=(-virtfs "local,path=$(qopt "${rw_dirs[j]}"),mount_tag=rw$j,security_model=none")
+done
 for ((i = 0; i < guests; i++)); do
   g=$work/g$i
   mkdir -p "$g/xfer"
+  for ((j = 0; j < ${#rw_dirs[@]}; j++)); do echo "rw$j ${rw_dirs[j]}"; done >"$g/xfer/rw.list"
   : >"$g/xfer/out"
   : >"$g/xfer/err"
   addr=$prefix.$((i + 1))
