@@ -186,10 +186,10 @@ else
   # qemu binds it: then that qemu exits and another port is tried.
   sock=$work/net.sock
   listening=0
-  for try in 1 2 3 4 5; do
+  for _ in 1 2 3 4 5; do
     if [[ ${#sock} -lt 100 ]] && "$qemu" -netdev help 2>/dev/null | grep -qx stream; then
-      net0="stream,id=net0,server=on,addr.type=unix,addr.path=$sock"
-      net1="stream,id=net0,server=off,addr.type=unix,addr.path=$sock"
+      net0="stream,id=net0,server=on,addr.type=unix,addr.path=$(qopt "$sock")"
+      net1="stream,id=net0,server=off,addr.type=unix,addr.path=$(qopt "$sock")"
       is_listening() { ss -Hxl | grep -qF " $sock "; }
     else
       port=$((20000 + RANDOM % 40000))
