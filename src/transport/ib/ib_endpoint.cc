@@ -176,7 +176,10 @@ IbEndpoint::IbEndpoint(std::unique_ptr<Connection> connection, int peerRank)
 }
 
 IbEndpoint::~IbEndpoint() {
-  if (failed_) return;
+  // Closed with operations still posted: the caller gave up on this peer (a failed call closes
+  // such endpoints, core/exec/run.cc), which may well be gone; waiting on it would only delay
+  // the error. A clean close first lets the writes of completed sends finish.
+  if (failed_ || busy()) return;
   settle(1000);
   if (failed_ || peerClosed_) return;
   // The close: the peer delivers every fragment written before it, then fails what is left.
