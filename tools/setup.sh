@@ -2,7 +2,7 @@
 # Installs what Braid needs on a fresh Debian/Ubuntu machine (root or sudo), then configures
 # and builds it in build/release. `--bench` also installs the baselines bench/compare runs
 # against (OpenMPI; PyTorch's Gloo comes with python3-torch), matplotlib for its --plot, and
-# scikit-learn for bench/train's data set.
+# scikit-learn for bench/train's data set; `--rdma` what the rdma label's qemu guests need.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,9 +13,15 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev libssl-dev
           python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(openmpi-bin libopenmpi-dev python3-matplotlib python3-sklearn)
-fi
+for arg in "$@"; do
+  case $arg in
+    --bench) packages+=(openmpi-bin libopenmpi-dev python3-matplotlib python3-sklearn) ;;
+    # The rdma label's guests (tests/rdma/guest.sh): qemu, Debian's kernel with rdma_rxe, a
+    # static busybox and cpio for their initramfs, rdma-core's and perftest's tools.
+    --rdma) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio ibverbs-utils perftest) ;;
+    *) echo "setup.sh: unknown option $arg (--bench, --rdma)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# rdma_<mode>: Braid over its ib transport on Soft-RoCE (tests/rdma/guest.sh).
+#   braid_test.sh MODE BINARY...
+#   contract     BINARY = inproc_endpoint_contract_test: the endpoint contract's ib cases
+#   collectives  BINARY = mp_allreduce_sweep_test mp_coll_sweep_test: AllReduce (every type and
+#                op, odd counts, in and out of place) at 2-4 ranks and every collective at 2
+#                and 3 ranks, BRAID_TRANSPORTS=ib (the suites' "Tcp" cases: shared memory off)
+#   failure      BINARY = mp_failure_test: a rank killed or stopped mid-AllReduce and during a
+#                large send/recv; the survivors fail within BRAID_TIMEOUT_MS + 1 s naming it
+#   cycles       BINARY = mp_cycles_test: 100 init/destroy cycles leave fds, threads and memory
+#                flat (every queue pair, completion queue, registration and channel released)
+#   two_guests   BINARY = all_reduce_perf: one rank in each of two guests, so the traffic
+#                crosses rxe's UDP path between them; every result checked
+# Skips (77) where no guest can be booted.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+mode=$1
+shift
+guest() { exec "$here/guest.sh" "$@"; }
+export BRAID_TRANSPORTS=ib
+case $mode in
+  contract) guest --timeout 300 -- "$1" --gtest_filter='*/ib_*' ;;
+  collectives)
+    guest --timeout 800 -- bash -c '"$0" --gtest_filter="Tcp/*:-*8ranks" && "$1" --gtest_filter="Tcp/*/0:Tcp/*/1"' "$1" "$2" ;;
+  failure)
+    guest --timeout 300 -- "$1" \
+      --gtest_filter='RankFailure.KilledPeerOverTcp:RankFailure.StalledPeerTimesOutOverTcp:*SendRecvKilledTcp*' ;;
+  cycles) BRAID_TEST_CYCLES=100 guest --timeout 300 -- "$1" --gtest_filter='*OverTcp' ;;
+  two_guests)
+    # Ranks by guest; the bootstrap crosses the guests' network over TCP, the data ib.
+    guest --guests 2 --timeout 300 -- bash -c 'RANK=$GUEST_INDEX WORLD_SIZE=2 \
+      NCCL_COMM_ID=10.77.0.1:29517 NCCL_SOCKET_IFNAME=eth0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET \
+      "$0" -b 8 -e 4M -f 8 -n 3 -w 1 -c 1' "$1" ;;
+  *) echo "braid_test.sh: unknown mode $mode" >&2; exit 2 ;;
+esac
