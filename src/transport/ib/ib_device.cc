@@ -193,7 +193,7 @@ Status openFirst(const HcaFilter& filter, int gidIndex, std::shared_ptr<Device>*
   }
   v->freeDeviceList(list);
   if (*out) return Status::Ok();
-  return count == 0 ? systemError("no RDMA device found")
+  return count == 0 ? systemError("%s", "no RDMA device found")
                     : systemError("no usable RDMA port: %s", seen.c_str());
 }
 

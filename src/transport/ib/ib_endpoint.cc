@@ -42,7 +42,7 @@ Connection::~Connection() {
 Status Connection::create(std::shared_ptr<Device> device, const Settings& s, int peer,
                           std::unique_ptr<Connection>* out) {
   const Verbs* v = verbs();
-  if (!v || !device) return systemError("ib: no RDMA device is open");
+  if (!v || !device) return systemError("ib: no RDMA device is open for rank %d", peer);
   std::unique_ptr<Connection> c(new Connection);
   c->device_ = std::move(device);
   c->settings_ = s;
