@@ -5,7 +5,9 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 namespace braid::algos {
@@ -31,6 +33,7 @@ class Port {
   double busyFor(double t, double length) const { return std::max(0.0, length - creditAt(t)); }
 
   double depth() const { return depthUs_; }
+  double busyUs() const { return busyUs_; }  // all the time booked on it
 
   // The earliest t' >= t with [t', t' + length) free.
   double earliest(double t, double length) const {
@@ -53,6 +56,7 @@ class Port {
     creditAsOf_ = std::max(creditAsOf_, t);
     length -= credit - creditUs_;
     if (length <= 0) return;
+    busyUs_ += length;
     creditAsOf_ = std::max(creditAsOf_, t + length);
     double begin = t, end = t + length;
     auto it = busy_.lower_bound(begin);
@@ -74,55 +78,316 @@ class Port {
   double depthUs_;
   double creditUs_;
   double creditAsOf_ = 0;
+  double busyUs_ = 0;
 };
+
+// One operation's schedules reduced to what the simulation reads, for the ranks it simulates
+// (every rank, or one block of them: OperationOptions::symmetry). Steps are numbered across
+// those ranks; a message is a pair's: from a simulated rank to any rank, matched in order.
+struct Compiled {
+  int n = 0;                     // ranks in the operation
+  int period = 0;                // ranks simulated: 0 .. period - 1 (n: all)
+  std::vector<size_t> rankBase;  // rank r's steps are [rankBase[r], rankBase[r + 1])
+  std::vector<StepKind> kind;
+  // Messages: their bytes. Copies, reductions and codec steps: their duration in microseconds.
+  // Receives: the bytes, which a RecvReduce reduces after arrival.
+  std::vector<double> value;
+  std::vector<uint32_t> pairOf;   // sends and receives: their pair
+  std::vector<uint32_t> message;  // ... and their index among its messages
+  std::vector<uint32_t> depCount;
+  std::vector<size_t> dependentsBegin;  // dependents of step g: [dependentsBegin[g], [g + 1])
+  std::vector<uint32_t> dependents;
+  std::vector<uint32_t> roots;  // steps that wait for nothing
+  struct Pair {
+    int from, to, receiver;  // receiver: the simulated rank that stands for `to`
+    int level;               // Topology::commonLevel(from, to)
+    std::vector<uint32_t> sends, recvs;
+    size_t arrivalBase = 0;  // its messages' slots in OperationSim's arrival times
+  };
+  std::vector<Pair> pairs;
+  size_t messages = 0;
+  // Ports: per level, per group, the port class it shares a timeline with (itself, or its
+  // images under the shift) and how many blocks' messages each booking stands for.
+  std::vector<std::vector<int>> portClass, classGroup;
+  std::vector<std::vector<double>> classWeight;
+  std::vector<double> hostTraffic, hostFootprint;  // the memory bound's inputs, per host
+  double loneSignatureUs = 0;                      // CPU work of signatures sent alone
+
+  int simulated() const { return period; }
+  // The simulated rank that stands for `rank`, and the shift between them.
+  int standIn(int rank) const { return rank % period; }
+  int shiftOf(int rank) const { return rank - rank % period; }
+};
+
+// Whether shifting every rank by `period` maps each level's groups onto groups of that level;
+// `perm[l][g]`: the group that level l's group g becomes.
+bool groupShift(const Topology& t, int period, std::vector<std::vector<int>>* perm) {
+  const int n = t.nranks();
+  perm->assign(static_cast<size_t>(t.levels()), {});
+  for (int l = 0; l < t.levels(); ++l) {
+    const auto& of = t.groupOf[static_cast<size_t>(l)];
+    std::vector<int>& p = (*perm)[static_cast<size_t>(l)];
+    p.assign(static_cast<size_t>(t.groups(l)), -1);
+    std::vector<char> taken(p.size(), 0);
+    for (int r = 0; r < n; ++r) {
+      int& image = p[static_cast<size_t>(of[static_cast<size_t>(r)])];
+      const int to = of[static_cast<size_t>((r + period) % n)];
+      if (image < 0) {
+        if (taken[static_cast<size_t>(to)]) return false;
+        taken[static_cast<size_t>(to)] = 1;
+        image = to;
+      } else if (image != to) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+double stepBytes(const Step& st, size_t typeSize) {
+  return static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize),
+                                      st.dst.count * unitBytes(st.dst.buffer, typeSize)));
+}
+
+// Whether `b` is `a` with every peer shifted by `shift` (the symmetry check).
+bool isShifted(const Schedule& a, const Schedule& b, int shift, int n, size_t typeSize) {
+  if (a.steps.size() != b.steps.size() || a.deps != b.deps) return false;
+  auto near = [](double x, double y) { return std::abs(x - y) <= 8 + 1e-3 * std::max(x, y); };
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    const Step &x = a.steps[i], &y = b.steps[i];
+    if (x.kind != y.kind || x.depBegin != y.depBegin || x.depCount != y.depCount) return false;
+    if ((x.peer < 0) != (y.peer < 0) || (x.peer >= 0 && (x.peer + shift) % n != y.peer))
+      return false;
+    if (!near(stepBytes(x, typeSize), stepBytes(y, typeSize)) ||
+        !near(static_cast<double>(x.elements), static_cast<double>(y.elements)))
+      return false;
+  }
+  return true;
+}
+
+class Compiler {
+ public:
+  Compiler(int n, int period, size_t typeSize, const Topology& topo, bool signaturesOnDataEdges)
+      : typeSize_(typeSize), topo_(topo), signaturesOnDataEdges_(signaturesOnDataEdges) {
+    c_.n = n;
+    c_.period = period;
+    c_.rankBase.push_back(0);
+    c_.dependentsBegin.push_back(0);
+    c_.hostTraffic.assign(static_cast<size_t>(topo.groups(0)), 0.0);
+    c_.hostFootprint = c_.hostTraffic;
+  }
+
+  // Adds the next simulated rank's schedule.
+  void add(const Schedule& s) {
+    const int r = static_cast<int>(c_.rankBase.size()) - 1;
+    const size_t base = c_.kind.size();
+    for (size_t i = 0; i < s.steps.size(); ++i) {
+      const Step& st = s.steps[i];
+      const size_t g = base + i;
+      c_.kind.push_back(st.kind);
+      c_.depCount.push_back(st.depCount);
+      if (st.depCount == 0) c_.roots.push_back(static_cast<uint32_t>(g));
+      for (uint32_t k = s.dependentsBegin[i]; k < s.dependentsBegin[i + 1]; ++k)
+        c_.dependents.push_back(static_cast<uint32_t>(base + s.dependents[k]));
+      c_.dependentsBegin.push_back(c_.dependents.size());
+      double value = stepBytes(st, typeSize_);
+      uint32_t pair = UINT32_MAX, message = 0;
+      switch (st.kind) {
+        case StepKind::Send: {
+          Compiled::Pair& p = pairFor(r, st.peer);
+          message = static_cast<uint32_t>(p.sends.size());
+          p.sends.push_back(static_cast<uint32_t>(g));
+          pair = index_;
+          break;
+        }
+        case StepKind::Recv:
+        case StepKind::RecvReduce: {
+          // The message from st.peer to r is, a whole number of blocks back, the message from
+          // st.peer's stand-in to the rank as far back from r.
+          const int from = c_.standIn(st.peer);
+          const int to = (r - c_.shiftOf(st.peer) + c_.n) % c_.n;
+          Compiled::Pair& p = pairFor(from, to);
+          message = static_cast<uint32_t>(p.recvs.size());
+          p.recvs.push_back(static_cast<uint32_t>(g));
+          pair = index_;
+          break;
+        }
+        case StepKind::Copy:
+        case StepKind::Reduce:
+        case StepKind::FinishAvg: value *= topo_.gammaUsPerByte; break;
+        case StepKind::Encode:
+        case StepKind::DecodeAccumulate:
+        case StepKind::Decode: value = codecStepUs(st, topo_.gammaUsPerByte); break;
+      }
+      c_.value.push_back(value);
+      c_.pairOf.push_back(pair);
+      c_.message.push_back(message);
+    }
+    c_.rankBase.push_back(c_.kind.size());
+    if (topo_.memoryUsPerByte > 0) countMemoryTraffic(r, s);
+    if (topo_.signatures && topo_.alphaScale > 1.0) addLoneSignatures(r, s);
+  }
+
+  // Whether the steps still fit the 32-bit step numbers.
+  bool fits() const { return c_.kind.size() < UINT32_MAX && c_.pairs.size() < UINT32_MAX; }
+
+  Compiled finish(const std::vector<std::vector<int>>& perm) && {
+    for (Compiled::Pair& p : c_.pairs) {
+      p.arrivalBase = c_.messages;
+      c_.messages += p.sends.size();
+    }
+    const int levels = topo_.levels();
+    c_.portClass.resize(static_cast<size_t>(levels));
+    c_.classGroup.resize(c_.portClass.size());
+    c_.classWeight.resize(c_.portClass.size());
+    const double blocks = static_cast<double>(c_.n / c_.period);
+    for (int l = 0; l < levels; ++l) {
+      // The orbits of the shift's permutation of this level's groups (identity: no shift).
+      const size_t groups = static_cast<size_t>(topo_.groups(l));
+      std::vector<int>& cls = c_.portClass[static_cast<size_t>(l)];
+      cls.assign(groups, -1);
+      for (size_t g = 0; g < groups; ++g) {
+        if (cls[g] >= 0) continue;
+        const int id = static_cast<int>(c_.classGroup[static_cast<size_t>(l)].size());
+        size_t orbit = 0;
+        for (size_t h = g; cls[h] < 0; ++orbit) {
+          cls[h] = id;
+          h = perm.empty() ? h : static_cast<size_t>(perm[static_cast<size_t>(l)][h]);
+        }
+        c_.classGroup[static_cast<size_t>(l)].push_back(static_cast<int>(g));
+        c_.classWeight[static_cast<size_t>(l)].push_back(blocks / static_cast<double>(orbit));
+      }
+    }
+    return std::move(c_);
+  }
+
+ private:
+  Compiled::Pair& pairFor(int from, int to) {
+    const uint64_t key =
+        static_cast<uint64_t>(from) * static_cast<uint64_t>(c_.n) + static_cast<uint64_t>(to);
+    auto [it, fresh] = pairIndex_.try_emplace(key, static_cast<uint32_t>(c_.pairs.size()));
+    if (fresh) {
+      Compiled::Pair p;
+      p.from = from;
+      p.to = to;
+      p.receiver = c_.standIn(to);
+      p.level = topo_.commonLevel(from, to);
+      c_.pairs.push_back(std::move(p));
+    }
+    index_ = it->second;
+    return c_.pairs[index_];
+  }
+
+  // The memory bound (see operation_cost.h): the bytes rank r's steps read and write in the
+  // call's buffers, and the highest unit of each buffer they touch, for its host.
+  void countMemoryTraffic(int r, const Schedule& s) {
+    const size_t host = static_cast<size_t>(topo_.groupOf[0][static_cast<size_t>(r)]);
+    size_t end[3] = {0, 0, 0};  // Send, Recv, Scratch: the highest unit a step touches
+    auto touch = [&](const Region& region) {
+      const size_t b = static_cast<size_t>(region.buffer);
+      if (b < 3) end[b] = std::max(end[b], region.offset + region.count);
+      return b < 3 ? static_cast<double>(region.count * typeSize_) : 0.0;
+    };
+    double& traffic = c_.hostTraffic[host];
+    for (const Step& st : s.steps) {
+      switch (st.kind) {
+        case StepKind::Send: traffic += touch(st.src); break;
+        case StepKind::Recv: traffic += touch(st.dst); break;
+        case StepKind::RecvReduce:
+        case StepKind::Copy: traffic += touch(st.src) + touch(st.dst); break;
+        case StepKind::Reduce: traffic += touch(st.src) + 2 * touch(st.dst); break;
+        case StepKind::FinishAvg: traffic += 2 * touch(st.dst); break;
+        default: break;  // codec steps: their own buffers, priced by the codec's rate
+      }
+    }
+    c_.hostFootprint[host] += static_cast<double>((end[0] + end[1] + end[2]) * typeSize_);
+  }
+
+  // The signatures that travel alone: to every peer checked (every rank, or the schedule's
+  // peers: see OperationOptions) that the rank sends no data to (the others wait for the
+  // first data message and leave with it).
+  void addLoneSignatures(int r, const Schedule& s) {
+    std::vector<char> data(static_cast<size_t>(c_.n));
+    for (const Step& st : s.steps)
+      if (st.kind == StepKind::Send) data[static_cast<size_t>(st.peer)] = 1;
+    auto lone = [&](int p) {
+      const int level = topo_.commonLevel(r, p);
+      if (p != r && !data[static_cast<size_t>(p)] && level > 0)
+        c_.loneSignatureUs += 2 * topo_.link[static_cast<size_t>(level)].alphaUs;
+    };
+    if (signaturesOnDataEdges_ && !s.peers.empty()) {
+      for (int p : s.peers) lone(p);
+    } else {
+      for (int p = 0; p < c_.n; ++p) lone(p);
+    }
+  }
+
+  Compiled c_;
+  size_t typeSize_;
+  const Topology& topo_;
+  bool signaturesOnDataEdges_;
+  std::unordered_map<uint64_t, uint32_t> pairIndex_;
+  uint32_t index_ = 0;
+};
+
+// The compiled schedules of every rank, or of one block when a period is found and checked
+// (OperationOptions::symmetry). Null when a schedule is too large to number.
+std::unique_ptr<Compiled> compile(int n, const ScheduleSource& source, size_t typeSize,
+                                  const Topology& topo, const OperationOptions& options) {
+  Schedule storage, other;
+  std::vector<std::vector<int>> perm;
+  for (int period = 1; options.symmetry && period < n; ++period) {
+    if (n % period != 0 || !groupShift(topo, period, &perm)) continue;
+    Compiler compiler(n, period, typeSize, topo, options.signaturesOnDataEdges);
+    const int last = n / period - 1;
+    bool same = true;
+    for (int r = 0; r < period && same && compiler.fits(); ++r) {
+      const Schedule& s = source(r, storage);
+      for (int block : {1, last}) {
+        const int shift = block * period;
+        same = same && isShifted(s, source(r + shift, other), shift, n, typeSize);
+      }
+      if (same) compiler.add(s);
+    }
+    if (same && compiler.fits())
+      return std::make_unique<Compiled>(std::move(compiler).finish(perm));
+  }
+  Compiler compiler(n, n, typeSize, topo, options.signaturesOnDataEdges);
+  for (int r = 0; r < n && compiler.fits(); ++r) compiler.add(source(r, storage));
+  if (!compiler.fits()) return nullptr;
+  return std::make_unique<Compiled>(std::move(compiler).finish({}));
+}
 
 class OperationSim {
  public:
   // Token buckets per port: `credits` as a previous run left them (endCredits), or full.
   using Credits = std::vector<std::vector<double>>;
-  OperationSim(std::span<const Schedule> s, size_t typeSize, const Topology& topo,
-               const Credits* credits, bool signaturesOnDataEdges)
-      : s_(s),
-        typeSize_(typeSize),
-        topo_(topo),
-        n_(static_cast<int>(s.size())),
-        signaturesOnDataEdges_(signaturesOnDataEdges) {
-    pairs_.resize(static_cast<size_t>(n_) * n_);
-    ranks_.resize(static_cast<size_t>(n_));
-    for (int r = 0; r < n_; ++r) {
-      RankState& rs = ranks_[r];
-      const size_t steps = s_[r].steps.size();
-      rs.unmet.resize(steps);
-      rs.readyAt.assign(steps, 0.0);
-      rs.ready.assign(steps, false);
-      rs.message.assign(steps, 0);
-      total_ += steps;
-      for (uint32_t i = 0; i < steps; ++i) {
-        const Step& st = s_[r].steps[i];
-        rs.unmet[i] = st.depCount;
-        if (st.kind == StepKind::Send) {
-          auto& q = pair(r, st.peer).sends;
-          rs.message[i] = q.size();
-          q.push_back(i);
-        } else if (st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce) {
-          auto& q = pair(st.peer, r).recvs;
-          rs.message[i] = q.size();
-          q.push_back(i);
-        }
-        if (st.depCount == 0) events_.push({0.0, r, i});
-      }
+  OperationSim(const Compiled& c, const Topology& topo, const Credits* credits)
+      : c_(c), topo_(topo) {
+    const size_t steps = c.kind.size();
+    unmet_ = c.depCount;
+    readyAt_.assign(steps, 0.0);
+    ready_.assign(steps, 0);
+    codecFree_.assign(static_cast<size_t>(c.simulated()), 0.0);
+    arrival_.assign(c.messages, -1.0);
+    launched_.assign(c.pairs.size(), 0);
+    linkFree_.assign(c.pairs.size(), 0.0);
+    levelBytes_.assign(static_cast<size_t>(topo.levels()) + 1, 0.0);
+    for (uint32_t g : c.roots) {
+      const int r =
+          static_cast<int>(std::upper_bound(c.rankBase.begin(), c.rankBase.end(), size_t{g}) -
+                           c.rankBase.begin() - 1);
+      events_.push({0.0, r, g});
     }
-    for (auto& p : pairs_) p.arrival.assign(p.sends.size(), -1.0);
-    if (topo.memoryUsPerByte > 0) countMemoryTraffic();
-    if (topo.signatures && topo.alphaScale > 1.0) addLoneSignatures();
     ports_.resize(static_cast<size_t>(topo.levels()));
     for (int l = 0; l < topo.levels(); ++l) {
-      const int groups = topo.groups(l);
       const LinkCost& up =
           topo.link[static_cast<size_t>(l) + 1];  // the link above level l's groups
       const double depthUs = up.burstBytes * up.betaUsPerByte;
-      for (int p = 0; p < 2 * groups; ++p)  // [2g]: out, [2g + 1]: in
-        ports_[l].emplace_back(depthUs, credits ? (*credits)[l][static_cast<size_t>(p)] : depthUs);
+      const size_t classes = c.classGroup[static_cast<size_t>(l)].size();
+      for (size_t p = 0; p < 2 * classes; ++p)  // [2c]: out, [2c + 1]: in
+        ports_[static_cast<size_t>(l)].emplace_back(
+            depthUs, credits ? (*credits)[static_cast<size_t>(l)][p] : depthUs);
     }
   }
 
@@ -132,8 +397,8 @@ class OperationSim {
       events_.pop();
       becomeReady(e.rank, e.step, e.time);
     }
-    bool matched = finished_ == total_;
-    for (const Pair& p : pairs_) matched = matched && p.sends.size() == p.recvs.size();
+    bool matched = finished_ == c_.kind.size();
+    for (const Compiled::Pair& p : c_.pairs) matched = matched && p.sends.size() == p.recvs.size();
     if (!matched) return std::numeric_limits<double>::infinity();
     // Where ranks outnumber cores, the cores' total work bounds the time too: each message
     // between hosts costs its sender and its receiver about a link alpha of CPU in the kernel's
@@ -141,9 +406,16 @@ class OperationSim {
     // core. On the emulated cluster (8 ranks on 2 cores) small AllReduces ranked by messages
     // sent more than by rounds: direct (56 messages, one round) 0.44 ms, tree (28) 0.60, rhd (48)
     // 0.71, ring (112) 0.81 at 1 KiB.
-    if (topo_.alphaScale > 1.0) end_ = std::max(end_, topo_.alphaScale * cpuWork_ / n_);
+    if (topo_.alphaScale > 1.0)
+      end_ = std::max(end_, topo_.alphaScale * (cpuWork_ + c_.loneSignatureUs) / c_.simulated());
     linksUs_ = end_;
-    end_ = std::max(end_, memoryBoundUs_);
+    // The memory bound, per host: the share of its traffic its cache cannot hold, at its
+    // memory's rate.
+    for (size_t h = 0; h < c_.hostTraffic.size(); ++h) {
+      const double f = c_.hostFootprint[h];
+      const double missed = f / (f + topo_.cacheBytes / 2);
+      end_ = std::max(end_, c_.hostTraffic[h] * missed * topo_.memoryUsPerByte);
+    }
     return end_;
   }
 
@@ -152,10 +424,10 @@ class OperationSim {
 
   // What every port's bucket holds when the operation ends (after run()).
   Credits endCredits() const {
-    Credits c(ports_.size());
+    Credits credits(ports_.size());
     for (size_t l = 0; l < ports_.size(); ++l)
-      for (const Port& p : ports_[l]) c[l].push_back(p.creditAt(end_));
-    return c;
+      for (const Port& p : ports_[l]) credits[l].push_back(p.creditAt(end_));
+    return credits;
   }
   double deepestBucket() const {
     double d = 0;
@@ -164,229 +436,209 @@ class OperationSim {
     return d;
   }
 
+  void report(OperationReport* out) const {
+    out->levelBytes = levelBytes_;
+    for (size_t l = 0; l < ports_.size(); ++l) {
+      for (size_t p = 0; p < ports_[l].size(); ++p) {
+        if (ports_[l][p].busyUs() <= out->busiestUs) continue;
+        out->busiestUs = ports_[l][p].busyUs();
+        out->busiestLevel = static_cast<int>(l);
+        out->busiestGroup = c_.classGroup[l][p / 2];
+        out->busiestIn = p % 2 == 1;
+      }
+    }
+  }
+
  private:
   struct Event {
     double time;
     int rank;
     uint32_t step;
-    bool operator>(const Event& o) const { return time > o.time; }
-  };
-  struct Pair {  // messages from one rank to another, matched in order
-    std::vector<uint32_t> sends, recvs;
-    std::vector<double> arrival;  // per message, -1 until sent
-    size_t launched = 0;
-    double linkFree = 0.0;
-  };
-  struct RankState {
-    std::vector<uint32_t> unmet;
-    std::vector<double> readyAt;
-    std::vector<bool> ready;
-    std::vector<size_t> message;  // a send's or receive's index among its pair's messages
-    double codecFree = 0.0;
+    // Ties go by rank, then step: the order does not depend on the heap's, and a rank's image
+    // a block away meets its ties as the rank does (OperationOptions::symmetry).
+    bool operator>(const Event& o) const {
+      if (time != o.time) return time > o.time;
+      return rank != o.rank ? rank > o.rank : step > o.step;
+    }
   };
 
-  Pair& pair(int from, int to) { return pairs_[static_cast<size_t>(from) * n_ + to]; }
-  double bytes(const Step& st) const {
-    return static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize_),
-                                        st.dst.count * unitBytes(st.dst.buffer, typeSize_)));
-  }
-
-  void becomeReady(int r, uint32_t i, double t) {
-    RankState& rs = ranks_[r];
-    rs.ready[i] = true;
-    rs.readyAt[i] = t;
-    const Step& st = s_[r].steps[i];
-    switch (st.kind) {
-      case StepKind::Send: launch(r, st.peer); break;
+  void becomeReady(int r, uint32_t g, double t) {
+    ready_[g] = 1;
+    readyAt_[g] = t;
+    switch (c_.kind[g]) {
+      case StepKind::Send: launch(c_.pairOf[g]); break;
       case StepKind::Recv:
       case StepKind::RecvReduce: {
-        const Pair& p = pair(st.peer, r);  // a receive without its send never completes
-        if (rs.message[i] < p.arrival.size() && p.arrival[rs.message[i]] >= 0)
-          completeRecv(r, i, p.arrival[rs.message[i]]);
+        const Compiled::Pair& p = c_.pairs[c_.pairOf[g]];
+        // A receive without its send never completes.
+        if (c_.message[g] < p.sends.size()) {
+          const double arrival = arrival_[p.arrivalBase + c_.message[g]];
+          if (arrival >= 0) completeRecv(r, g, arrival);
+        }
         break;
       }
       case StepKind::Copy:
       case StepKind::Reduce:
-      case StepKind::FinishAvg: finish(r, i, t + bytes(st) * topo_.gammaUsPerByte); break;
+      case StepKind::FinishAvg: finish(r, g, t + c_.value[g]); break;
       case StepKind::Encode:
       case StepKind::DecodeAccumulate:
       case StepKind::Decode: {
         // Codec steps share the rank's core: they queue behind each other.
-        const double start = std::max(t, rs.codecFree);
-        rs.codecFree = start + codecStepUs(st, topo_.gammaUsPerByte);
-        finish(r, i, rs.codecFree);
+        double& free = codecFree_[static_cast<size_t>(r)];
+        free = std::max(t, free) + c_.value[g];
+        finish(r, g, free);
         break;
-      }
-    }
-  }
-
-  // The memory bound (see operation_cost.h), per host: the bytes its ranks' steps read and write
-  // in the call's buffers, the share of them its cache cannot hold, at its memory's rate.
-  void countMemoryTraffic() {
-    std::vector<double> traffic(static_cast<size_t>(topo_.groups(0))), footprint(traffic.size());
-    for (int r = 0; r < n_; ++r) {
-      const size_t host = static_cast<size_t>(topo_.groupOf[0][static_cast<size_t>(r)]);
-      size_t end[3] = {0, 0, 0};  // Send, Recv, Scratch: the highest unit a step touches
-      auto touch = [&](const Region& region) {
-        const size_t b = static_cast<size_t>(region.buffer);
-        if (b < 3) end[b] = std::max(end[b], region.offset + region.count);
-        return b < 3 ? static_cast<double>(region.count * typeSize_) : 0.0;
-      };
-      for (const Step& st : s_[r].steps) {
-        switch (st.kind) {
-          case StepKind::Send: traffic[host] += touch(st.src); break;
-          case StepKind::Recv: traffic[host] += touch(st.dst); break;
-          case StepKind::RecvReduce:
-          case StepKind::Copy: traffic[host] += touch(st.src) + touch(st.dst); break;
-          case StepKind::Reduce: traffic[host] += touch(st.src) + 2 * touch(st.dst); break;
-          case StepKind::FinishAvg: traffic[host] += 2 * touch(st.dst); break;
-          default: break;  // codec steps: their own buffers, priced by the codec's rate
-        }
-      }
-      footprint[host] += static_cast<double>((end[0] + end[1] + end[2]) * typeSize_);
-    }
-    for (size_t h = 0; h < traffic.size(); ++h) {
-      const double missed = footprint[h] / (footprint[h] + topo_.cacheBytes / 2);
-      memoryBoundUs_ = std::max(memoryBoundUs_, traffic[h] * missed * topo_.memoryUsPerByte);
-    }
-  }
-
-  // The signatures that travel alone: to every peer checked (every rank, or the schedule's
-  // peers: see the constructor) that the rank sends no data to (the others wait for the first
-  // data message and leave with it).
-  void addLoneSignatures() {
-    std::vector<char> data(static_cast<size_t>(n_));
-    for (int r = 0; r < n_; ++r) {
-      std::fill(data.begin(), data.end(), 0);
-      for (const Step& st : s_[r].steps)
-        if (st.kind == StepKind::Send) data[static_cast<size_t>(st.peer)] = 1;
-      auto lone = [&](int p) {
-        const int level = topo_.commonLevel(r, p);
-        if (p != r && !data[static_cast<size_t>(p)] && level > 0)
-          cpuWork_ += 2 * topo_.link[static_cast<size_t>(level)].alphaUs;
-      };
-      if (signaturesOnDataEdges_ && !s_[r].peers.empty()) {
-        for (int p : s_[r].peers) lone(p);
-      } else {
-        for (int p = 0; p < n_; ++p) lone(p);
       }
     }
   }
 
   // Starts the pair's messages in order while their sends are ready.
-  void launch(int from, int to) {
-    Pair& p = pair(from, to);
-    RankState& rs = ranks_[from];
-    while (p.launched < p.sends.size() && rs.ready[p.sends[p.launched]]) {
-      const uint32_t i = p.sends[p.launched];
-      const double b = bytes(s_[from].steps[i]);
-      const int level = topo_.commonLevel(from, to);
+  void launch(uint32_t pairIndex) {
+    const Compiled::Pair& p = c_.pairs[pairIndex];
+    size_t& launched = launched_[pairIndex];
+    while (launched < p.sends.size() && ready_[p.sends[launched]]) {
+      const uint32_t g = p.sends[launched];
+      const double b = c_.value[g];
+      const int level = p.level;
       const LinkCost& link = topo_.link[static_cast<size_t>(level)];
-      // Every port on the way must be free at once, each for its own level's beta.
+      // Every port on the way must be free at once, each for its own level's beta (times the
+      // blocks whose messages it carries, where a shift maps it onto itself).
       // A shaped port passes what its bucket holds at once, so how long each port is busy
       // depends on when the message starts.
-      auto length = [&](int l) { return b * topo_.link[static_cast<size_t>(l) + 1].betaUsPerByte; };
-      auto busyFor = [&](int l, double t) {
-        return std::max(outPort(l, from).busyFor(t, length(l)),
-                        inPort(l, to).busyFor(t, length(l)));
+      auto length = [&](int l, int port) {
+        return b * topo_.link[static_cast<size_t>(l) + 1].betaUsPerByte *
+               c_.classWeight[static_cast<size_t>(l)][static_cast<size_t>(port / 2)];
       };
-      double start = std::max(rs.readyAt[i], p.linkFree);
+      auto busyFor = [&](int l, double t) {
+        const int out = portOf(l, p.from, 0), in = portOf(l, p.to, 1);
+        return std::max(port(l, out).busyFor(t, length(l, out)),
+                        port(l, in).busyFor(t, length(l, in)));
+      };
+      double start = std::max(readyAt_[g], linkFree_[pairIndex]);
       for (bool moved = true; moved;) {
         moved = false;
         for (int l = 0; l < level; ++l) {
           const double busy = busyFor(l, start);
-          const double t =
-              std::max(outPort(l, from).earliest(start, busy), inPort(l, to).earliest(start, busy));
+          const double t = std::max(port(l, portOf(l, p.from, 0)).earliest(start, busy),
+                                    port(l, portOf(l, p.to, 1)).earliest(start, busy));
           if (t > start) start = t, moved = true;
         }
       }
       // The message takes as long as its slowest port (without shaping: the level's beta).
       double transfer = level == 0 ? b * link.betaUsPerByte : 0.0;
       for (int l = 0; l < level; ++l) transfer = std::max(transfer, busyFor(l, start));
-      p.linkFree = start + transfer;
+      linkFree_[pairIndex] = start + transfer;
       for (int l = 0; l < level; ++l) {
-        outPort(l, from).book(start, length(l));
-        inPort(l, to).book(start, length(l));
+        const int out = portOf(l, p.from, 0), in = portOf(l, p.to, 1);
+        port(l, out).book(start, length(l, out));
+        port(l, in).book(start, length(l, in));
       }
       const double arrival = start + link.alphaUs * topo_.alphaScale + transfer;
       if (level > 0) cpuWork_ += 2 * link.alphaUs + b * link.cpuUsPerByte;  // the kernel's work
-      p.arrival[p.launched] = arrival;
-      finish(from, i, arrival);
-      const uint32_t recv = p.launched < p.recvs.size() ? p.recvs[p.launched] : UINT32_MAX;
-      ++p.launched;
-      if (recv != UINT32_MAX && ranks_[to].ready[recv]) completeRecv(to, recv, arrival);
+      levelBytes_[static_cast<size_t>(level)] += b * (c_.n / c_.period);
+      arrival_[p.arrivalBase + launched] = arrival;
+      finish(p.from, g, arrival);
+      const uint32_t recv = launched < p.recvs.size() ? p.recvs[launched] : UINT32_MAX;
+      ++launched;
+      if (recv != UINT32_MAX && ready_[recv]) completeRecv(p.receiver, recv, arrival);
     }
   }
 
-  Port& outPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank]]; }
-  Port& inPort(int level, int rank) { return ports_[level][2 * topo_.groupOf[level][rank] + 1]; }
-
-  void completeRecv(int r, uint32_t i, double arrival) {
-    const Step& st = s_[r].steps[i];
-    const double reduce = st.kind == StepKind::RecvReduce ? bytes(st) * topo_.gammaUsPerByte : 0.0;
-    finish(r, i, std::max(ranks_[r].readyAt[i], arrival) + reduce);
+  // The port of `rank`'s group at `level`: [2 class] out of it, [2 class + 1] into it.
+  int portOf(int level, int rank, int in) const {
+    const size_t l = static_cast<size_t>(level);
+    return 2 * c_.portClass[l][static_cast<size_t>(topo_.groupOf[l][static_cast<size_t>(rank)])] +
+           in;
+  }
+  Port& port(int level, int index) {
+    return ports_[static_cast<size_t>(level)][static_cast<size_t>(index)];
   }
 
-  void finish(int r, uint32_t i, double t) {
+  void completeRecv(int r, uint32_t g, double arrival) {
+    const double reduce =
+        c_.kind[g] == StepKind::RecvReduce ? c_.value[g] * topo_.gammaUsPerByte : 0.0;
+    finish(r, g, std::max(readyAt_[g], arrival) + reduce);
+  }
+
+  void finish(int r, uint32_t g, double t) {
     ++finished_;
     end_ = std::max(end_, t);
-    RankState& rs = ranks_[r];
-    const Schedule& s = s_[r];
-    for (uint32_t k = s.dependentsBegin[i]; k < s.dependentsBegin[i + 1]; ++k) {
-      const uint32_t d = s.dependents[k];
-      rs.readyAt[d] = std::max(rs.readyAt[d], t);
-      if (--rs.unmet[d] == 0) events_.push({rs.readyAt[d], r, d});
+    for (size_t k = c_.dependentsBegin[g]; k < c_.dependentsBegin[g + 1]; ++k) {
+      const uint32_t d = c_.dependents[k];
+      readyAt_[d] = std::max(readyAt_[d], t);
+      if (--unmet_[d] == 0) events_.push({readyAt_[d], r, d});
     }
   }
 
-  std::span<const Schedule> s_;
-  size_t typeSize_;
+  const Compiled& c_;
   const Topology& topo_;
-  int n_;
-  std::vector<Pair> pairs_;
-  std::vector<RankState> ranks_;
-  std::vector<std::vector<Port>> ports_;
+  std::vector<uint32_t> unmet_;
+  std::vector<double> readyAt_;
+  std::vector<char> ready_;
+  std::vector<double> codecFree_;  // per simulated rank
+  std::vector<double> arrival_;    // per message, -1 until sent
+  std::vector<size_t> launched_;   // per pair
+  std::vector<double> linkFree_;   // per pair
+  std::vector<double> levelBytes_;
+  std::vector<std::vector<Port>> ports_;  // [level][port class, out and in]
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
-  size_t total_ = 0, finished_ = 0;
+  size_t finished_ = 0;
   double end_ = 0.0;
-  double cpuWork_ = 0.0;        // microseconds of CPU all messages cost their two ends
-  double memoryBoundUs_ = 0.0;  // the busiest host memory's time (countMemoryTraffic)
+  double cpuWork_ = 0.0;  // microseconds of CPU all messages cost their two ends
   double linksUs_ = 0.0;
-  bool signaturesOnDataEdges_;
 };
 
 constexpr int kSteadyRounds = 16;
 
 }  // namespace
 
-double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize,
-                            const Topology& topo, bool signaturesOnDataEdges, double* linksUs) {
-  double ignored;
-  if (!linksUs) linksUs = &ignored;
-  *linksUs = std::numeric_limits<double>::infinity();
-  if (schedules.size() != static_cast<size_t>(topo.nranks()))
-    return std::numeric_limits<double>::infinity();
-  OperationSim first(schedules, typeSize, topo, nullptr, signaturesOnDataEdges);
-  double us = first.run();
-  *linksUs = first.linksUs();
-  const double depth = first.deepestBucket();
-  if (depth <= 0 || !std::isfinite(us)) return us;
+double simulateOperation(int nranks, const ScheduleSource& source, size_t typeSize,
+                         const Topology& topo, const OperationOptions& options,
+                         OperationReport* report) {
+  *report = OperationReport{};
+  report->us = report->linksUs = std::numeric_limits<double>::infinity();
+  if (nranks != topo.nranks() || nranks <= 0) return report->us;
+  const std::unique_ptr<Compiled> compiled = compile(nranks, source, typeSize, topo, options);
+  if (!compiled) return report->us;
+  report->period = compiled->period;
+  report->steps = compiled->kind.size();
+  auto sim = std::make_unique<OperationSim>(*compiled, topo, nullptr);
+  double us = sim->run();
+  const double depth = sim->deepestBucket();
   // Shaped links: price a call in a steady stream of calls, as training issues them and the
   // benchmarks time them. A bucket starts each call with what the previous call left in it, so
   // the operation is run again from the buckets the last run left until they settle.
-  OperationSim::Credits credits = first.endCredits();
-  for (int round = 0; round < kSteadyRounds; ++round) {
-    OperationSim next(schedules, typeSize, topo, &credits, signaturesOnDataEdges);
-    us = next.run();
-    *linksUs = next.linksUs();
-    OperationSim::Credits after = next.endCredits();
-    double moved = 0;
-    for (size_t l = 0; l < after.size(); ++l)
-      for (size_t p = 0; p < after[l].size(); ++p)
-        moved = std::max(moved, std::abs(after[l][p] - credits[l][p]));
-    credits = std::move(after);
-    if (moved <= 0.01 * depth) break;
+  if (depth > 0 && std::isfinite(us)) {
+    OperationSim::Credits credits = sim->endCredits();
+    for (int round = 0; round < kSteadyRounds; ++round) {
+      auto next = std::make_unique<OperationSim>(*compiled, topo, &credits);
+      us = next->run();
+      OperationSim::Credits after = next->endCredits();
+      double moved = 0;
+      for (size_t l = 0; l < after.size(); ++l)
+        for (size_t p = 0; p < after[l].size(); ++p)
+          moved = std::max(moved, std::abs(after[l][p] - credits[l][p]));
+      credits = std::move(after);
+      sim = std::move(next);
+      if (moved <= 0.01 * depth) break;
+    }
   }
+  report->us = us;
+  report->linksUs = sim->linksUs();
+  sim->report(report);
+  return us;
+}
+
+double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize,
+                            const Topology& topo, bool signaturesOnDataEdges, double* linksUs) {
+  OperationOptions options;
+  options.signaturesOnDataEdges = signaturesOnDataEdges;
+  OperationReport report;
+  const double us = simulateOperation(
+      static_cast<int>(schedules.size()),
+      [&](int r, Schedule&) -> const Schedule& { return schedules[static_cast<size_t>(r)]; },
+      typeSize, topo, options, &report);
+  if (linksUs) *linksUs = report.linksUs;
   return us;
 }
 

@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
+#include <vector>
 
 #include "algos/schedule.h"
 #include "algos/topology.h"
@@ -34,5 +36,45 @@ namespace braid::algos {
 double estimateMicroseconds(std::span<const Schedule> schedules, size_t typeSize,
                             const Topology& topo, bool signaturesOnDataEdges = false,
                             double* linksUs = nullptr);
+
+// The same for callers with more ranks than they can hold schedules for (braid-sim): rank r's
+// schedule comes from `source`, built into `storage` or returned from elsewhere, and is reduced
+// to what the simulation reads before the next is asked for.
+using ScheduleSource = std::function<const Schedule&(int rank, Schedule& storage)>;
+
+struct OperationOptions {
+  bool signaturesOnDataEdges = false;  // as estimateMicroseconds
+  // Simulate one block of ranks and let it stand for the others, where that is exact: the
+  // smallest period P (a divisor of nranks) such that shifting every rank by P maps each level's
+  // groups onto groups of that level, and the schedule of rank r + kP is rank r's with every
+  // peer shifted by kP (checked for the second and the last block: step kinds, peers,
+  // dependencies, and sizes within 8 bytes or 0.1%). Rank r + kP then does at every moment what
+  // rank r does, and a message between two ranks is simulated as its image from rank r's block.
+  // A port that a shift maps onto itself (the top of a tree of groups) carries the messages of
+  // every block: each of them books it that many times over. Without such a period, or with
+  // `symmetry` off, every rank is simulated.
+  bool symmetry = false;
+};
+
+// What a simulation found besides its time.
+struct OperationReport {
+  double us = 0;       // estimateMicroseconds's result
+  double linksUs = 0;  // without the memory bound
+  int period = 0;      // ranks simulated as one block (nranks: all of them)
+  size_t steps = 0;    // steps simulated
+  // Per link level (Topology::link): the bytes of every message whose ranks share no lower
+  // group, summed over all ranks (0: inside hosts, 1: between hosts of a rack, ...).
+  std::vector<double> levelBytes;
+  // The port busy longest: the group's (level, index) way out of it or into it, and for how
+  // long; level -1 where no message left a group.
+  int busiestLevel = -1;
+  int busiestGroup = -1;
+  bool busiestIn = false;
+  double busiestUs = 0;
+};
+
+double simulateOperation(int nranks, const ScheduleSource& source, size_t typeSize,
+                         const Topology& topo, const OperationOptions& options,
+                         OperationReport* report);
 
 }  // namespace braid::algos

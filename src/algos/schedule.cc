@@ -1,6 +1,7 @@
 #include "algos/schedule.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace braid::algos {
 
@@ -54,6 +55,23 @@ void ScheduleBuilder::needAccum(size_t count) {
   schedule_.accumCount = std::max(schedule_.accumCount, count);
 }
 
+void ScheduleBuilder::AccessList::overlapping(size_t begin, size_t end,
+                                              std::vector<uint32_t>* steps) const {
+  auto it = byBegin_.lower_bound(begin > longest_ ? begin - longest_ : 0);
+  for (; it != byBegin_.end() && it->first < end; ++it)
+    if (begin < it->second.second) steps->push_back(it->second.first);
+}
+
+void ScheduleBuilder::AccessList::eraseInside(size_t begin, size_t end) {
+  for (auto it = byBegin_.lower_bound(begin); it != byBegin_.end() && it->first <= end;)
+    it = it->second.second <= end ? byBegin_.erase(it) : std::next(it);
+}
+
+void ScheduleBuilder::AccessList::add(uint32_t step, size_t begin, size_t end) {
+  byBegin_.emplace(begin, std::make_pair(step, end));
+  longest_ = std::max(longest_, end - begin);
+}
+
 Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   const uint32_t index = static_cast<uint32_t>(schedule_.steps.size());
   const bool reads = kind != StepKind::Recv && src.count > 0;
@@ -64,15 +82,12 @@ Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   // through a later write that covers that access (see below): a write conflicts with every
   // access of its region, a read with the writes.
   depScratch_.clear();
-  auto conflicts = [&](const std::vector<Access>& list, const Region& r) {
-    for (const Access& a : list)
-      if (a.begin < r.offset + r.count && r.offset < a.end) depScratch_.push_back(a.step);
-  };
   if (writes) {
-    conflicts(reads_[slot(dst.buffer)], dst);
-    conflicts(writes_[slot(dst.buffer)], dst);
+    reads_[slot(dst.buffer)].overlapping(dst.offset, dst.offset + dst.count, &depScratch_);
+    writes_[slot(dst.buffer)].overlapping(dst.offset, dst.offset + dst.count, &depScratch_);
   }
-  if (reads) conflicts(writes_[slot(src.buffer)], src);
+  if (reads)
+    writes_[slot(src.buffer)].overlapping(src.offset, src.offset + src.count, &depScratch_);
   std::sort(depScratch_.begin(), depScratch_.end());
   depScratch_.erase(std::unique(depScratch_.begin(), depScratch_.end()), depScratch_.end());
 
@@ -89,13 +104,11 @@ Step& ScheduleBuilder::add(StepKind kind, int peer, Region src, Region dst) {
   // conflicts with one of them conflicts with this write too, and this write follows them. So
   // the lists stay about as long as the data in flight, not the schedule.
   if (writes) {
-    const size_t begin = dst.offset, end = dst.offset + dst.count;
-    auto covered = [&](const Access& a) { return begin <= a.begin && a.end <= end; };
-    std::erase_if(reads_[slot(dst.buffer)], covered);
-    std::erase_if(writes_[slot(dst.buffer)], covered);
+    reads_[slot(dst.buffer)].eraseInside(dst.offset, dst.offset + dst.count);
+    writes_[slot(dst.buffer)].eraseInside(dst.offset, dst.offset + dst.count);
   }
-  if (reads) reads_[slot(src.buffer)].push_back({index, src.offset, src.offset + src.count});
-  if (writes) writes_[slot(dst.buffer)].push_back({index, dst.offset, dst.offset + dst.count});
+  if (reads) reads_[slot(src.buffer)].add(index, src.offset, src.offset + src.count);
+  if (writes) writes_[slot(dst.buffer)].add(index, dst.offset, dst.offset + dst.count);
   if (peer >= 0) schedule_.peers.push_back(peer);
   return schedule_.steps.back();
 }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -105,14 +106,26 @@ class ScheduleBuilder {
   Step& add(StepKind kind, int peer, Region src, Region dst);
 
   Schedule schedule_;
-  struct Access {
-    uint32_t step;
-    size_t begin, end;  // units of the buffer
+  // Accesses to one buffer (steps and their ranges of units), ordered by where they begin, so
+  // that a step is checked only against those near its own range: a schedule of many blocks
+  // (a ring over thousands of ranks) builds in time proportional to its steps.
+  class AccessList {
+   public:
+    // Appends to `steps` every access that overlaps [begin, end).
+    void overlapping(size_t begin, size_t end, std::vector<uint32_t>* steps) const;
+    // Forgets every access inside [begin, end).
+    void eraseInside(size_t begin, size_t end);
+    void add(uint32_t step, size_t begin, size_t end);
+    void clear() { byBegin_.clear(); }
+
+   private:
+    std::multimap<size_t, std::pair<uint32_t, size_t>> byBegin_;  // begin -> (step, end)
+    size_t longest_ = 0;  // the longest range ever added: none that begins further back overlaps
   };
   // Per buffer, the accesses later steps must be checked against, reads and writes apart: a
   // read conflicts only with writes.
   static constexpr size_t kBuffers = static_cast<size_t>(Buffer::Accum) + 1;
-  std::array<std::vector<Access>, kBuffers> reads_, writes_;
+  std::array<AccessList, kBuffers> reads_, writes_;
   std::vector<uint32_t> depScratch_;
 };
 

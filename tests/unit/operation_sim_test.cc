@@ -1,0 +1,140 @@
+// The operation simulator at scale (algos::simulateOperation, what braid-sim runs): a block of
+// ranks standing for the others prices what simulating every rank prices, and on a
+// non-blocking fabric the ring and the two-level hierarchical AllReduce take the alpha-beta
+// closed forms of docs/scale.md.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <vector>
+
+#include "algos/algorithm.h"
+#include "algos/operation_cost.h"
+#include "algos/topology.h"
+
+namespace braid {
+namespace {
+
+using algos::Topology;
+
+const algos::Algorithm& byName(std::string_view name) {
+  for (const algos::Algorithm* a : algos::algorithms())
+    if (a->name() == name && !a->compressed()) return *a;
+  ADD_FAILURE() << name;
+  return *algos::algorithms()[0];
+}
+
+// `bytes` of floats AllReduced with `algo` on `topo`, each stage's blocks unchunked unless
+// `chunkBytes` says otherwise.
+algos::OperationReport simulate(std::string_view algo, const Topology& topo, size_t bytes,
+                                bool symmetry, size_t chunkBytes = 0) {
+  algos::CollArgs args;
+  args.count = bytes / 4;
+  args.nranks = topo.nranks();
+  args.typeSize = 4;
+  args.chunkCount = chunkBytes ? chunkBytes / 4 : args.count;
+  args.topology = &topo;
+  const algos::Algorithm& a = byName(algo);
+  if (!a.supports(args)) return {};
+  algos::OperationOptions options;
+  options.signaturesOnDataEdges = true;
+  options.symmetry = symmetry;
+  algos::OperationReport report;
+  algos::simulateOperation(
+      topo.nranks(),
+      [&](int r, algos::Schedule& storage) -> const algos::Schedule& {
+        algos::CollArgs v = args;
+        v.rank = r;
+        storage = a.build(v);
+        return storage;
+      },
+      4, topo, options, &report);
+  return report;
+}
+
+// A Clos of `pods` pods of 2 racks of 4 hosts of 4 ranks, racks oversubscribed 2:1.
+Topology clos(int pods) {
+  const int n = 32 * pods;
+  std::vector<int> host(n), rack(n), pod(n);
+  for (int r = 0; r < n; ++r) host[r] = r / 4, rack[r] = r / 16, pod[r] = r / 32;
+  Topology t;
+  t.groupOf = {host, rack, pod};
+  t.link = {{0.5, 1.0 / 8e3}, {2, 1.0 / 12.5e3}, {4, 1.0 / 25e3}, {6, 1.0 / 25e3}};
+  return t;
+}
+
+TEST(OperationSim, ABlockOfRanksPricesWhatEveryRankDoes) {
+  const Topology topo = clos(2);
+  for (size_t bytes : {size_t{64} << 10, size_t{1} << 20, size_t{16} << 20}) {
+    for (const char* algo : {"ring", "hier", "hierpipe", "rhd", "tree", "rackring"}) {
+      const algos::OperationReport all = simulate(algo, topo, bytes, false, 512 << 10);
+      const algos::OperationReport block = simulate(algo, topo, bytes, true, 512 << 10);
+      if (all.period == 0) continue;  // declines the call (hierpipe below its pieces' size)
+      ASSERT_TRUE(std::isfinite(all.us)) << algo;
+      EXPECT_EQ(all.period, 64);
+      // Exact where the events meet their ties alike; otherwise the order in which equal-time
+      // messages take a shared port moves the price a little (hier and rhd at 16 MiB).
+      EXPECT_NEAR(block.us, all.us, 0.02 * all.us) << algo << " " << bytes;
+      for (size_t l = 0; l < all.levelBytes.size(); ++l)
+        EXPECT_NEAR(block.levelBytes[l], all.levelBytes[l], 1e-6 * all.levelBytes[l] + 1)
+            << algo << " " << bytes << " level " << l;
+    }
+  }
+  // The flat ring is the same on every pod: one pod stands for both. A tree has one root, so
+  // every rank is simulated.
+  EXPECT_EQ(simulate("ring", topo, 1 << 20, true).period, 32);
+  EXPECT_EQ(simulate("tree", topo, 1 << 20, true).period, 64);
+  const algos::OperationReport ring = simulate("ring", topo, 1 << 20, true);
+  EXPECT_DOUBLE_EQ(ring.us, simulate("ring", topo, 1 << 20, false).us);
+  // The ring crosses racks at two of its 64 hops: the rack uplinks are what it waits for.
+  EXPECT_EQ(ring.busiestLevel, 0);
+}
+
+// Closed forms on a non-blocking fabric (docs/scale.md), B bytes over n ranks:
+//   ring: 2 (n - 1) (alpha + B/n beta) + (n - 1) B/n gamma
+TEST(OperationSim, RingTakesItsClosedForm) {
+  const double alpha = 5, beta = 1.0 / 12.5e3, gamma = 1.0 / 40e3;
+  for (int n : {64, 256, 1024}) {
+    Topology flat = Topology::flat(n, {alpha, beta});
+    flat.gammaUsPerByte = gamma;
+    for (size_t bytes : {size_t{1} << 20, size_t{64} << 20}) {
+      const double b = static_cast<double>(bytes);
+      const double expected = 2 * (n - 1) * (alpha + b / n * beta) + (n - 1) * b / n * gamma;
+      const algos::OperationReport r = simulate("ring", flat, bytes, true);
+      EXPECT_NEAR(r.us, expected, 0.05 * expected) << n << " ranks, " << bytes << " B";
+      EXPECT_EQ(r.period, 1) << "every rank of a flat ring is alike";
+    }
+  }
+}
+
+// Two levels, g ranks on each of m hosts, every host's NIC shared by its g ranks:
+//   hier: 2 (g - 1) alpha0 + 2 (g - 1)/g B beta0 + (g - 1)/g B gamma           (inside hosts)
+//       + 2 (m - 1) max(alpha1 + B/(g m) beta1, B/m beta1) + (m - 1)/m B/g gamma  (between)
+// The g rings between hosts each carry B/g, all through the one NIC: a step of one ring takes
+// its latency and its own bytes, or the NIC's time for all g rings' bytes, whichever is longer
+// (one ring's latency overlaps the others' transfers).
+TEST(OperationSim, HierarchicalAllReduceTakesItsClosedForm) {
+  const double alpha0 = 0.5, beta0 = 1.0 / 50e3, alpha1 = 5, beta1 = 1.0 / 12.5e3,
+               gamma = 1.0 / 40e3;
+  const int g = 8;
+  for (int m : {8, 32, 128}) {
+    std::vector<int> hostOf(static_cast<size_t>(g * m));
+    for (size_t r = 0; r < hostOf.size(); ++r) hostOf[r] = static_cast<int>(r) / g;
+    Topology topo = Topology::hostsAndRacks(hostOf, {}, {alpha0, beta0}, {alpha1, beta1}, {});
+    topo.gammaUsPerByte = gamma;
+    for (size_t bytes : {size_t{8} << 20, size_t{256} << 20}) {
+      const double b = static_cast<double>(bytes);
+      const double inside = 2 * (g - 1) * alpha0 + 2.0 * (g - 1) / g * b * beta0 +
+                            static_cast<double>(g - 1) / g * b * gamma;
+      const double step = std::max(alpha1 + b / (g * m) * beta1, b / m * beta1);
+      const double between = 2 * (m - 1) * step + static_cast<double>(m - 1) / m * b / g * gamma;
+      const algos::OperationReport r = simulate("hier", topo, bytes, true);
+      EXPECT_NEAR(r.us, inside + between, 0.05 * (inside + between))
+          << g * m << " ranks, " << bytes << " B";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braid
