@@ -84,12 +84,26 @@ summary() {
     echo
     [[ -n "$bw_line" ]] && echo "- kernel bandwidth: $bw_line"
     for n in 1 2 4; do
-      r=$(grep -hE '^ +[0-9]+ +[0-9]+ +float' "$logs/allreduce-np$n.log" 2>/dev/null | tail -1 |
+      r=$(perf_rows "$logs/allreduce-np$n.log" | tail -1 |
           awk '{print $1" B: busbw "$8" / "$12" GB/s (out of place / in place), wrong "$9" / "$13}')
       [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n} ranks, largest size: $r"
+      r=$(perf_rows "$logs/allreduce-np$n.log" | awk '{w += $9 + $13; n++} END {if (n) print n" sizes, "w" wrong elements in all"}')
+      [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n} ranks, every size: $r"
+    done
+    # Side by side at one rank (NCCL refuses several ranks on one GPU): algbw at the largest size
+    # and the time of an 8 B call, Braid's row first.
+    for lib in allreduce-np1 nccl-np1; do
+      r=$(perf_rows "$logs/$lib.log" | awk 'NR == 1 {t = $6} {s = $1; bw = $7} END {if (NR) print "8 B call "t" us; "s" B: algbw "bw" GB/s"}')
+      [[ -n "$r" ]] && echo "- one rank, ${lib/-np1/}: $r"
     done
     grep -h "^torch_check " "$logs"/torch-np*.log 2>/dev/null | sed "s/^/- /"
   } >"$logs/summary.md"
+}
+
+# The result rows of a perf log: rank 0's (braidrun prefixes each line with "[rank] "; a run
+# without braidrun has no prefix), without the prefix.
+perf_rows() {
+  sed -n -e 's/^\[0\] //' -e '/^\[[0-9]*\] /d' -e '/^ *[0-9][0-9]* *[0-9][0-9]* *[a-z0-9]* /p' "$1" 2>/dev/null
 }
 
 # ---- environment ---------------------------------------------------------------------------
@@ -147,22 +161,42 @@ configure() {
 }
 export generator
 export -f configure
+# The carried build (tools/gpu-pack.sh made here): its paths filled in, then a smoke run of the
+# launcher, a test binary and the perf binary. Where the machine's system libraries refuse it,
+# the check builds from source instead.
+use_prebuilt() {
+  rm -rf "$build" && cp -r "$root/.gpu-prebuilt" "$build" || return 1
+  find "$build" -name '*.cmake' -print0 | xargs -0 sed -i -e "s#@BUILD@#$build#g" -e "s#@ROOT@#$root#g"
+  echo "packed from $(cat "$build/SOURCE_COMMIT")"
+  ldd "$build/libnccl.so.2" "$build/bench/perf/all_reduce_perf" | grep -i "not found" && return 1
+  "$build/tools/braidrun" -np 1 -- /bin/true || return 1
+  "$build/tests/gpu_kernels_test" --gtest_list_tests >/dev/null || return 1
+  "$build/bench/perf/all_reduce_perf" -b 8 -e 8 -n 1 -w 0 -c 1
+}
+export -f use_prebuilt
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 built=0
-stage configure 180 configure
-configured=$?
-if [[ -n "${GPU_CHECK_DRY:-}" ]]; then
-  echo "GPU_CHECK_DRY: stopping after configure"
-  exit $configured
+if [[ -f "$root/.gpu-prebuilt/libnccl.so.2" && "${BRAID_GPU_PREBUILT:-1}" != 0 && -z "${GPU_CHECK_DRY:-}" ]]; then
+  # The packed binaries find libnccl.so.2 here (their run path names the tree they were built in).
+  export LD_LIBRARY_PATH="$build:$LD_LIBRARY_PATH"
+  stage prebuilt 60 use_prebuilt && built=1
 fi
 perf_bins=(all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf)
-if ((configured == 0)); then
-  # Only what the check runs: the library, the GPU tests, the perf binaries, the launcher.
-  stage build 300 cmake --build "$build" -j"$jobs" --target nccl braid gpu_kernels_test \
-    gpu_collectives_test cuda-kernel-bw braidrun "${perf_bins[@]}" && built=1
-else
-  skip build "configure failed"
+if ((!built)); then
+  stage configure 180 configure
+  configured=$?
+  if [[ -n "${GPU_CHECK_DRY:-}" ]]; then
+    echo "GPU_CHECK_DRY: stopping after configure"
+    exit $configured
+  fi
+  if ((configured == 0)); then
+    # Only what the check runs: the library, the GPU tests, the perf binaries, the launcher.
+    stage build 300 cmake --build "$build" -j"$jobs" --target nccl braid gpu_kernels_test \
+      gpu_collectives_test cuda-kernel-bw braidrun "${perf_bins[@]}" && built=1
+  else
+    skip build "configure failed"
+  fi
 fi
-export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Threads as ranks put several streams of one process on the GPU; more hardware queues keep
 # their stream waits from queueing behind each other (docs/architecture.md, Device memory).
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
@@ -202,6 +236,23 @@ if ((built)); then
   stage allreduce-np4 150 run_perf 4 all_reduce_perf "${ar[@]}"
   stage torch-np4 150 torch_check 4
   stage allreduce-np1 90 run_perf 1 all_reduce_perf "${ar[@]}"
+  # The same binary on NVIDIA's NCCL (the one PyTorch ships), preloaded: its soname is
+  # libnccl.so.2, so the loader takes it for Braid's too.
+  nccl_lib=$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+for p in site.getsitepackages():
+    hits = sorted(glob.glob(os.path.join(p, "nvidia", "**", "libnccl.so.2"), recursive=True))
+    if hits:
+        print(hits[0])
+        break
+PY
+)
+  if [[ -n "$nccl_lib" ]]; then
+    note="$nccl_lib"
+    stage nccl-np1 90 env LD_PRELOAD="$nccl_lib" NCCL_DEBUG=VERSION "$perf/all_reduce_perf" -G 1 "${ar[@]}"
+  else
+    skip nccl-np1 "no NVIDIA libnccl.so.2 among python3's packages"
+  fi
   for bin in all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf; do
     stage "${bin%_perf}-np4" 45 run_perf 4 "$bin" "${small[@]}"
   done
