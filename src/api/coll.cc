@@ -52,10 +52,10 @@ Status ranKept(ncclComm* comm, Status st) {
 Status enqueueOnHostStream(ncclComm* comm, const Call& call, const void* sendbuff, void* recvbuff,
                            braidHostStream* stream) {
   if (braid::device::enabled()) {
-    bool onDevice = false;
-    BRAID_TRY(
-        braid::device::classify(comm, braid::extents(comm, call, sendbuff, recvbuff), &onDevice));
-    if (onDevice)
+    braid::device::Placement where;
+    BRAID_TRY(braid::device::classify(comm, braid::extents(comm, call, sendbuff, recvbuff),
+                                      /*pinnedInStreamOrder=*/false, &where));
+    if (where.onDevice)
       return braid::invalidArgument(
           "stream is a Braid host stream but the buffers are device memory: host streams "
           "carry host-memory calls only (pass a CUDA stream)");
@@ -79,14 +79,16 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   BRAID_TRY(braid::adapt::beforeCall(comm, call));
   if (braidHostStream* hs = braid::async::hostStream(stream))
     return enqueueOnHostStream(comm, call, sendbuff, recvbuff, hs);
-  // Device support only: the host path never asks what its pointers are.
+  // Device support only: the host path never asks what its pointers are, nor what its stream is
+  // (a NULL stream names the legacy stream, which a capture elsewhere makes unqueryable).
   braid::device::Buffers buffers;
-  bool onDevice = false;
+  braid::device::Placement where;
   if (braid::device::enabled()) {
-    BRAID_TRY(braid::device::checkStream(stream));
     buffers = braid::extents(comm, call, sendbuff, recvbuff);
-    BRAID_TRY(braid::device::classify(comm, buffers, &onDevice));
+    BRAID_TRY(braid::device::classify(comm, buffers, /*pinnedInStreamOrder=*/true, &where));
+    if (where.onDevice) BRAID_TRY(braid::device::checkStream(stream));
   }
+  const bool onDevice = where.onDevice;
   const bool now = !onDevice && !braid::group::active();
   // A repeat's op was resolved when its plan was kept (built-in ops only: always the same).
   if (now && call.count > 0) {
@@ -100,6 +102,7 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   BRAID_TRY(braid::makePlan(comm, call, op, sendbuff, recvbuff, &plan));
   if (onDevice) {
     plan.onDevice = true;
+    plan.hostMemory = where.hostMemory;
     plan.stream = stream;
     plan.sendBytes = buffers.sendBytes;
     plan.recvBytes = buffers.recvBytes;

@@ -86,6 +86,7 @@ class FakeStreamOps final : public device::StreamOps {
  public:
   struct Counters {
     std::atomic<int> copiesToHost{0}, copiesToDevice{0}, waits{0}, stagingAllocs{0};
+    std::atomic<void*> lastStaging{nullptr};  // where the last copy to the host went
   };
 
   explicit FakeStreamOps(Counters* counters = nullptr) : counters_(counters ? counters : &own_) {}
@@ -96,9 +97,13 @@ class FakeStreamOps final : public device::StreamOps {
   }
   // From now on copies to the device fail (a runtime error in the middle of a submit).
   void failCopiesToDevice() { failToDevice_ = true; }
+  // The n-th record() from now on (1: the next) fails after making its event, as
+  // cudaEventRecord failing after cudaEventCreate does: the caller must destroy the event.
+  void failRecord(int n) { failRecordAt_ = records_ + n; }
 
   Status copyToHost(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
     ++counters_->copiesToHost;
+    counters_->lastStaging = dst;
     FakeStream::of(s)->push([=] {
       std::memcpy(dst, src, bytes);
       return true;
@@ -116,6 +121,10 @@ class FakeStreamOps final : public device::StreamOps {
   }
   Status record(cudaStream_t s, device::Event* event) override {
     auto* done = new std::atomic<bool>(false);
+    if (++records_ == failRecordAt_) {
+      *event = done;
+      return {ncclUnhandledCudaError, "fake record failed"};
+    }
     FakeStream::of(s)->push([done] {
       done->store(true);
       return true;
@@ -160,6 +169,7 @@ class FakeStreamOps final : public device::StreamOps {
   uint32_t flag_ = 0;
   std::vector<std::pair<const char*, size_t>> device_;
   bool failToDevice_ = false;
+  int records_ = 0, failRecordAt_ = 0;
 };
 
 }  // namespace braid::testing

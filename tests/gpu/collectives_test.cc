@@ -5,6 +5,8 @@
 // device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -39,12 +41,16 @@ std::string cudaText(cudaError_t e) { return cudaGetErrorString(e); }
 // allocated before the first collective and freed after the last: cudaFree waits for the whole
 // device, where another rank's stream may be waiting for this rank's next call. Copies go on the
 // rank's (non-blocking) stream: a plain cudaMemcpy runs on the legacy stream, which such a stream
-// does not wait for.
+// does not wait for. The host side of those copies is pinned (host()): a copy to pageable memory
+// holds its thread until the stream reaches it, and the driver may stage such copies of all the
+// process's threads through shared buffers, so one rank's copy back could hold another rank's
+// copy in, on which the first rank's collective waits.
 struct RankDevice {
   cudaStream_t stream = nullptr;
-  std::vector<void*> buffers;
+  std::vector<void*> buffers, pinned;
   ~RankDevice() {
     for (void* p : buffers) cudaFree(p);
+    for (void* p : pinned) cudaFreeHost(p);
     if (stream) cudaStreamDestroy(stream);
   }
   std::string init(ncclComm_t comm) {
@@ -59,6 +65,13 @@ struct RankDevice {
     void* p = nullptr;
     RANK_CUDA(cudaMalloc(&p, bytes));
     buffers.push_back(p);
+    *out = static_cast<float*>(p);
+    return "";
+  }
+  std::string host(size_t count, float** out) {
+    void* p = nullptr;
+    RANK_CUDA(cudaMallocHost(&p, count * sizeof(float)));
+    pinned.push_back(p);
     *out = static_cast<float*>(p);
     return "";
   }
@@ -82,19 +95,23 @@ TEST_F(GpuCollectives, AllReduceEverySizeOnTheCallersStream) {
       RankDevice d;
       if (auto e = d.init(comm); !e.empty()) return e;
       const size_t maxCount = size_t(16) << 20;
-      float *send, *recv;
+      float *send, *recv, *in, *out, *inPlace;
       if (auto e = d.alloc(maxCount * 4, &send); !e.empty()) return e;
       if (auto e = d.alloc(maxCount * 4, &recv); !e.empty()) return e;
+      if (auto e = d.host(maxCount, &in); !e.empty()) return e;
+      if (auto e = d.host(maxCount, &out); !e.empty()) return e;
+      if (auto e = d.host(maxCount, &inPlace); !e.empty()) return e;
       for (size_t count = 2; count <= maxCount; count *= 8) {
-        std::vector<float> in(count), out(count, -1), inPlace(count, -1);
-        for (size_t i = 0; i < count; ++i) in[i] = float((i * 7 + rank * 3) % 100);
-        RANK_CUDA(cudaMemcpyAsync(send, in.data(), count * 4, cudaMemcpyHostToDevice, d.stream));
+        for (size_t i = 0; i < count; ++i) {
+          in[i] = float((i * 7 + rank * 3) % 100);
+          out[i] = inPlace[i] = -1;
+        }
+        RANK_CUDA(cudaMemcpyAsync(send, in, count * 4, cudaMemcpyHostToDevice, d.stream));
         RANK_NCCL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, d.stream), comm);
-        RANK_CUDA(cudaMemcpyAsync(out.data(), recv, count * 4, cudaMemcpyDeviceToHost, d.stream));
+        RANK_CUDA(cudaMemcpyAsync(out, recv, count * 4, cudaMemcpyDeviceToHost, d.stream));
         // In place, on the same stream, reusing send.
         RANK_NCCL(ncclAllReduce(send, send, count, ncclFloat32, ncclSum, comm, d.stream), comm);
-        RANK_CUDA(
-            cudaMemcpyAsync(inPlace.data(), send, count * 4, cudaMemcpyDeviceToHost, d.stream));
+        RANK_CUDA(cudaMemcpyAsync(inPlace, send, count * 4, cudaMemcpyDeviceToHost, d.stream));
         RANK_CUDA(cudaStreamSynchronize(d.stream));
         for (size_t i = 0; i < count; ++i) {
           float want = 0;
@@ -126,15 +143,17 @@ TEST_F(GpuCollectives, CallReturnsWithoutWaitingForTheStream) {
     RankDevice d;
     if (auto e = d.init(comm); !e.empty()) return e;
     const size_t count = 1 << 20;
-    float* buf;
+    float *buf, *in, *out;
     if (auto e = d.alloc(count * 4, &buf); !e.empty()) return e;
-    std::vector<float> in(count, float(rank + 1)), out(count);
-    RANK_CUDA(cudaMemcpyAsync(buf, in.data(), count * 4, cudaMemcpyHostToDevice, d.stream));
+    if (auto e = d.host(count, &in); !e.empty()) return e;
+    if (auto e = d.host(count, &out); !e.empty()) return e;
+    for (size_t i = 0; i < count; ++i) in[i] = float(rank + 1);
+    RANK_CUDA(cudaMemcpyAsync(buf, in, count * 4, cudaMemcpyHostToDevice, d.stream));
     RANK_CUDA(cudaLaunchHostFunc(d.stream, holdUntilOpen, &gate));
     RANK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, d.stream), comm);
     if (gate.load()) return "the gate opened before the call returned";
     if (++returned == nranks) gate.store(true);
-    RANK_CUDA(cudaMemcpyAsync(out.data(), buf, count * 4, cudaMemcpyDeviceToHost, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(out, buf, count * 4, cudaMemcpyDeviceToHost, d.stream));
     RANK_CUDA(cudaStreamSynchronize(d.stream));
     for (size_t i = 0; i < count; ++i)
       if (out[i] != 3.0f) return "element " + std::to_string(i) + " is " + std::to_string(out[i]);
@@ -153,13 +172,15 @@ TEST_F(GpuCollectives, LaunchCompletionEventFollowsTheCall) {
     RankDevice d;
     if (auto e = d.init(comm); !e.empty()) return e;
     const size_t count = 1 << 16;
-    float* buf;
+    float *buf, *in, *out;
     if (auto e = d.alloc(count * 4, &buf); !e.empty()) return e;
-    std::vector<float> in(count, float(rank + 1)), out(count);
+    if (auto e = d.host(count, &in); !e.empty()) return e;
+    if (auto e = d.host(count, &out); !e.empty()) return e;
+    for (size_t i = 0; i < count; ++i) in[i] = float(rank + 1);
     cudaEvent_t launched, grouped;
     RANK_CUDA(cudaEventCreateWithFlags(&launched, cudaEventDisableTiming));
     RANK_CUDA(cudaEventCreateWithFlags(&grouped, cudaEventDisableTiming));
-    RANK_CUDA(cudaMemcpyAsync(buf, in.data(), count * 4, cudaMemcpyHostToDevice, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(buf, in, count * 4, cudaMemcpyHostToDevice, d.stream));
     RANK_CUDA(cudaLaunchHostFunc(d.stream, holdUntilOpen, &gate));
     ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
     cfg.launchCompletionEvent = launched;
@@ -174,7 +195,7 @@ TEST_F(GpuCollectives, LaunchCompletionEventFollowsTheCall) {
     if (cudaEventQuery(grouped) != cudaErrorNotReady) return "the group's event completed early";
     if (++returned == nranks) gate.store(true);
     RANK_CUDA(cudaEventSynchronize(grouped));
-    RANK_CUDA(cudaMemcpyAsync(out.data(), buf, count * 4, cudaMemcpyDeviceToHost, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(out, buf, count * 4, cudaMemcpyDeviceToHost, d.stream));
     RANK_CUDA(cudaStreamSynchronize(d.stream));
     cudaEventDestroy(launched);
     cudaEventDestroy(grouped);
@@ -192,17 +213,17 @@ TEST_F(GpuCollectives, EveryCollective) {
       RankDevice d;
       if (auto e = d.init(comm); !e.empty()) return e;
       const size_t n = 1000, all = n * nranks;
-      float *send, *recv;
+      float *send, *recv, *in, *out;
       if (auto e = d.alloc(all * 4, &send); !e.empty()) return e;
       if (auto e = d.alloc(all * 4, &recv); !e.empty()) return e;
-      std::vector<float> in(all), out(all);
+      if (auto e = d.host(all, &in); !e.empty()) return e;
+      if (auto e = d.host(all, &out); !e.empty()) return e;
       for (size_t i = 0; i < all; ++i) in[i] = float(rank * 10000 + i);
       auto run = [&](const char* what, auto&& call, auto&& want, size_t outCount) -> std::string {
-        RANK_CUDA(cudaMemcpyAsync(send, in.data(), all * 4, cudaMemcpyHostToDevice, d.stream));
+        RANK_CUDA(cudaMemcpyAsync(send, in, all * 4, cudaMemcpyHostToDevice, d.stream));
         RANK_CUDA(cudaMemsetAsync(recv, 0, all * 4, d.stream));
         RANK_NCCL(call(), comm);
-        RANK_CUDA(
-            cudaMemcpyAsync(out.data(), recv, outCount * 4, cudaMemcpyDeviceToHost, d.stream));
+        RANK_CUDA(cudaMemcpyAsync(out, recv, outCount * 4, cudaMemcpyDeviceToHost, d.stream));
         RANK_CUDA(cudaStreamSynchronize(d.stream));
         for (size_t i = 0; i < outCount; ++i)
           if (out[i] != want(i))
@@ -262,20 +283,23 @@ TEST_F(GpuCollectives, GroupOverTwoStreams) {
     cudaStream_t other = nullptr;
     RANK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
     const size_t n = 4096;
-    float *a, *b, *c;
+    float *a, *b, *c, *in, *outA, *outB;
     if (auto e = d.alloc(n * 4, &a); !e.empty()) return e;
     if (auto e = d.alloc(n * 2 * 4, &b); !e.empty()) return e;
     if (auto e = d.alloc(n * 4, &c); !e.empty()) return e;
-    std::vector<float> in(n, float(rank + 1)), outA(n), outB(2 * n);
-    RANK_CUDA(cudaMemcpyAsync(a, in.data(), n * 4, cudaMemcpyHostToDevice, d.stream));
-    RANK_CUDA(cudaMemcpyAsync(c, in.data(), n * 4, cudaMemcpyHostToDevice, d.stream));
+    if (auto e = d.host(n, &in); !e.empty()) return e;
+    if (auto e = d.host(n, &outA); !e.empty()) return e;
+    if (auto e = d.host(2 * n, &outB); !e.empty()) return e;
+    for (size_t i = 0; i < n; ++i) in[i] = float(rank + 1);
+    RANK_CUDA(cudaMemcpyAsync(a, in, n * 4, cudaMemcpyHostToDevice, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(c, in, n * 4, cudaMemcpyHostToDevice, d.stream));
     RANK_CUDA(cudaStreamSynchronize(d.stream));  // c is read on the other stream
     RANK_NCCL(ncclGroupStart(), comm);
     RANK_NCCL(ncclAllReduce(a, a, n, ncclFloat32, ncclSum, comm, d.stream), comm);
     RANK_NCCL(ncclAllGather(c, b, n, ncclFloat32, comm, other), comm);
     RANK_NCCL(ncclGroupEnd(), comm);
-    RANK_CUDA(cudaMemcpyAsync(outA.data(), a, n * 4, cudaMemcpyDeviceToHost, d.stream));
-    RANK_CUDA(cudaMemcpyAsync(outB.data(), b, 2 * n * 4, cudaMemcpyDeviceToHost, other));
+    RANK_CUDA(cudaMemcpyAsync(outA, a, n * 4, cudaMemcpyDeviceToHost, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(outB, b, 2 * n * 4, cudaMemcpyDeviceToHost, other));
     RANK_CUDA(cudaStreamSynchronize(d.stream));
     RANK_CUDA(cudaStreamSynchronize(other));
     cudaStreamDestroy(other);
@@ -297,7 +321,7 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     if (ncclAllReduce(host.data(), dev, 1024, ncclFloat32, ncclSum, comm, d.stream) !=
         ncclInvalidArgument)
       return "host sendbuff + device recvbuff was not ncclInvalidArgument";
-    if (std::string(ncclGetLastError(comm)).find("mix host and device") == std::string::npos)
+    if (std::string(ncclGetLastError(comm)).find("cannot mix pageable host memory") == std::string::npos)
       return std::string("mixing message: ") + ncclGetLastError(comm);
     // Graph capture is refused, clearly, and the capture is left intact.
     RANK_CUDA(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal));
@@ -316,14 +340,17 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     if (attr.type != cudaMemoryTypeDevice) return "ncclMemAlloc gave no device memory";
     void* handle = nullptr;
     RANK_NCCL(ncclCommRegister(comm, mem, 1 << 20, &handle), comm);
-    RANK_CUDA(cudaMemcpyAsync(mem, host.data(), 1024 * 4, cudaMemcpyHostToDevice, d.stream));
+    float *in, *out;
+    if (auto e = d.host(1024, &in); !e.empty()) return e;
+    if (auto e = d.host(1024, &out); !e.empty()) return e;
+    for (size_t i = 0; i < 1024; ++i) in[i] = 1.0f;
+    RANK_CUDA(cudaMemcpyAsync(mem, in, 1024 * 4, cudaMemcpyHostToDevice, d.stream));
     RANK_NCCL(ncclAllReduce(mem, mem, 1024, ncclFloat32, ncclSum, comm, d.stream), comm);
-    std::vector<float> out(1024);
-    RANK_CUDA(cudaMemcpyAsync(out.data(), mem, 1024 * 4, cudaMemcpyDeviceToHost, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(out, mem, 1024 * 4, cudaMemcpyDeviceToHost, d.stream));
     RANK_CUDA(cudaStreamSynchronize(d.stream));
     RANK_NCCL(ncclCommDeregister(comm, handle), comm);
-    for (float v : out)
-      if (v != 2.0f) return "AllReduce on ncclMemAlloc memory gave " + std::to_string(v);
+    for (size_t i = 0; i < 1024; ++i)
+      if (float v = out[i]; v != 2.0f) return "AllReduce on ncclMemAlloc memory gave " + std::to_string(v);
     // A host-memory call after device work on the same communicator still works; it is also the
     // barrier after which freeing (a device-wide wait) cannot stall the other rank.
     std::vector<float> h(8, float(rank));
@@ -359,6 +386,144 @@ TEST_F(GpuCollectives, HostStreamTakesHostBuffersOnly) {
       if (v != 3.0f) return "host-stream AllReduce with device support on gave " + std::to_string(v);
     return "";
   }));
+}
+
+// NCCL's single-thread pattern on one GPU: one thread drives both ranks of a communicator
+// (ncclCommInitAll with a device list) in one group on one stream, a created stream and the
+// legacy stream. Each rank's input copy must be queued before any rank's stream wait.
+TEST_F(GpuCollectives, OneThreadDrivesTwoRanksOnOneStream) {
+  ncclComm_t comms[2] = {};
+  const int devs[2] = {0, 0};
+  ASSERT_EQ(ncclCommInitAll(comms, 2, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  BRAID_CUDA_OK(cudaSetDevice(0));
+  cudaStream_t created = nullptr;
+  BRAID_CUDA_OK(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+  const size_t n = 1 << 18;
+  float *buf[2], *host[2];
+  for (int r = 0; r < 2; ++r) {
+    BRAID_CUDA_OK(cudaMalloc(&buf[r], n * 4));
+    BRAID_CUDA_OK(cudaMallocHost(&host[r], n * 4));
+  }
+  for (cudaStream_t stream : {created, cudaStreamLegacy}) {
+    for (int r = 0; r < 2; ++r) {
+      for (size_t i = 0; i < n; ++i) host[r][i] = float(r + 1);
+      BRAID_CUDA_OK(cudaMemcpyAsync(buf[r], host[r], n * 4, cudaMemcpyHostToDevice, stream));
+    }
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; ++r)
+      ASSERT_EQ(ncclAllReduce(buf[r], buf[r], n, ncclFloat32, ncclSum, comms[r], stream),
+                ncclSuccess)
+          << ncclGetLastError(comms[r]);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    for (int r = 0; r < 2; ++r)
+      BRAID_CUDA_OK(cudaMemcpyAsync(host[r], buf[r], n * 4, cudaMemcpyDeviceToHost, stream));
+    BRAID_CUDA_OK(cudaStreamSynchronize(stream));
+    for (int r = 0; r < 2; ++r)
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(host[r][i], 3.0f) << "rank " << r << " element " << i << " on stream " << stream;
+  }
+  for (ncclComm_t c : comms) ASSERT_EQ(ncclCommDestroy(c), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    cudaFree(buf[r]);
+    cudaFreeHost(host[r]);
+  }
+  cudaStreamDestroy(created);
+}
+
+// Pinned host buffers on a CUDA stream are served in stream order, as NCCL serves them: the input
+// below is written by a copy that a gate holds on the stream, so a call that ran at once on the
+// host would read it unwritten.
+TEST_F(GpuCollectives, PinnedHostBuffersFollowTheStream) {
+  const int nranks = 2;
+  std::atomic<bool> gate{false};
+  std::atomic<int> returned{0};
+  expectAllOk(runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
+    RankDevice d;
+    if (auto e = d.init(comm); !e.empty()) return e;
+    const size_t count = 1 << 16;
+    float *src, *buf, *out;
+    if (auto e = d.host(count, &src); !e.empty()) return e;
+    if (auto e = d.host(count, &buf); !e.empty()) return e;
+    if (auto e = d.host(count, &out); !e.empty()) return e;
+    for (size_t i = 0; i < count; ++i) {
+      src[i] = float(rank + 1);
+      buf[i] = out[i] = -100.0f;
+    }
+    RANK_CUDA(cudaLaunchHostFunc(d.stream, holdUntilOpen, &gate));
+    RANK_CUDA(cudaMemcpyAsync(buf, src, count * 4, cudaMemcpyDefault, d.stream));
+    RANK_NCCL(ncclAllReduce(buf, out, count, ncclFloat32, ncclSum, comm, d.stream), comm);
+    if (gate.load()) return "the gate opened before the call returned";
+    if (++returned == nranks) gate.store(true);
+    RANK_CUDA(cudaStreamSynchronize(d.stream));
+    for (size_t i = 0; i < count; ++i)
+      if (out[i] != 3.0f) return "element " + std::to_string(i) + " is " + std::to_string(out[i]);
+    return "";
+  }));
+}
+
+// A watchdog aborting communicators of one GPU one after another: the first abort must not wait
+// for the whole device (freeing pinned memory would), where the second communicator's stream
+// waits for a collective whose peer never calls.
+TEST_F(GpuCollectives, AbortsOneAfterAnotherOnASharedGpu) {
+  ncclComm_t pair[2] = {}, single = nullptr;
+  const int devs[2] = {0, 0};
+  ASSERT_EQ(ncclCommInitAll(pair, 2, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclCommInitAll(&single, 1, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  BRAID_CUDA_OK(cudaSetDevice(0));
+  cudaStream_t held = nullptr, free = nullptr;
+  BRAID_CUDA_OK(cudaStreamCreateWithFlags(&held, cudaStreamNonBlocking));
+  BRAID_CUDA_OK(cudaStreamCreateWithFlags(&free, cudaStreamNonBlocking));
+  float *x = nullptr, *y = nullptr;
+  BRAID_CUDA_OK(cudaMalloc(&x, 1 << 20));
+  BRAID_CUDA_OK(cudaMalloc(&y, 1 << 20));
+  // Rank 1 of the pair never calls: rank 0's stream waits until its communicator is aborted.
+  ASSERT_EQ(ncclAllReduce(x, x, 1024, ncclFloat32, ncclSum, pair[0], held), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(y, y, 1024, ncclFloat32, ncclSum, single, free), ncclSuccess);
+  BRAID_CUDA_OK(cudaStreamSynchronize(free));
+  std::atomic<bool> aborted{false};
+  std::thread watchdog([&] {
+    ncclCommAbort(single);
+    aborted = true;
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!aborted && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(aborted.load()) << "ncclCommAbort waited for another communicator's stream";
+  ncclCommAbort(pair[0]);  // releases the held stream (and with it a first abort that waited)
+  ncclCommAbort(pair[1]);
+  watchdog.join();
+  BRAID_CUDA_OK(cudaStreamSynchronize(held));
+  cudaFree(x);
+  cudaFree(y);
+  cudaStreamDestroy(held);
+  cudaStreamDestroy(free);
+}
+
+// A child forked after device support came on cannot use the CUDA context it inherits: its calls
+// take the host path, as in a process without a device.
+TEST_F(GpuCollectives, ForkedChildRunsHostCalls) {
+  ncclComm_t parent = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&parent, 1, nullptr), ncclSuccess);  // device support probed: on
+  ASSERT_EQ(ncclCommDestroy(parent), ncclSuccess);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ncclComm_t comm = nullptr;
+    if (ncclCommInitAll(&comm, 1, nullptr) != ncclSuccess) _exit(2);
+    int dev = 0;
+    if (ncclCommCuDevice(comm, &dev) != ncclSuccess || dev != -1) _exit(3);
+    std::vector<float> v(64, 2.0f);
+    if (ncclAllReduce(v.data(), v.data(), 64, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+      _exit(4);
+    if (v[0] != 2.0f) _exit(5);
+    ncclCommDestroy(comm);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "2: init failed, 3: bound to a device, 4: the call failed, 5: wrong result";
 }
 
 // BRAID_CUDA=0 keeps a process on host memory only, device present or not.

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -303,6 +304,142 @@ TEST(StreamProxyOps, AbortReleasesAWaitingStream) {
     return "";
   });
   for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+}
+
+// The event that says the copies back are done could not be recorded: the call says so, the
+// stream goes on, and the batch's staging is not reused (nothing tells when the copy back has read
+// it), so the next call of the same size stages elsewhere.
+TEST(StreamProxyOps, AFailedRecordKeepsTheStagingOutOfReuse) {
+  auto results = runThreads(1, [](int, ncclComm_t comm) -> std::string {
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    std::vector<float> buf(4096, 1.0f);
+    Call call{Collective::AllReduce, buf.size(), ncclFloat32, ncclSum, true};
+    call.inPlace = true;
+    call.inputCount = buf.size();
+    r.ops->failRecord(2);  // inputs ready, then outputs done
+    Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data());
+    if (s.code() != ncclUnhandledCudaError || s.message().find("copies back") == std::string::npos)
+      return "submit: want the failed record reported, got: " + s.message();
+    r.stream.sync();
+    if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
+    void* first = r.counters.lastStaging.load();
+    if (Status t = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !t.ok())
+      return "second submit: " + t.message();
+    r.stream.sync();
+    if (r.counters.lastStaging.load() == first) return "the second call reused the kept staging";
+    // Without the failure, the same call reuses its block.
+    void* second = r.counters.lastStaging.load();
+    if (Status t = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !t.ok())
+      return "third submit: " + t.message();
+    r.stream.sync();
+    if (r.counters.lastStaging.load() != second) return "a block was not reused after a success";
+    return "";
+  });
+  EXPECT_EQ(results[0], "");
+}
+
+// Until `done` or `seconds` passed; whether it came.
+bool waitFor(const std::function<bool()>& done, int seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A proxy of its own (fake stream operations) for a communicator a test drives itself.
+struct OwnProxy {
+  explicit OwnProxy(ncclComm* c) : comm(c) {
+    Status st = device::Proxy::create(comm, std::make_unique<FakeStreamOps>(), &proxy);
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
+  ~OwnProxy() { release(); }
+  // Aborts the communicator and destroys the proxy (which releases its streams).
+  void release() {
+    if (!proxy) return;
+    comm->abortFlag.store(true);
+    delete proxy;
+    proxy = nullptr;
+  }
+  ncclComm* comm;
+  device::Proxy* proxy = nullptr;
+};
+
+std::vector<Plan> allReducePlan(ncclComm* comm, float* buf, size_t n, cudaStream_t stream) {
+  Call call{Collective::AllReduce, n, ncclFloat32, ncclSum, true};
+  call.inPlace = true;
+  call.inputCount = n;
+  Status st;
+  std::vector<Plan> plans;
+  plans.push_back(devicePlan(comm, call, ResolvedOp{}, buf, buf, stream, &st));
+  EXPECT_TRUE(st.ok()) << st.message();
+  return plans;
+}
+
+// NCCL's single-thread pattern: one thread drives both ranks of a communicator in one group, on
+// one stream. Every rank's input copy must be queued before the first wait, or rank 0's wait
+// would hold rank 1's input (and so rank 0's collective) forever.
+TEST(StreamProxyOps, RanksOfOneThreadShareAStreamInAGroup) {
+  ncclComm_t comms[2] = {};
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  {
+    const size_t n = 4096;
+    std::vector<float> a(n, 1.0f), b(n, 2.0f);
+    FakeStream stream;
+    OwnProxy p0(comms[0]), p1(comms[1]);
+    std::vector<std::pair<device::Proxy*, std::vector<Plan>>> parts;
+    parts.emplace_back(p0.proxy, allReducePlan(comms[0], a.data(), n, stream.handle()));
+    parts.emplace_back(p1.proxy, allReducePlan(comms[1], b.data(), n, stream.handle()));
+    Status st = device::Proxy::submitAll(std::move(parts));
+    ASSERT_TRUE(st.ok()) << st.message();
+    const bool ran = waitFor([&] { return stream.idle(); }, 30);
+    EXPECT_TRUE(ran) << "the shared stream never finished: a wait held the other rank's input";
+    p0.release();  // after a hang: aborts release the stream
+    p1.release();
+    stream.sync();
+    if (ran)
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_TRUE(a[i] == 3.0f && b[i] == 3.0f) << "element " << i << ": " << a[i] << ", " << b[i];
+  }
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+}
+
+// Aborting a communicator does not wait for its copies back: here they are queued behind another
+// communicator's wait on a shared stream, whose collective cannot finish (its peer never calls)
+// until that one is aborted too, the order a watchdog aborting one communicator after another
+// takes. The staging waits with the reclaimer until the copies ran.
+TEST(StreamProxyOps, AbortDoesNotWaitForCopiesBehindAnotherCommunicator) {
+  ncclComm_t pair[2] = {}, single = nullptr;
+  ASSERT_EQ(ncclCommInitAll(pair, 2, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclCommInitAll(&single, 1, nullptr), ncclSuccess);
+  {
+    const size_t n = 1024;
+    std::vector<float> x(n, 1.0f), y(n, 1.0f);
+    FakeStream stream;
+    OwnProxy stuck(pair[0]), alone(single);
+    std::vector<std::pair<device::Proxy*, std::vector<Plan>>> parts;
+    parts.emplace_back(stuck.proxy, allReducePlan(pair[0], x.data(), n, stream.handle()));
+    parts.emplace_back(alone.proxy, allReducePlan(single, y.data(), n, stream.handle()));
+    Status st = device::Proxy::submitAll(std::move(parts));
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_FALSE(stream.idle()) << "the stream went on although rank 1 of the pair never called";
+    std::atomic<bool> aborted{false};
+    std::thread watchdog([&] {
+      alone.release();
+      aborted = true;
+    });
+    const bool prompt = waitFor([&] { return aborted.load(); }, 20);
+    EXPECT_TRUE(prompt) << "aborting waited for copies that another communicator's wait holds";
+    stuck.release();  // releases the stream, and with it the first abort if it waited
+    watchdog.join();
+    stream.sync();
+  }
+  ncclCommDestroy(pair[0]);
+  ncclCommDestroy(pair[1]);
+  ncclCommDestroy(single);
 }
 
 }  // namespace

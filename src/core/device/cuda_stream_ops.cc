@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "base/log.h"
+#include "core/device/cuda_scopes.h"
 #include "kernels/cuda/kernels.h"
 
 namespace braid::cuda {
@@ -15,6 +16,7 @@ class CudaStreamOps final : public device::StreamOps {
  public:
   explicit CudaStreamOps(int device) : device_(device) {}
   ~CudaStreamOps() override {
+    RelaxedCapture relaxed;
     if (flag_) cudaFreeHost(flag_);
   }
 
@@ -30,13 +32,17 @@ class CudaStreamOps final : public device::StreamOps {
     return st;
   }
 
+  // Copies between staging and the user's buffers, which may be device memory or pinned host
+  // memory: the runtime tells which from the addresses (unified addressing).
+  Status copy(void* dst, const void* src, size_t bytes, cudaStream_t stream, const char* what) {
+    return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), what);
+  }
+
   Status copyToHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) override {
-    return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream),
-                      "cudaMemcpyAsync (to staging)");
+    return copy(dst, src, bytes, stream, "cudaMemcpyAsync (to staging)");
   }
   Status copyToDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) override {
-    return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
-                      "cudaMemcpyAsync (from staging)");
+    return copy(dst, src, bytes, stream, "cudaMemcpyAsync (from staging)");
   }
   Status record(cudaStream_t stream, device::Event* event) override {
     *event = nullptr;
@@ -68,9 +74,13 @@ class CudaStreamOps final : public device::StreamOps {
   }
   void destroy(device::Event event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
   Status allocStaging(size_t bytes, void** out) override {
+    RelaxedCapture relaxed;
     return cudaStatus(cudaHostAlloc(out, bytes, cudaHostAllocPortable), "cudaHostAlloc");
   }
-  void freeStaging(void* ptr) override { cudaFreeHost(ptr); }
+  void freeStaging(void* ptr) override {
+    RelaxedCapture relaxed;
+    cudaFreeHost(ptr);
+  }
   bool isDeviceMemory(const void* ptr) override {
     cudaPointerAttributes attr{};
     if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
@@ -81,12 +91,15 @@ class CudaStreamOps final : public device::StreamOps {
   }
   uint32_t* flag() override { return flag_; }
   void bindThread() override { cudaSetDevice(device_); }
+  int makeCurrent() override { return switchDevice(device_); }
+  void restoreCurrent(int previous) override { restoreDevice(previous); }
   const char* describe() const override {
     return waitValue_ ? "cuStreamWaitValue32" : "a wait kernel";
   }
 
  private:
   Status makeFlag() {
+    RelaxedCapture relaxed;
     void* flag = nullptr;
     BRAID_TRY(cudaStatus(cudaHostAlloc(&flag, 64, cudaHostAllocMapped | cudaHostAllocPortable),
                          "cudaHostAlloc (flag)"));

@@ -44,12 +44,22 @@ struct Buffers {
   size_t recvBytes = 0;
 };
 
-// Only when enabled(): whether the buffers are device memory (*onDevice) or host memory. Device
-// memory must be on the communicator's device; mixing kinds in one call is ncclInvalidArgument.
-Status classify(const ncclComm* comm, const Buffers& buffers, bool* onDevice);
+// How a call's buffers are served (classify).
+struct Placement {
+  bool onDevice = false;    // in stream order, through the communicator's proxy
+  bool hostMemory = false;  // onDevice, and every buffer is pinned host memory (no staging)
+};
 
-// Only when enabled(): a stream being captured into a CUDA graph is refused (ncclInvalidUsage);
-// Braid's stream mechanism cannot be captured yet.
+// Only when enabled(): whether the buffers go in stream order (device memory; pinned host memory
+// too where `pinnedInStreamOrder`, as on a CUDA stream, where a copy before the call may not have
+// landed yet) or take the host path (pageable host memory, or pinned on a Braid host stream).
+// Device memory must be on the communicator's device; mixing pageable host memory with
+// stream-ordered buffers in one call is ncclInvalidArgument. An in-place call asks once.
+Status classify(const ncclComm* comm, const Buffers& buffers, bool pinnedInStreamOrder,
+                Placement* placement);
+
+// Only when enabled(), for stream-ordered calls: a stream being captured into a CUDA graph is
+// refused (ncclInvalidUsage); Braid's stream mechanism cannot be captured yet.
 Status checkStream(cudaStream_t stream);
 
 // Device plans, all of one call or group: enqueued on their streams and run by each

@@ -4,6 +4,7 @@
 #include "core/device/device.h"
 
 #include <cuda_runtime.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "core/comm/comm.h"
+#include "core/device/cuda_scopes.h"
 #include "core/device/cuda_stream_ops.h"
 #include "core/device/stream_proxy.h"
 #include "core/exec/executor.h"
@@ -28,9 +30,11 @@ std::unordered_map<void*, size_t>& allocations() {
   return map;
 }
 
-// What a pointer is, for classify(): device (or managed) memory of a device, or host memory.
+// What a pointer is, for classify(): device (or managed) memory of a device, pinned host memory
+// (allocated or registered with CUDA), or pageable host memory.
 struct Kind {
   bool device = false;
+  bool pinned = false;
   int ordinal = -1;
 };
 
@@ -43,6 +47,7 @@ Status kindOf(const void* ptr, const char* name, Kind* kind) {
                            cudaGetErrorString(err));
   }
   kind->device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  kind->pinned = attr.type == cudaMemoryTypeHost;
   kind->ordinal = attr.device;
   return Status::Ok();
 }
@@ -70,6 +75,10 @@ void probe() {
     BRAID_INFO(kInit, "CUDA: %d device(s), driver %d, runtime %d (static): device memory supported",
                count, driver, runtime);
     detail::enabled.store(true, std::memory_order_relaxed);
+    // A child forked from here cannot use the CUDA context it inherits: device support is off
+    // there, and its calls take the host path (as in a process without a device).
+    pthread_atfork(nullptr, nullptr,
+                   [] { detail::enabled.store(false, std::memory_order_relaxed); });
   });
 }
 
@@ -93,26 +102,40 @@ Status bindDevice(int requested, int* device) {
   return cuda::cudaStatus(cudaGetDevice(device), "cudaGetDevice");
 }
 
-Status classify(const ncclComm* comm, const Buffers& b, bool* onDevice) {
-  *onDevice = false;
+Status classify(const ncclComm* comm, const Buffers& b, bool pinnedInStreamOrder,
+                Placement* where) {
+  *where = {};
   Kind send, recv;
   const bool useSend = b.send && b.sendBytes > 0, useRecv = b.recv && b.recvBytes > 0;
   if (useSend) BRAID_TRY(kindOf(b.send, "sendbuff", &send));
-  if (useRecv) BRAID_TRY(kindOf(b.recv, "recvbuff", &recv));
-  if (useSend && useRecv && send.device != recv.device)
+  if (useRecv) {
+    if (useSend && b.recv == b.send)
+      recv = send;
+    else
+      BRAID_TRY(kindOf(b.recv, "recvbuff", &recv));
+  }
+  auto ordered = [&](const Kind& k) { return k.device || (pinnedInStreamOrder && k.pinned); };
+  auto name = [](const Kind& k) {
+    return k.device ? "device" : k.pinned ? "pinned host" : "pageable host";
+  };
+  if (useSend && useRecv && ordered(send) != ordered(recv))
     return invalidArgument(
-        "sendbuff %p is %s memory but recvbuff %p is %s memory; one call cannot "
-        "mix host and device buffers",
-        b.send, send.device ? "device" : "host", b.recv, recv.device ? "device" : "host");
+        "sendbuff %p is %s memory but recvbuff %p is %s memory; one call cannot mix pageable "
+        "host memory with device (or, on a CUDA stream, pinned host) memory",
+        b.send, name(send), b.recv, name(recv));
+  bool allHost = true;
   for (const Kind* k : {&send, &recv}) {
-    if (!k->device) continue;
-    if (k->ordinal != comm->cudaDev)
+    const bool used = k == &send ? useSend : useRecv;
+    if (!used || !ordered(*k)) continue;
+    if (k->device && k->ordinal != comm->cudaDev)
       return invalidArgument(
           "%s is memory of CUDA device %d, but the communicator is bound to "
           "device %d",
           k == &send ? "sendbuff" : "recvbuff", k->ordinal, comm->cudaDev);
-    *onDevice = true;
+    where->onDevice = true;
+    allHost = allHost && !k->device;
   }
+  where->hostMemory = where->onDevice && allHost;
   return Status::Ok();
 }
 
@@ -151,22 +174,25 @@ Status recordEvent(cudaEvent_t event, cudaStream_t stream) {
 }
 
 Status submit(std::span<Plan> plans) {
-  // One batch per communicator, in call order.
-  std::vector<ncclComm*> comms;
-  for (const Plan& p : plans)
-    if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
-  for (ncclComm* comm : comms) {
+  // One batch per communicator, in call order; all of them queued together (Proxy::submitAll), so
+  // communicators that share a stream do not wait behind each other's input copies.
+  std::vector<std::pair<Proxy*, std::vector<Plan>>> parts;
+  for (Plan& p : plans) {
+    ncclComm* comm = p.comm;
     if (!comm->deviceProxy) {
       std::unique_ptr<StreamOps> ops;
       BRAID_TRY(cuda::makeStreamOps(comm->cudaDev, &ops));
       BRAID_TRY(Proxy::create(comm, std::move(ops), &comm->deviceProxy));
     }
-    std::vector<Plan> batch;
-    for (Plan& p : plans)
-      if (p.comm == comm) batch.push_back(std::move(p));
-    BRAID_TRY(comm->deviceProxy->submit(std::move(batch)));
+    auto it = std::find_if(parts.begin(), parts.end(),
+                           [&](const auto& part) { return part.first == comm->deviceProxy; });
+    if (it == parts.end()) {
+      parts.emplace_back(comm->deviceProxy, std::vector<Plan>{});
+      it = parts.end() - 1;
+    }
+    it->second.push_back(std::move(p));
   }
-  return Status::Ok();
+  return Proxy::submitAll(std::move(parts));
 }
 
 Status drain(ncclComm* comm) {
@@ -182,7 +208,10 @@ void shutdown(ncclComm* comm) {
 Status memAlloc(size_t size, void** out, bool* handled) {
   *handled = enabled();
   if (!*handled) return Status::Ok();
-  BRAID_TRY(cuda::cudaStatus(cudaMalloc(out, size), "cudaMalloc"));
+  {
+    cuda::RelaxedCapture relaxed;
+    BRAID_TRY(cuda::cudaStatus(cudaMalloc(out, size), "cudaMalloc"));
+  }
   std::lock_guard<std::mutex> lock(allocMu);
   allocations().emplace(*out, size);
   int dev = -1;
@@ -201,6 +230,7 @@ Status memFree(void* ptr, bool* handled) {
     allocations().erase(it);
   }
   *handled = true;
+  cuda::RelaxedCapture relaxed;
   return cuda::cudaStatus(cudaFree(ptr), "cudaFree");
 }
 

@@ -40,6 +40,12 @@ class StreamOps {
   virtual uint32_t* flag() = 0;
   // On the proxy's thread, before anything else (the CUDA device to use).
   virtual void bindThread() {}
+  // Around a submit on the caller's thread: makes this communicator's device current and returns
+  // the caller's, which restoreCurrent() puts back. One thread may drive communicators of several
+  // devices in one group (ncclCommInitAll with a device list), and events, copies and kernels
+  // belong to the device current when they are made.
+  virtual int makeCurrent() { return -1; }
+  virtual void restoreCurrent(int /*previous*/) {}
   // "cuStreamWaitValue32", for the log.
   virtual const char* describe() const = 0;
 };

@@ -22,11 +22,79 @@ size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
 }  // namespace
 
-// ---- StagingPool ----------------------------------------------------------------------------
+// ---- Reclaimer ----------------------------------------------------------------------------
 
-StagingPool::~StagingPool() {
-  for (char* p : all_) ops_.freeStaging(p);
-}
+// Staging and runtimes that outlive their proxies. Freeing pinned memory (a block, or a runtime's
+// flag) waits for the whole device, where another communicator's stream may be held until that
+// communicator's proxy runs; and an aborted communicator must not wait for its streams' copies
+// back. So a proxy that goes parks its blocks here, with the events that guard those still in use
+// and its StreamOps (which frees them). New pools draw on parked blocks whose events completed;
+// the rest is freed once no proxy is left in the process, when no Braid wait holds any stream.
+class Reclaimer {
+ public:
+  static Reclaimer& get() {
+    static Reclaimer* r = new Reclaimer;  // never destroyed: what is parked at exit goes with it
+    return *r;
+  }
+
+  void enter() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++live_;
+  }
+  void leave(std::shared_ptr<StreamOps> ops, std::vector<std::pair<char*, size_t>> blocks,
+             std::vector<Event> events) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --live_;
+    parked_.push_back({std::move(ops), std::move(events), std::move(blocks)});
+    collectLocked();
+  }
+  // A parked block of at least `want` bytes whose copies are done, or false.
+  bool take(size_t want, char** block, size_t* size) {
+    std::lock_guard<std::mutex> lock(mu_);
+    collectLocked();
+    for (Parked& p : parked_) {
+      if (!p.events.empty()) continue;
+      for (auto it = p.blocks.begin(); it != p.blocks.end(); ++it) {
+        if (it->second < want) continue;
+        *block = it->first;
+        *size = it->second;
+        p.blocks.erase(it);
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  struct Parked {
+    std::shared_ptr<StreamOps> ops;
+    std::vector<Event> events;  // until all completed, the blocks may still be read
+    std::vector<std::pair<char*, size_t>> blocks;
+  };
+
+  void collectLocked() {
+    for (Parked& p : parked_) {
+      std::erase_if(p.events, [&](Event ev) {
+        bool done = false;
+        if (!p.ops->query(ev, &done).ok() || !done) return false;
+        p.ops->destroy(ev);
+        return true;
+      });
+    }
+    if (live_ > 0) return;
+    std::erase_if(parked_, [](Parked& p) {
+      if (!p.events.empty()) return false;
+      for (auto [ptr, bytes] : p.blocks) p.ops->freeStaging(ptr);
+      return true;  // the runtime goes with its entry (with CUDA: its flag is freed)
+    });
+  }
+
+  std::mutex mu_;
+  int live_ = 0;
+  std::vector<Parked> parked_;
+};
+
+// ---- StagingPool ----------------------------------------------------------------------------
 
 size_t StagingPool::pinnedAfter(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -46,21 +114,32 @@ Status StagingPool::acquire(size_t bytes, bool mayAllocate, char** block, size_t
       return Status::Ok();
     }
   }
-  if (!mayAllocate) return Status::Ok();
   void* p = nullptr;
-  BRAID_TRY(ops_.allocStaging(want, &p));
-  BRAID_INFO(kAlloc, "device staging: %zu bytes of pinned host memory", want);
+  if (Reclaimer::get().take(want, block, size)) {
+    p = *block;
+  } else {
+    if (!mayAllocate) return Status::Ok();
+    BRAID_TRY(ops_.allocStaging(want, &p));
+    *size = want;
+    BRAID_INFO(kAlloc, "device staging: %zu bytes of pinned host memory", want);
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  all_.push_back(static_cast<char*>(p));
-  pinned_ += want;
+  all_.emplace_back(static_cast<char*>(p), *size);
+  pinned_ += *size;
   *block = static_cast<char*>(p);
-  *size = want;
   return Status::Ok();
 }
 
 void StagingPool::release(char* block, size_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   free_.emplace(size, block);
+}
+
+std::vector<std::pair<char*, size_t>> StagingPool::takeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.clear();
+  pinned_ = 0;
+  return std::move(all_);
 }
 
 // ---- Proxy ----------------------------------------------------------------------------------
@@ -70,6 +149,7 @@ Status Proxy::create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out
   __atomic_store_n(proxy->ops_->flag(), 0u, __ATOMIC_RELEASE);
   BRAID_INFO(kProxy, "rank %d: device progress thread for device %d, streams wait with %s",
              comm->rank, comm->cudaDev, proxy->ops_->describe());
+  Reclaimer::get().enter();
   proxy->thread_ = std::thread([p = proxy.get()] { p->loop(); });
   *out = proxy.release();
   return Status::Ok();
@@ -82,24 +162,38 @@ Proxy::~Proxy() {
   }
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
-  reap(true);
+  // Every stream was released (the thread wrote the flag for each batch). A destroy waits for the
+  // copies back, as ncclCommDestroy waits for the communicator's work; after an abort, batches
+  // whose copies have not finished are parked with their events instead.
+  reap(!comm_->abortFlag.load());
+  std::vector<Event> pending;
+  for (auto& batch : retired_) {
+    pending.insert(pending.end(), batch->inputsReady.begin(), batch->inputsReady.end());
+    pending.insert(pending.end(), batch->outputsDone.begin(), batch->outputsDone.end());
+  }
+  retired_.clear();
+  Reclaimer::get().leave(ops_, pool_.takeAll(), std::move(pending));
 }
 
 // Staging for one plan, and the copy of its input onto its stream. Where sendbuff and recvbuff
 // overlap (in place), one staging region keeps their distance, so the schedule built for the
 // call's aliasing addresses the staging the same way.
-Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
+Status Proxy::stage(Batch& batch, Plan& plan) {
   const auto send = reinterpret_cast<uintptr_t>(plan.sendbuff);
   const auto recv = reinterpret_cast<uintptr_t>(plan.recvbuff);
   const size_t sb = plan.sendBytes, rb = plan.recvBytes;
   const bool overlap = sb && rb && send < recv + rb && recv < send + sb;
   const bool deviceScalar = plan.preMul && plan.scalarPtr && ops_->isDeviceMemory(plan.scalarPtr);
+  // Pinned host buffers are run on where they are: the proxy starts once the stream reached the
+  // call (inputs ready) and the stream goes on once the proxy is done, as with staging.
+  const bool direct = plan.hostMemory;
+  if (direct && !deviceScalar) return Status::Ok();
   uintptr_t lo = 0;
-  size_t bytes = 0;
-  if (overlap) {
+  size_t bytes = 0;  // staging for the buffers (none when direct), then the scalar's
+  if (!direct && overlap) {
     lo = std::min(send, recv);
     bytes = align64(std::max(send + sb, recv + rb) - lo);
-  } else {
+  } else if (!direct) {
     bytes = align64(sb) + align64(rb);
   }
   const size_t scalarAt = bytes;
@@ -110,7 +204,10 @@ Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
   batch.blocks.push_back(block);
   char* hostSend = nullptr;
   char* hostRecv = nullptr;
-  if (overlap) {
+  if (direct) {
+    hostSend = const_cast<char*>(static_cast<const char*>(plan.sendbuff));
+    hostRecv = static_cast<char*>(plan.recvbuff);
+  } else if (overlap) {
     hostSend = block.ptr + (send - lo);
     hostRecv = block.ptr + (recv - lo);
   } else {
@@ -121,13 +218,13 @@ Status Proxy::stage(Batch& batch, Plan& plan, std::vector<Output>* outputs) {
   if (!sb && send == recv) hostSend = hostRecv;
   if (!rb && recv == send) hostRecv = hostSend;
 
-  if (sb) BRAID_TRY(ops_->copyToHost(hostSend, plan.sendbuff, sb, plan.stream));
+  if (sb && !direct) BRAID_TRY(ops_->copyToHost(hostSend, plan.sendbuff, sb, plan.stream));
   if (deviceScalar) {
     BRAID_TRY(ops_->copyToHost(block.ptr + scalarAt, plan.scalarPtr, kernels::typeSize(plan.type),
                                plan.stream));
     plan.scalarPtr = block.ptr + scalarAt;
   }
-  if (rb) outputs->push_back({plan.recvbuff, hostRecv, rb, plan.stream});
+  if (rb && !direct) batch.outputs.push_back({plan.recvbuff, hostRecv, rb, plan.stream});
   plan.sendbuff = hostSend;
   plan.recvbuff = hostRecv;
   return Status::Ok();
@@ -156,51 +253,106 @@ Status Proxy::acquire(size_t bytes, Block* block) {
   }
 }
 
+Status Proxy::submitAll(std::vector<std::pair<Proxy*, std::vector<Plan>>> parts) {
+  // Submit locks in one order (address), so groups over overlapping communicators cannot
+  // deadlock on them.
+  std::vector<Proxy*> order;
+  for (auto& part : parts) order.push_back(part.first);
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  if (order.size() != parts.size()) return internalError("a communicator has two parts in one submit");
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (Proxy* p : order) locks.emplace_back(p->submitMu_);
+
+  std::vector<std::unique_ptr<Batch>> batches(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Proxy* p = parts[i].first;
+    const int caller = p->ops_->makeCurrent();
+    Status st = p->prepare(std::move(parts[i].second), &batches[i]);
+    p->ops_->restoreCurrent(caller);
+    if (st.ok()) continue;
+    // Nothing waits yet: undo the parts prepared so far.
+    for (size_t k = 0; k < i; ++k) {
+      Proxy* q = parts[k].first;
+      const int was = q->ops_->makeCurrent();
+      q->abandon(*batches[k]);
+      q->ops_->restoreCurrent(was);
+    }
+    return st;
+  }
+  // From the first wait on, every batch must reach its proxy, which releases its streams.
+  Status result;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Proxy* p = parts[i].first;
+    const int caller = p->ops_->makeCurrent();
+    Status st = p->commit(std::move(batches[i]));
+    p->ops_->restoreCurrent(caller);
+    if (result.ok()) result = st;
+  }
+  return result;
+}
+
 Status Proxy::submit(std::vector<Plan> plans) {
-  std::lock_guard<std::mutex> guard(submitMu_);
+  std::vector<std::pair<Proxy*, std::vector<Plan>>> parts;
+  parts.emplace_back(this, std::move(plans));
+  return submitAll(std::move(parts));
+}
+
+Status Proxy::prepare(std::vector<Plan> plans, std::unique_ptr<Batch>* out) {
   reap(false);
   auto batch = std::make_unique<Batch>();
   batch->plans = std::move(plans);
-  std::vector<cudaStream_t> streams;
   for (const Plan& p : batch->plans)
-    if (std::find(streams.begin(), streams.end(), p.stream) == streams.end())
-      streams.push_back(p.stream);
-
-  // Until a stream waits on the flag, a failure can still be undone here.
-  std::vector<Output> outputs;
+    if (std::find(batch->streams.begin(), batch->streams.end(), p.stream) == batch->streams.end())
+      batch->streams.push_back(p.stream);
   Status st;
   for (Plan& p : batch->plans)
-    if (st.ok()) st = stage(*batch, p, &outputs);
-  for (cudaStream_t s : streams) {
+    if (st.ok()) st = stage(*batch, p);
+  for (cudaStream_t s : batch->streams) {
     if (!st.ok()) break;
     Event ev = nullptr;
     st = ops_->record(s, &ev);
     if (ev) batch->inputsReady.push_back(ev);
   }
   if (!st.ok()) {
-    // Input copies may still target the staging: let them land before it is reused.
-    for (cudaStream_t s : streams) {
-      Event ev = nullptr;
-      if (ops_->record(s, &ev).ok() && ev) {
-        ops_->synchronize(ev);
-        ops_->destroy(ev);
-      }
-    }
-    destroy(*batch);
+    abandon(*batch);
     return st;
   }
+  *out = std::move(batch);
+  return Status::Ok();
+}
 
-  // From the first wait on, the batch must reach the proxy, which releases the streams.
-  batch->seq = ++issued_;
-  for (cudaStream_t s : streams)
-    if (batch->failed.ok()) batch->failed = ops_->waitFlag(s, batch->seq);
-  for (const Output& o : outputs)
-    if (batch->failed.ok()) batch->failed = ops_->copyToDevice(o.device, o.host, o.bytes, o.stream);
-  for (cudaStream_t s : streams) {
+void Proxy::abandon(Batch& batch) {
+  // Input copies may still target the staging: let them land before it is reused.
+  for (cudaStream_t s : batch.streams) {
     Event ev = nullptr;
-    if (ops_->record(s, &ev).ok() && ev) batch->outputsDone.push_back(ev);
+    const bool recorded = ops_->record(s, &ev).ok() && ev;
+    if (recorded) ops_->synchronize(ev);
+    else batch.keepBlocks = true;
+    if (ev) ops_->destroy(ev);
   }
+  destroy(batch);
+}
+
+Status Proxy::commit(std::unique_ptr<Batch> batch) {
+  batch->seq = ++issued_;
+  for (cudaStream_t s : batch->streams)
+    if (batch->failed.ok()) batch->failed = ops_->waitFlag(s, batch->seq);
+  for (const Output& o : batch->outputs)
+    if (batch->failed.ok())
+      batch->failed = ops_->copyToDevice(o.device, o.host, o.bytes, o.stream);
   Status result = batch->failed;
+  for (cudaStream_t s : batch->streams) {
+    Event ev = nullptr;
+    Status rec = ops_->record(s, &ev);
+    if (rec.ok() && ev) {
+      batch->outputsDone.push_back(ev);
+      continue;
+    }
+    if (ev) ops_->destroy(ev);
+    batch->keepBlocks = true;
+    if (result.ok()) result = rec.withContext("recording the copies back");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(batch));
@@ -276,22 +428,29 @@ Status Proxy::drain() {
 }
 
 void Proxy::reap(bool wait) {
+  // One reaper at a time (under submitMu_, or the destructor); the thread only appends.
   for (;;) {
     std::unique_ptr<Batch> batch;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (retired_.empty()) return;
-      bool done = true;
-      for (Event ev : retired_.front()->outputsDone) {
-        bool finished = false;
-        if (wait)
-          ops_->synchronize(ev);
-        else if (!ops_->query(ev, &finished).ok() || !finished)
-          done = false;
-      }
-      if (!done) return;
       batch = std::move(retired_.front());
       retired_.pop_front();
+    }
+    // Waits on the user's streams happen outside the lock, so the thread can go on meanwhile.
+    bool done = true;
+    for (Event ev : batch->outputsDone) {
+      bool finished = false;
+      if (wait)
+        ops_->synchronize(ev);
+      else if (!ops_->query(ev, &finished).ok() || !finished)
+        done = false;
+      if (!done) break;
+    }
+    if (!done) {
+      std::lock_guard<std::mutex> lock(mu_);
+      retired_.push_front(std::move(batch));
+      return;
     }
     destroy(*batch);
   }
@@ -300,7 +459,8 @@ void Proxy::reap(bool wait) {
 void Proxy::destroy(Batch& batch) {
   for (Event ev : batch.inputsReady) ops_->destroy(ev);
   for (Event ev : batch.outputsDone) ops_->destroy(ev);
-  for (const Block& b : batch.blocks) pool_.release(b.ptr, b.size);
+  if (!batch.keepBlocks)
+    for (const Block& b : batch.blocks) pool_.release(b.ptr, b.size);
   batch.inputsReady.clear();
   batch.outputsDone.clear();
   batch.blocks.clear();

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -32,26 +33,29 @@ struct ncclComm;
 namespace braid::device {
 
 // Pinned host blocks for staging, kept for reuse until the communicator goes (freeing pinned
-// memory waits for the whole device, which could stall behind another rank's stream).
+// memory waits for the whole device, which could stall behind another rank's stream). When it goes,
+// its blocks are parked with the process's reclaimer (stream_proxy.cc), which new pools draw on.
 class StagingPool {
  public:
   explicit StagingPool(StreamOps& ops) : ops_(ops) {}
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
-  ~StagingPool();
 
-  // A free block of at least `bytes`; a new one only when `mayAllocate` (else *block is null).
+  // A free block of at least `bytes`: a parked one, else a new one when `mayAllocate` (else
+  // *block is null).
   Status acquire(size_t bytes, bool mayAllocate, char** block, size_t* size);
   void release(char* block, size_t size);
   // Bytes a new block for `bytes` would add to those already pinned.
   size_t pinnedAfter(size_t bytes);
+  // Every block the pool holds, free or in use; the pool forgets them (the caller frees them).
+  std::vector<std::pair<char*, size_t>> takeAll();
 
  private:
   StreamOps& ops_;
   std::mutex mu_;
   size_t pinned_ = 0;
   std::multimap<size_t, char*> free_;
-  std::vector<char*> all_;
+  std::vector<std::pair<char*, size_t>> all_;
 };
 
 class Proxy {
@@ -60,10 +64,15 @@ class Proxy {
   static Status create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out);
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
-  // Runs what is queued (it fails at once after an abort), releases every waiting stream, and
-  // frees the staging once the streams are done with it.
+  // Runs what is queued (it fails at once after an abort) and releases every waiting stream. A
+  // destroy waits for the copies back to the streams; an abort does not (the streams may be held
+  // by other work): the staging, with the events that guard it, goes to the reclaimer.
   ~Proxy();
 
+  // One group's plans, each communicator's part as one batch: every part's input copies are
+  // queued on its streams before any stream is told to wait, so parts that share a stream (two
+  // communicators of one thread on one stream) never wait behind each other's inputs.
+  static Status submitAll(std::vector<std::pair<Proxy*, std::vector<Plan>>> parts);
   // Plans of this communicator, one call or the communicator's part of a group.
   Status submit(std::vector<Plan> plans);
   // Until the proxy has run everything submitted so far.
@@ -82,15 +91,26 @@ class Proxy {
   };
   struct Batch {
     std::vector<Plan> plans;
+    std::vector<cudaStream_t> streams;
+    std::vector<Output> outputs;
     std::vector<Event> inputsReady, outputsDone;
     std::vector<Block> blocks;
     uint32_t seq = 0;
     Status failed;  // enqueueing failed after a stream was told to wait: run nothing, release it
+    // A stream's outputs-done event could not be recorded: nothing tells when the copies back
+    // have read the staging, so its blocks are never reused (freed with the pool).
+    bool keepBlocks = false;
   };
 
   Proxy(ncclComm* comm, std::unique_ptr<StreamOps> ops)
       : comm_(comm), ops_(std::move(ops)), pool_(*ops_) {}
-  Status stage(Batch& batch, Plan& plan, std::vector<Output>* outputs);
+  // The two halves of a submit, under submitMu_: prepare() stages the plans and queues the input
+  // copies; commit() queues the waits and the copies back and hands the batch to the thread.
+  Status prepare(std::vector<Plan> plans, std::unique_ptr<Batch>* out);
+  Status commit(std::unique_ptr<Batch> batch);
+  // A prepared batch that will not be committed: its input copies land, its staging returns.
+  void abandon(Batch& batch);
+  Status stage(Batch& batch, Plan& plan);
   // Staging within the budget: past it, waits for batches in flight to give theirs back.
   Status acquire(size_t bytes, Block* block);
   Status waitInputs(const Batch& batch);
@@ -100,7 +120,7 @@ class Proxy {
   void destroy(Batch& batch);
 
   ncclComm* comm_;
-  std::unique_ptr<StreamOps> ops_;
+  std::shared_ptr<StreamOps> ops_;  // shared with the reclaimer, which may outlive the proxy
   StagingPool pool_;
 
   std::mutex submitMu_;  // one submit at a time, so batch numbers follow stream order
