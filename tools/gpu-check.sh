@@ -17,8 +17,10 @@
 # On the device tool only a few files come back from $OUT, so pack the folder, e.g.
 #   timeout 560 bash tools/gpu-check.sh /tmp/gc; tar czf $OUT/gpu-check.tgz -C /tmp gc; cp /tmp/gc/summary.md $OUT/
 #
-# Environment: BRAID_GPU_CHECK_QUICK=1 runs smaller perf sweeps; GPU_CHECK_DRY=1 stops after the
-# configure stage (to test the dependency path on a machine without a GPU).
+# Environment: BRAID_GPU_CHECK_QUICK=1 runs smaller perf sweeps; BRAID_GPU_TEST_TIMEOUT bounds each
+# GPU test (120 s); BRAID_GPU_CHECK_STAGES="a b ..."
+# runs only the named stages after the build (a rerun of what failed); GPU_CHECK_DRY=1 stops
+# after the configure stage (to test the dependency path on a machine without a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -42,6 +44,7 @@ stage() {
   local name=$1 limit=$2
   shift 2
   local t0 rc left
+  unselected "$name" && return 125
   t0=$(date +%s)
   left=$((budget - (t0 - start) - 5))
   if ((left < 15)); then
@@ -64,7 +67,12 @@ stage() {
   summary
   return $rc
 }
+# Whether BRAID_GPU_CHECK_STAGES leaves stage $1 out (only stages after the build are chosen).
+unselected() {
+  [[ -n "${selecting:-}" && -n "${BRAID_GPU_CHECK_STAGES:-}" && " $BRAID_GPU_CHECK_STAGES " != *" $1 "* ]]
+}
 skip() {
+  unselected "$1" && return 0
   names+=("$1"); results+=("SKIP"); seconds+=(0); notes+=("$2")
   echo "== $1: skipped ($2)"
   summary
@@ -83,6 +91,8 @@ summary() {
     for i in "${!names[@]}"; do echo "| ${names[$i]} | ${results[$i]} | ${seconds[$i]} | ${notes[$i]} |"; done
     echo
     [[ -n "$bw_line" ]] && echo "- kernel bandwidth: $bw_line"
+    r=$(grep -h "pinned  " "$logs/kernel-bw.log" 2>/dev/null | awk '{printf "%s%s %s GB/s", sep, $2, $4; sep = ", "}')
+    [[ -n "$r" ]] && echo "- pinned host copies, 256 MiB: $r"
     for n in 1 2 4; do
       r=$(perf_rows "$logs/allreduce-np$n.log" | tail -1 |
           awk '{print $1" B: busbw "$8" / "$12" GB/s (out of place / in place), wrong "$9" / "$13}')
@@ -96,6 +106,16 @@ summary() {
       r=$(perf_rows "$logs/$lib.log" | awk 'NR == 1 {t = $6} {s = $1; bw = $7} END {if (NR) print "8 B call "t" us; "s" B: algbw "bw" GB/s"}')
       [[ -n "$r" ]] && echo "- one rank, ${lib/-np1/}: $r"
     done
+    # Time per call (us), side by side: device buffers staged against pinned host buffers, and
+    # host calls with device support on against BRAID_CUDA=0.
+    pair_rows() {
+      paste <(perf_rows "$logs/$1.log" | awk '{print $1, $6}') <(perf_rows "$logs/$2.log" | awk '{print $6}') |
+        awk 'NF == 3 {printf "%s%s B %s / %s", sep, $1, $2, $3; sep = "; "}'
+    }
+    r=$(pair_rows staged-np2 pinned-np2)
+    [[ -n "$r" ]] && echo "- 2 ranks, us per call, device buffers (staged) / pinned host buffers: $r"
+    r=$(pair_rows hostcalls-np2 hostcalls-np2-cuda0)
+    [[ -n "$r" ]] && echo "- 2 ranks, host memory, us per call, device support on / BRAID_CUDA=0: $r"
     grep -h "^torch_check " "$logs"/torch-np*.log 2>/dev/null | sed "s/^/- /"
   } >"$logs/summary.md"
 }
@@ -201,10 +221,12 @@ fi
 # their stream waits from queueing behind each other (docs/architecture.md, Device memory).
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 
+selecting=1  # from here on, BRAID_GPU_CHECK_STAGES may choose
+
 # ---- GPU tests -------------------------------------------------------------------------------
 gpu_tests() {
   local out="$logs/gpu-tests.ctest.txt"
-  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 -j2 2>&1 | tee "$out"
+  ctest --test-dir "$build" -L gpu --output-on-failure --timeout "${BRAID_GPU_TEST_TIMEOUT:-120}" -j2 2>&1 | tee "$out"
   ((PIPESTATUS[0] == 0)) || return 1
   # On a GPU machine a skipped GPU test is a failure: no device was usable.
   if grep -q "(Skipped)" "$out"; then
@@ -217,18 +239,23 @@ if ((built)); then stage gpu-tests 150 gpu_tests; else skip gpu-tests "no build"
 
 # ---- the rest, most important first (a stage the budget no longer fits is skipped) ----------
 perf="$build/bench/perf"
-run_perf() {  # ranks binary args...
+run_perf() {  # ranks binary args... (-G 1 device buffers, -G 2 pinned host ones)
   local n=$1 bin=$2
   shift 2
-  "$build/tools/braidrun" -np "$n" --timeout 200 -- "$perf/$bin" -G 1 "$@"
+  "$build/tools/braidrun" -np "$n" --timeout 200 -- "$perf/$bin" "$@"
 }
 torch_check() { python3 "$root/tools/torch_check.py" --lib "$build/libnccl.so.2" --world "$1" --timeout 150; }
 export perf
 export -f run_perf torch_check
 # AllReduce: every power of two from 8 B to 1 GiB, checked (-c 1).
-if [[ -n "${BRAID_GPU_CHECK_QUICK:-}" ]]; then ar=(-b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
-else ar=(-b 8 -e 1G -f 2 -n 2 -w 1 -c 1); fi
-small=(-b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
+if [[ -n "${BRAID_GPU_CHECK_QUICK:-}" ]]; then ar=(-G 1 -b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
+else ar=(-G 1 -b 8 -e 1G -f 2 -n 2 -w 1 -c 1); fi
+small=(-G 1 -b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
+# Side by side at 2 ranks, 8 B - 256 MiB: device buffers (staged through pinned memory) against
+# pinned host buffers (run in place, no staging), so the difference is what staging costs.
+staged=(-b 8 -e 256M -f 8 -n 5 -w 2 -c 1)
+# Host-memory calls, many small ones: what device support costs a host call (BRAID_CUDA=0 off).
+hostcalls=(-G 0 -b 8 -e 64K -f 8 -n 500 -w 50 -c 1)
 if ((built)); then
   stage kernel-bw 60 "$build/bench/cuda/cuda-kernel-bw" 256 20
   stage allreduce-np2 150 run_perf 2 all_reduce_perf "${ar[@]}"
@@ -249,13 +276,17 @@ PY
 )
   if [[ -n "$nccl_lib" ]]; then
     note="$nccl_lib"
-    stage nccl-np1 90 env LD_PRELOAD="$nccl_lib" NCCL_DEBUG=VERSION "$perf/all_reduce_perf" -G 1 "${ar[@]}"
+    stage nccl-np1 90 env LD_PRELOAD="$nccl_lib" NCCL_DEBUG=VERSION "$perf/all_reduce_perf" "${ar[@]}"
   else
     skip nccl-np1 "no NVIDIA libnccl.so.2 among python3's packages"
   fi
   for bin in all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf; do
     stage "${bin%_perf}-np4" 45 run_perf 4 "$bin" "${small[@]}"
   done
+  stage staged-np2 60 run_perf 2 all_reduce_perf -G 1 "${staged[@]}"
+  stage pinned-np2 60 run_perf 2 all_reduce_perf -G 2 "${staged[@]}"
+  stage hostcalls-np2 45 run_perf 2 all_reduce_perf "${hostcalls[@]}"
+  stage hostcalls-np2-cuda0 45 env BRAID_CUDA=0 bash -c 'run_perf 2 all_reduce_perf "$@"' run "${hostcalls[@]}"
 else
   skip kernel-bw "no build"
   skip perf "no build"

@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <cstring>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -25,23 +27,34 @@ std::string unavailable() {
 
 void setDevice(int device) { ok(cudaSetDevice(device), "cudaSetDevice"); }
 
-void* alloc(size_t bytes) {
+void* alloc(size_t bytes, bool pinnedHost) {
   void* p = nullptr;
+  if (pinnedHost) {
+    ok(cudaMallocHost(&p, bytes), "cudaMallocHost");
+    std::memset(p, 0, bytes);
+    return p;
+  }
   ok(cudaMalloc(&p, bytes), "cudaMalloc");
   ok(cudaMemset(p, 0, bytes), "cudaMemset");
   return p;
 }
 
-void release(void* ptr) { cudaFree(ptr); }
+void release(void* ptr) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) == cudaSuccess && attr.type == cudaMemoryTypeHost)
+    cudaFreeHost(ptr);
+  else
+    cudaFree(ptr);
+}
 
 void toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream),
      "cudaMemcpyAsync to the device");
   ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
 void toHost(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream),
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream),
      "cudaMemcpyAsync to the host");
   ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }

@@ -15,7 +15,7 @@ namespace {
 }  // namespace
 
 void setDevice(int) { none(); }
-void* alloc(size_t) { none(); }
+void* alloc(size_t, bool) { none(); }
 void release(void*) {}
 void toDevice(void*, const void*, size_t, cudaStream_t) { none(); }
 void toHost(void*, const void*, size_t, cudaStream_t) { none(); }

@@ -80,11 +80,11 @@ std::unique_ptr<char, FreeDeleter> allocHost(size_t bytes, bool fromNccl = false
   return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(p), FreeDeleter{fromNccl});
 }
 
-// -G 1: device memory (zeroed), with the same room for guard bytes.
-std::unique_ptr<char, FreeDeleter> allocDevice(size_t bytes) {
+// -G 1: device memory (zeroed), with the same room for guard bytes; -G 2: pinned host memory.
+std::unique_ptr<char, FreeDeleter> allocDevice(size_t bytes, bool pinnedHost) {
   size_t rounded = (bytes + kGuardBytes + kPage - 1) / kPage * kPage;
-  return std::unique_ptr<char, FreeDeleter>(static_cast<char*>(device::alloc(rounded)),
-                                            FreeDeleter{false, true});
+  return std::unique_ptr<char, FreeDeleter>(
+      static_cast<char*>(device::alloc(rounded, pinnedHost)), FreeDeleter{false, true});
 }
 
 // Elements of the one buffer an in-place call uses.
@@ -127,7 +127,7 @@ class RankRunner {
       // The communicator binds to the device current at init: one GPU here, every rank on it
       // (Braid allows several ranks per device).
       if (std::string why = device::unavailable(); !why.empty()) {
-        std::fprintf(stderr, "%s: -G 1: %s\n", program_, why.c_str());
+        std::fprintf(stderr, "%s: -G %d: %s\n", program_, opts_.deviceBuffers, why.c_str());
         return 2;
       }
       device::setDevice(0);
@@ -209,9 +209,10 @@ class RankRunner {
     barrier_ = allocHost(sizeof(double) * 4);
     if (opts_.deviceBuffers) {
       // Device buffers, each with a host mirror where inputs are made and results checked.
-      send_ = allocDevice(send);
-      recv_ = allocDevice(recv);
-      inPlace_ = allocDevice(inPlace);
+      const bool pinned = opts_.deviceBuffers == 2;
+      send_ = allocDevice(send, pinned);
+      recv_ = allocDevice(recv, pinned);
+      inPlace_ = allocDevice(inPlace, pinned);
       mirrors_.push_back({send_.get(), allocHost(send), send});
       mirrors_.push_back({recv_.get(), allocHost(recv), recv});
       mirrors_.push_back({inPlace_.get(), allocHost(inPlace), inPlace});

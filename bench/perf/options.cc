@@ -34,8 +34,8 @@ void usage(const char* program) {
       "  -r,--root R           root rank, or all; default 0\n"
       "  -z,--blocking 0|1     wait for each collective; default 0\n"
       "  -R,--local_register 0|1  buffers from ncclMemAlloc, registered; default 0\n"
-      "  -G,--device_buffers 0|1  CUDA device buffers on a stream (Braid: host memory by default); "
-      "default 0\n"
+      "  -G,--device_buffers 0|1|2  1: CUDA device buffers on a stream; 2: pinned host buffers on\n"
+      "                        a CUDA stream; default 0 (host memory, no stream)\n"
       "  -t,--nthreads N       ranks (threads) per process; default 1\n"
       "  -g,--ngpus N          devices per thread (only 1)\n"
       "  -a,--average 0-3      report rank 0's time, or the mean/min/max across ranks; default 1\n"
@@ -194,7 +194,7 @@ bool parseOptions(int argc, char** argv, const char* program, Options* o) {
         if (!parseInt(v, 0, 1, &o->registerBuffers)) return bad("-R", v);
         break;
       case 'G':
-        if (!parseInt(v, 0, 1, &o->deviceBuffers)) return bad("-G", v);
+        if (!parseInt(v, 0, 2, &o->deviceBuffers)) return bad("-G", v);
         break;
       case 't':
         if (!parseInt(v, 1, 1024, &o->nThreads)) return bad("-t", v);

@@ -25,7 +25,7 @@ struct Options {
   int check = 1;  // check iterations per row; 0 disables checking
   int blocking = 0;
   int registerBuffers = 0;  // -R: ncclMemAlloc'ed, ncclCommRegister'ed buffers
-  int deviceBuffers = 0;    // -G: CUDA device buffers and a stream (device_buffers.h)
+  int deviceBuffers = 0;    // -G: 1 CUDA device buffers, 2 pinned host ones, on a stream
   int nThreads = 1;
   Average average = Average::Mean;
   Mode mode = Mode::Process;

@@ -32,8 +32,10 @@ void printPreamble(const char* program, const Options& o, const World& w, const 
   int version = 0;
   ncclGetVersion(&version);
   std::printf("# Collective test starting: %s\n", program);
-  std::printf("# nccl version %d.%d.%d (ncclGetVersion %d), host memory buffers\n", version / 10000,
-              version / 100 % 100, version % 100, version);
+  static const char* const kBuffers[] = {"host memory buffers", "CUDA device buffers on a stream",
+                                         "pinned host buffers on a CUDA stream"};
+  std::printf("# nccl version %d.%d.%d (ncclGetVersion %d), %s\n", version / 10000,
+              version / 100 % 100, version % 100, version, kBuffers[o.deviceBuffers]);
   std::printf("# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: ", o.nThreads, o.minBytes,
               o.maxBytes);
   if (o.stepFactor > 1)
@@ -43,9 +45,12 @@ void printPreamble(const char* program, const Options& o, const World& w, const 
   std::printf(" warmup iters: %d iters: %d agg iters: %d validation: %d graph: 0\n", o.warmup,
               o.iters, o.aggIters, o.check);
   std::printf("#\n# Using devices\n");
+  // Every rank's buffers are of one kind; with a stream, every rank is on device 0.
+  static const char* const kKinds[] = {"[host] host memory", "[cuda] device memory",
+                                       "[cuda] pinned host memory"};
   for (int r = 0; r < nranks; ++r)
-    std::printf("#  Rank %2d Group %2d Pid %7d on %10s device -1 [host] host memory\n", r,
-                ranks[r].procRank, ranks[r].pid, ranks[r].host);
+    std::printf("#  Rank %2d Group %2d Pid %7d on %10s device %d %s\n", r, ranks[r].procRank,
+                ranks[r].pid, ranks[r].host, o.deviceBuffers ? 0 : -1, kKinds[o.deviceBuffers]);
   std::printf("#\n");
   (void)w;
 }

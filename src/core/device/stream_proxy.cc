@@ -20,6 +20,9 @@ constexpr size_t kStagingBudget = size_t(4) << 30;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
+// How long the proxy polls a call's input copies before it sleeps between polls (waitInputs).
+constexpr auto kSpinInputs = std::chrono::microseconds(200);
+
 }  // namespace
 
 // ---- Reclaimer ----------------------------------------------------------------------------
@@ -363,15 +366,22 @@ Status Proxy::commit(std::unique_ptr<Batch> batch) {
 
 // Inputs are ready when the user's streams have reached the copies. Only an abort ends the wait:
 // the stream may be busy with the application's own work for as long as it likes.
+// The input copies of a call submitted to an idle stream land within microseconds, and a sleep
+// costs at least the kernel's timer slack (50 us by default): so the wait polls without sleeping
+// for kSpinInputs first, then sleeps between polls (a stream busy with the application's own work
+// keeps the thread waiting for as long as it likes).
 Status Proxy::waitInputs(const Batch& batch) {
   Waiter waiter(0, &comm_->abortFlag);
+  const auto spinUntil = std::chrono::steady_clock::now() + kSpinInputs;
+  bool spinning = true;  // the clock is read every 16th poll
   for (Event ev : batch.inputsReady) {
     for (uint32_t round = 0;; ++round) {
       bool done = false;
       BRAID_TRY(ops_->query(ev, &done).withContext("waiting for the input copies"));
       if (done) break;
       BRAID_TRY(waiter.check("waiting for the input copies"));
-      if (round < 64)
+      spinning = spinning && ((round & 15) != 0 || std::chrono::steady_clock::now() < spinUntil);
+      if (spinning)
         std::this_thread::yield();
       else
         std::this_thread::sleep_for(std::chrono::microseconds(20));
