@@ -102,7 +102,8 @@ Status enqueue(ncclComm* comm, const Call& call, const void* sendbuff, void* rec
   BRAID_TRY(braid::makePlan(comm, call, op, sendbuff, recvbuff, &plan));
   if (onDevice) {
     plan.onDevice = true;
-    plan.hostMemory = where.hostMemory;
+    plan.sendPinned = where.sendPinned;
+    plan.recvPinned = where.recvPinned;
     plan.stream = stream;
     plan.sendBytes = buffers.sendBytes;
     plan.recvBytes = buffers.recvBytes;

@@ -431,8 +431,10 @@ TEST_F(GpuCollectives, OneThreadDrivesTwoRanksOnOneStream) {
 }
 
 // Pinned host buffers on a CUDA stream are served in stream order, as NCCL serves them: the input
-// below is written by a copy that a gate holds on the stream, so a call that ran at once on the
-// host would read it unwritten.
+// below is written by a copy from device memory that a gate holds on the stream, so a call that
+// ran at once on the host would read it unwritten. (A copy from host memory to host memory would
+// not do: CUDA makes it synchronous with the host, so it would wait for the gate, which opens only
+// after the calls.)
 TEST_F(GpuCollectives, PinnedHostBuffersFollowTheStream) {
   const int nranks = 2;
   std::atomic<bool> gate{false};
@@ -441,16 +443,19 @@ TEST_F(GpuCollectives, PinnedHostBuffersFollowTheStream) {
     RankDevice d;
     if (auto e = d.init(comm); !e.empty()) return e;
     const size_t count = 1 << 16;
-    float *src, *buf, *out;
+    float *src, *dev, *buf, *out;
     if (auto e = d.host(count, &src); !e.empty()) return e;
+    if (auto e = d.alloc(count * 4, &dev); !e.empty()) return e;
     if (auto e = d.host(count, &buf); !e.empty()) return e;
     if (auto e = d.host(count, &out); !e.empty()) return e;
     for (size_t i = 0; i < count; ++i) {
       src[i] = float(rank + 1);
       buf[i] = out[i] = -100.0f;
     }
+    RANK_CUDA(cudaMemcpyAsync(dev, src, count * 4, cudaMemcpyHostToDevice, d.stream));
+    RANK_CUDA(cudaStreamSynchronize(d.stream));
     RANK_CUDA(cudaLaunchHostFunc(d.stream, holdUntilOpen, &gate));
-    RANK_CUDA(cudaMemcpyAsync(buf, src, count * 4, cudaMemcpyDefault, d.stream));
+    RANK_CUDA(cudaMemcpyAsync(buf, dev, count * 4, cudaMemcpyDeviceToHost, d.stream));
     RANK_NCCL(ncclAllReduce(buf, out, count, ncclFloat32, ncclSum, comm, d.stream), comm);
     if (gate.load()) return "the gate opened before the call returned";
     if (++returned == nranks) gate.store(true);

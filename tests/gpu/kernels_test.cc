@@ -102,10 +102,12 @@ TEST_F(GpuKernels, ScaleFinishAvgAndCopyMatchHost) {
     BRAID_CUDA_OK(cudaMemcpy(got.data(), ds.at(0), bytes, cudaMemcpyDeviceToHost));
     EXPECT_EQ(testing::firstDifference(type, got.data(), want.data(), count), "") << "finishAvg";
 
+    // The copy is checked against the device's own bytes (`got`): the random inputs hold NaNs,
+    // whose payloads the device's division and the host's need not agree on bit for bit.
     ASSERT_TRUE(copy(dd.at(3), ds.at(0), bytes - 3, nullptr).ok());
     std::vector<unsigned char> copied(bytes - 3);
     BRAID_CUDA_OK(cudaMemcpy(copied.data(), dd.at(3), bytes - 3, cudaMemcpyDeviceToHost));
-    EXPECT_TRUE(std::equal(copied.begin(), copied.end(), want.begin())) << "copy";
+    EXPECT_TRUE(std::equal(copied.begin(), copied.end(), got.begin())) << "copy";
   }
 }
 

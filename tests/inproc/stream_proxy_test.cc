@@ -34,6 +34,7 @@ struct Case {
   Collective coll;
   bool inPlace;
   int root = -1;
+  int pinned = 0;  // 1: sendbuff, 2: recvbuff, 3: both stand for pinned host memory (no staging)
 };
 
 // One rank's side: its stream, its proxy (with fake stream operations) and its "device" buffer.
@@ -135,6 +136,10 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
       plans.push_back(devicePlan(comm, call, op, send, recv, r.stream.handle(), &st));
     }
     if (!st.ok()) return "makePlan: " + st.message();
+    for (Plan& p : plans) {
+      p.sendPinned = c.pinned & 1;
+      p.recvPinned = c.pinned & 2;
+    }
     st = r.proxy->submit(std::move(plans));
     if (!st.ok()) return "submit: " + st.message();
     if (go.load()) return "the gate opened before this rank's submit returned";
@@ -142,6 +147,9 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
     r.stream.sync();
     if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
     if (r.counters.waits.load() != 1) return "expected one stream wait";
+    if ((c.pinned & 1) && r.counters.copiesToHost.load() != 0) return "a pinned sendbuff was staged";
+    if ((c.pinned & 2) && r.counters.copiesToDevice.load() != 0)
+      return "a pinned recvbuff was copied back";
 
     // Expected values.
     for (size_t i = 0; i < recvCount; ++i) {
@@ -197,6 +205,13 @@ TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
       {"Gather", Collective::Gather, false, 1},
       {"Scatter", Collective::Scatter, false, 0},
       {"Send/Recv ring", Collective::Send, false},
+      {"AllReduce, pinned host buffers", Collective::AllReduce, false, -1, 3},
+      {"AllReduce, pinned sendbuff", Collective::AllReduce, false, -1, 1},
+      {"AllReduce, pinned recvbuff", Collective::AllReduce, false, -1, 2},
+      {"AllReduce in place, pinned", Collective::AllReduce, true, -1, 3},
+      {"Broadcast in place, pinned", Collective::Broadcast, true, 1, 3},
+      {"AllGather in place, pinned", Collective::AllGather, true, -1, 3},
+      {"Send/Recv ring, pinned", Collective::Send, false, -1, 3},
   };
   for (const Case& c : cases)
     for (size_t n : {size_t(1), size_t(1000), size_t(300001)}) {

@@ -46,8 +46,10 @@ struct Buffers {
 
 // How a call's buffers are served (classify).
 struct Placement {
-  bool onDevice = false;    // in stream order, through the communicator's proxy
-  bool hostMemory = false;  // onDevice, and every buffer is pinned host memory (no staging)
+  bool onDevice = false;  // in stream order, through the communicator's proxy
+  // onDevice, and the buffer is pinned host memory: the proxy needs no staging for it.
+  bool sendPinned = false;
+  bool recvPinned = false;
 };
 
 // Only when enabled(): whether the buffers go in stream order (device memory; pinned host memory

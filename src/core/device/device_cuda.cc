@@ -123,7 +123,6 @@ Status classify(const ncclComm* comm, const Buffers& b, bool pinnedInStreamOrder
         "sendbuff %p is %s memory but recvbuff %p is %s memory; one call cannot mix pageable "
         "host memory with device (or, on a CUDA stream, pinned host) memory",
         b.send, name(send), b.recv, name(recv));
-  bool allHost = true;
   for (const Kind* k : {&send, &recv}) {
     const bool used = k == &send ? useSend : useRecv;
     if (!used || !ordered(*k)) continue;
@@ -133,9 +132,8 @@ Status classify(const ncclComm* comm, const Buffers& b, bool pinnedInStreamOrder
           "device %d",
           k == &send ? "sendbuff" : "recvbuff", k->ordinal, comm->cudaDev);
     where->onDevice = true;
-    allHost = allHost && !k->device;
+    (k == &send ? where->sendPinned : where->recvPinned) = k->pinned;
   }
-  where->hostMemory = where->onDevice && allHost;
   return Status::Ok();
 }
 

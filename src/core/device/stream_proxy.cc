@@ -180,54 +180,56 @@ Proxy::~Proxy() {
 
 // Staging for one plan, and the copy of its input onto its stream. Where sendbuff and recvbuff
 // overlap (in place), one staging region keeps their distance, so the schedule built for the
-// call's aliasing addresses the staging the same way.
+// call's aliasing addresses the staging the same way. A buffer of pinned host memory is used where
+// it is: the proxy starts once the stream has reached the call (inputs ready), and the stream goes
+// on once the proxy is done, as with staging. (Copying it into staging would not do: a copy
+// between two host buffers returns only once the stream has reached it.)
 Status Proxy::stage(Batch& batch, Plan& plan) {
   const auto send = reinterpret_cast<uintptr_t>(plan.sendbuff);
   const auto recv = reinterpret_cast<uintptr_t>(plan.recvbuff);
   const size_t sb = plan.sendBytes, rb = plan.recvBytes;
   const bool overlap = sb && rb && send < recv + rb && recv < send + sb;
   const bool deviceScalar = plan.preMul && plan.scalarPtr && ops_->isDeviceMemory(plan.scalarPtr);
-  // Pinned host buffers are run on where they are: the proxy starts once the stream reached the
-  // call (inputs ready) and the stream goes on once the proxy is done, as with staging.
-  const bool direct = plan.hostMemory;
-  if (direct && !deviceScalar) return Status::Ok();
+  // Overlapping buffers are one allocation, so both are pinned or neither is.
+  const bool stageSend = sb && !plan.sendPinned, stageRecv = rb && !plan.recvPinned;
   uintptr_t lo = 0;
-  size_t bytes = 0;  // staging for the buffers (none when direct), then the scalar's
-  if (!direct && overlap) {
+  size_t bytes = 0;  // staging for the buffers, then the scalar's
+  if (overlap && stageSend) {
     lo = std::min(send, recv);
     bytes = align64(std::max(send + sb, recv + rb) - lo);
-  } else if (!direct) {
-    bytes = align64(sb) + align64(rb);
+  } else if (!overlap) {
+    bytes = (stageSend ? align64(sb) : 0) + (stageRecv ? align64(rb) : 0);
   }
   const size_t scalarAt = bytes;
   if (deviceScalar) bytes += 64;
 
   Block block{};
-  BRAID_TRY(acquire(bytes, &block));
-  batch.blocks.push_back(block);
-  char* hostSend = nullptr;
-  char* hostRecv = nullptr;
-  if (direct) {
-    hostSend = const_cast<char*>(static_cast<const char*>(plan.sendbuff));
-    hostRecv = static_cast<char*>(plan.recvbuff);
-  } else if (overlap) {
+  if (bytes > 0) {
+    BRAID_TRY(acquire(bytes, &block));
+    batch.blocks.push_back(block);
+  }
+  // Pinned buffers as they are; staged ones below; unused ones null.
+  char* hostSend =
+      sb && !stageSend ? const_cast<char*>(static_cast<const char*>(plan.sendbuff)) : nullptr;
+  char* hostRecv = rb && !stageRecv ? static_cast<char*>(plan.recvbuff) : nullptr;
+  if (overlap && stageSend) {
     hostSend = block.ptr + (send - lo);
     hostRecv = block.ptr + (recv - lo);
-  } else {
-    if (sb) hostSend = block.ptr;
-    if (rb) hostRecv = block.ptr + align64(sb);
+  } else if (!overlap) {
+    if (stageSend) hostSend = block.ptr;
+    if (stageRecv) hostRecv = block.ptr + (stageSend ? align64(sb) : 0);
   }
   // A buffer unused on this rank keeps only its aliasing (Broadcast off the root, in place).
   if (!sb && send == recv) hostSend = hostRecv;
   if (!rb && recv == send) hostRecv = hostSend;
 
-  if (sb && !direct) BRAID_TRY(ops_->copyToHost(hostSend, plan.sendbuff, sb, plan.stream));
+  if (stageSend) BRAID_TRY(ops_->copyToHost(hostSend, plan.sendbuff, sb, plan.stream));
   if (deviceScalar) {
     BRAID_TRY(ops_->copyToHost(block.ptr + scalarAt, plan.scalarPtr, kernels::typeSize(plan.type),
                                plan.stream));
     plan.scalarPtr = block.ptr + scalarAt;
   }
-  if (rb && !direct) batch.outputs.push_back({plan.recvbuff, hostRecv, rb, plan.stream});
+  if (stageRecv) batch.outputs.push_back({plan.recvbuff, hostRecv, rb, plan.stream});
   plan.sendbuff = hostSend;
   plan.recvbuff = hostRecv;
   return Status::Ok();

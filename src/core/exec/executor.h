@@ -49,10 +49,11 @@ struct Plan {
   size_t inputCount = 0;
   // Device memory (core/device/device.h): the call's stream, and the bytes of sendbuff and recvbuff
   // the call reads and writes on this rank (0: unused). The proxy that runs such a plan points
-  // sendbuff and recvbuff at host staging copies first, unless both are pinned host memory
-  // (hostMemory): then it runs on them where they are, in stream order all the same.
+  // sendbuff and recvbuff at host staging copies first, except a buffer of pinned host memory
+  // (sendPinned, recvPinned), which it uses where it is, in stream order all the same.
   bool onDevice = false;
-  bool hostMemory = false;
+  bool sendPinned = false;
+  bool recvPinned = false;
   cudaStream_t stream = nullptr;
   size_t sendBytes = 0;
   size_t recvBytes = 0;
