@@ -43,7 +43,10 @@ stage() {
   local name=$1 limit=$2
   shift 2
   local t0 rc left
-  unselected "$name" && return 125
+  if unselected "$name"; then
+    note=""
+    return 125
+  fi
   t0=$(date +%s)
   left=$((budget - (t0 - start) - 5))
   if ((left < 15)); then
