@@ -44,11 +44,14 @@ class Reclaimer {
     std::lock_guard<std::mutex> lock(mu_);
     ++live_;
   }
+  // `kept`: blocks that no event guards (StagingPool::keep), never handed out again; freeing them
+  // waits for the device, so for their copies too.
   void leave(std::shared_ptr<StreamOps> ops, std::vector<std::pair<char*, size_t>> blocks,
-             std::vector<Event> events) {
+             std::vector<std::pair<char*, size_t>> kept, std::vector<Event> events) {
     std::lock_guard<std::mutex> lock(mu_);
     --live_;
-    parked_.push_back({std::move(ops), std::move(events), std::move(blocks)});
+    parked_.push_back({ops, std::move(events), std::move(blocks), true});
+    if (!kept.empty()) parked_.push_back({std::move(ops), {}, std::move(kept), false});
     collectLocked();
   }
   // A parked block of at least `want` bytes whose copies are done, or false.
@@ -56,7 +59,7 @@ class Reclaimer {
     std::lock_guard<std::mutex> lock(mu_);
     collectLocked();
     for (Parked& p : parked_) {
-      if (!p.events.empty()) continue;
+      if (!p.reusable || !p.events.empty()) continue;
       for (auto it = p.blocks.begin(); it != p.blocks.end(); ++it) {
         if (it->second < want) continue;
         *block = it->first;
@@ -73,6 +76,7 @@ class Reclaimer {
     std::shared_ptr<StreamOps> ops;
     std::vector<Event> events;  // until all completed, the blocks may still be read
     std::vector<std::pair<char*, size_t>> blocks;
+    bool reusable;
   };
 
   void collectLocked() {
@@ -138,11 +142,19 @@ void StagingPool::release(char* block, size_t size) {
   free_.emplace(size, block);
 }
 
-std::vector<std::pair<char*, size_t>> StagingPool::takeAll() {
+void StagingPool::keep(char* block) {
   std::lock_guard<std::mutex> lock(mu_);
+  kept_.insert(block);
+}
+
+void StagingPool::takeAll(std::vector<std::pair<char*, size_t>>* reusable,
+                          std::vector<std::pair<char*, size_t>>* kept) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& b : all_) (kept_.count(b.first) ? kept : reusable)->push_back(b);
+  all_.clear();
+  kept_.clear();
   free_.clear();
   pinned_ = 0;
-  return std::move(all_);
 }
 
 // ---- Proxy ----------------------------------------------------------------------------------
@@ -175,7 +187,9 @@ Proxy::~Proxy() {
     pending.insert(pending.end(), batch->outputsDone.begin(), batch->outputsDone.end());
   }
   retired_.clear();
-  Reclaimer::get().leave(ops_, pool_.takeAll(), std::move(pending));
+  std::vector<std::pair<char*, size_t>> reusable, kept;
+  pool_.takeAll(&reusable, &kept);
+  Reclaimer::get().leave(ops_, std::move(reusable), std::move(kept), std::move(pending));
 }
 
 // Staging for one plan, and the copy of its input onto its stream. Where sendbuff and recvbuff
@@ -367,11 +381,10 @@ Status Proxy::commit(std::unique_ptr<Batch> batch) {
 }
 
 // Inputs are ready when the user's streams have reached the copies. Only an abort ends the wait:
-// the stream may be busy with the application's own work for as long as it likes.
-// The input copies of a call submitted to an idle stream land within microseconds, and a sleep
-// costs at least the kernel's timer slack (50 us by default): so the wait polls without sleeping
-// for kSpinInputs first, then sleeps between polls (a stream busy with the application's own work
-// keeps the thread waiting for as long as it likes).
+// the stream may be busy with the application's own work for as long as it likes. The copies of
+// a call submitted to an idle stream land within microseconds, and a sleep costs at least the
+// kernel's timer slack (50 us by default): so the wait polls without sleeping for kSpinInputs
+// first, then sleeps between polls.
 Status Proxy::waitInputs(const Batch& batch) {
   Waiter waiter(0, &comm_->abortFlag);
   const auto spinUntil = std::chrono::steady_clock::now() + kSpinInputs;
@@ -471,8 +484,12 @@ void Proxy::reap(bool wait) {
 void Proxy::destroy(Batch& batch) {
   for (Event ev : batch.inputsReady) ops_->destroy(ev);
   for (Event ev : batch.outputsDone) ops_->destroy(ev);
-  if (!batch.keepBlocks)
-    for (const Block& b : batch.blocks) pool_.release(b.ptr, b.size);
+  for (const Block& b : batch.blocks) {
+    if (batch.keepBlocks)
+      pool_.keep(b.ptr);
+    else
+      pool_.release(b.ptr, b.size);
+  }
   batch.inputsReady.clear();
   batch.outputsDone.clear();
   batch.blocks.clear();

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -47,8 +48,12 @@ class StagingPool {
   void release(char* block, size_t size);
   // Bytes a new block for `bytes` would add to those already pinned.
   size_t pinnedAfter(size_t bytes);
-  // Every block the pool holds, free or in use; the pool forgets them (the caller frees them).
-  std::vector<std::pair<char*, size_t>> takeAll();
+  // A block in use that must never be handed out again (nothing tells when its copies are done).
+  void keep(char* block);
+  // Every block the pool holds, free or in use, the kept ones apart; the pool forgets them (the
+  // caller frees them).
+  void takeAll(std::vector<std::pair<char*, size_t>>* reusable,
+               std::vector<std::pair<char*, size_t>>* kept);
 
  private:
   StreamOps& ops_;
@@ -56,6 +61,7 @@ class StagingPool {
   size_t pinned_ = 0;
   std::multimap<size_t, char*> free_;
   std::vector<std::pair<char*, size_t>> all_;
+  std::set<char*> kept_;
 };
 
 class Proxy {
@@ -98,7 +104,7 @@ class Proxy {
     uint32_t seq = 0;
     Status failed;  // enqueueing failed after a stream was told to wait: run nothing, release it
     // A stream's outputs-done event could not be recorded: nothing tells when the copies back
-    // have read the staging, so its blocks are never reused (freed with the pool).
+    // have read the staging, so its blocks are never reused (StagingPool::keep).
     bool keepBlocks = false;
   };
 
