@@ -194,6 +194,24 @@ ncclResult_t braidCommGetStats(ncclComm_t comm, braidCommStats_t* stats);
 /* The connection to rank `peer` of comm (not its own rank). */
 ncclResult_t braidCommGetPeerStats(ncclComm_t comm, int peer, braidPeerStats_t* stats);
 
+/* The calls made with a per-call config's userProfilerTag (ncclCollConfig_t, NCCL 2.32), per
+ * nonzero tag, counted as braidCommStats_t counts calls (these calls are in it too), plus their
+ * data: count x type size on this rank, summed. */
+typedef struct {
+  uint64_t tag;
+  uint64_t calls;
+  uint64_t failedCalls;
+  uint64_t timedCalls;
+  uint64_t callNs;
+  uint64_t bytes;
+} braidTagStats_t;
+/* A communicator keeps the first 64 distinct tags it sees; calls under later tags are counted in
+ * *untracked alone (may be NULL). *count: in, the room in `stats` (which may be NULL when it is
+ * 0); out, how many tags there are (entries past the room are not written). In the order the
+ * tags were first seen. */
+ncclResult_t braidCommGetTagStats(ncclComm_t comm, braidTagStats_t* stats, int* count,
+                                  uint64_t* untracked);
+
 /* Time a collective of comm may wait without progress before it fails (BRAID_TIMEOUT_MS for
  * this communicator; 0: no limit). Set it on every rank alike. */
 ncclResult_t braidCommSetTimeout(ncclComm_t comm, int64_t timeoutMs);

@@ -147,6 +147,7 @@ Status readCallConfig(ncclComm* comm, const ncclCollConfig_t* config, Call* call
   if (cfg.algSelection)
     BRAID_TRY(comm->selections.intern(cfg.algSelection, cfg.forceAlgSelection, &call->selection));
   *launchEvent = cfg.launchCompletionEvent;
+  call->profilerTag = cfg.userProfilerTag;
   if (*launchEvent && !braid::device::enabled())
     return braid::invalidArgument(
         "config->launchCompletionEvent %p: this process has no CUDA device support, so there is "

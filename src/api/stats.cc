@@ -66,6 +66,27 @@ braidPeerStats_t peerStats(const std::vector<ncclComm*>& carriers, int peer) {
   return out;
 }
 
+// Every carrier's entries merged by tag (the communicator's own order first), and the calls under
+// tags past the table's room.
+std::vector<braidTagStats_t> tagStats(ncclComm* comm, uint64_t* untracked) {
+  std::vector<braidTagStats_t> out;
+  *untracked = 0;
+  for (ncclComm* c : carriers(comm)) {
+    *untracked += c->callStats.tags.untracked();
+    for (const braid::TagStats::Entry& e : c->callStats.tags.snapshot()) {
+      auto it = std::find_if(out.begin(), out.end(),
+                             [&](const braidTagStats_t& t) { return t.tag == e.tag; });
+      if (it == out.end()) it = out.insert(out.end(), braidTagStats_t{e.tag, 0, 0, 0, 0, 0});
+      it->calls += e.calls;
+      it->failedCalls += e.failed;
+      it->timedCalls += e.timed;
+      it->callNs += e.nanoseconds;
+      it->bytes += e.bytes;
+    }
+  }
+  return out;
+}
+
 braidCommStats_t commStats(ncclComm* comm) {
   braidCommStats_t out{};
   braidPeerStats_t links{};
@@ -125,6 +146,20 @@ std::string jsonLine(ncclComm* comm, const char* event) {
         static_cast<ull>(ps.errors), static_cast<ull>(ps.busyNs), static_cast<ull>(ps.stallNs),
         static_cast<ull>(ps.arrivalSkewNs), static_cast<ull>(ps.skewCalls), ps.measuredUsPerMiB,
         ps.modelUsPerMiB, ps.level, static_cast<ull>(ps.tcpRetransmits), ps.tcpRttUs, ps.tcpCwnd);
+    first = false;
+  }
+  // The per-tag counts (userProfilerTag), as [tag, calls, failedCalls, timedCalls, callNs, bytes].
+  uint64_t untracked = 0;
+  const std::vector<braidTagStats_t> tags = tagStats(comm, &untracked);
+  out += braid::strfmt("],\"untrackedTagCalls\":%llu,\"tagFields\":[\"tag\",\"calls\",",
+                       static_cast<ull>(untracked));
+  out += "\"failedCalls\",\"timedCalls\",\"callNs\",\"bytes\"],\"tags\":[";
+  first = true;
+  for (const braidTagStats_t& t : tags) {
+    out += braid::strfmt("%s[%llu,%llu,%llu,%llu,%llu,%llu]", first ? "" : ",",
+                         static_cast<ull>(t.tag), static_cast<ull>(t.calls),
+                         static_cast<ull>(t.failedCalls), static_cast<ull>(t.timedCalls),
+                         static_cast<ull>(t.callNs), static_cast<ull>(t.bytes));
     first = false;
   }
   return out + "]}\n";
@@ -258,6 +293,20 @@ void logStatsSummary(ncclComm* comm) {
           ? strfmt("; %llu plan changes", static_cast<unsigned long long>(s.planChanges)).c_str()
           : "",
       levelSummary(peers).c_str());
+  uint64_t untracked = 0;
+  for (const braidTagStats_t& t : tagStats(comm, &untracked))
+    BRAID_INFO(kInit,
+               "comm %p rank %d/%d: profiler tag %llu: %llu calls (%llu failed; %llu timed, "
+               "%.3f s), %llu bytes",
+               static_cast<void*>(comm), comm->rank, comm->nranks,
+               static_cast<unsigned long long>(t.tag), static_cast<unsigned long long>(t.calls),
+               static_cast<unsigned long long>(t.failedCalls),
+               static_cast<unsigned long long>(t.timedCalls), static_cast<double>(t.callNs) * 1e-9,
+               static_cast<unsigned long long>(t.bytes));
+  if (untracked)
+    BRAID_INFO(kInit, "comm %p rank %d/%d: %llu calls under tags past the first %zu",
+               static_cast<void*>(comm), comm->rank, comm->nranks,
+               static_cast<unsigned long long>(untracked), braid::TagStats::kMax);
 }
 
 }  // namespace braid::api
@@ -273,6 +322,24 @@ BRAID_EXT_API(ncclResult_t, braidCommGetPeerStats, ncclComm_t comm, int peer,
     if (peer == comm->rank)
       return braid::invalidArgument("peer %d is this communicator's own rank: no connection", peer);
     *stats = peerStats(carriers(comm), peer);
+    return Status::Ok();
+  });
+}
+
+BRAID_EXT_API(ncclResult_t, braidCommGetTagStats, ncclComm_t comm, braidTagStats_t* stats,
+              int* count, uint64_t* untracked) {
+  return guard(comm, "braidCommGetTagStats", [&]() -> Status {
+    BRAID_TRY(braid::api::checkCommHandle(comm));
+    if (!count) return braid::invalidArgument("count is NULL");
+    if (*count < 0) return braid::invalidArgument("*count %d is negative", *count);
+    if (*count > 0 && !stats)
+      return braid::invalidArgument("stats is NULL with room for %d entries", *count);
+    uint64_t rest = 0;
+    const std::vector<braidTagStats_t> tags = tagStats(comm, &rest);
+    const size_t room = static_cast<size_t>(*count);
+    std::copy_n(tags.begin(), std::min(room, tags.size()), stats);
+    *count = static_cast<int>(tags.size());
+    if (untracked) *untracked = rest;
     return Status::Ok();
   });
 }

@@ -58,7 +58,8 @@ const Var kBraidInitTimeoutMs = {
     "ncclCommShrink; 0: no limit. The default is PyTorch's process-group timeout"};
 const Var kBraidStatsFile = {
     "BRAID_STATS_FILE", nullptr,
-    "write each communicator's telemetry (braidCommStats_t and every peer's) as JSON lines to "
+    "write each communicator's telemetry (braidCommStats_t, every peer's and every profiler "
+    "tag's) as JSON lines to "
     "this file, every BRAID_STATS_INTERVAL_MS and when it is destroyed; %h host, %p pid as in "
     "NCCL_DEBUG_FILE; tools/braid-stats reads it"};
 const Var kBraidStatsIntervalMs = {

@@ -1,6 +1,7 @@
-// Telemetry (braidCommGetStats, braidCommGetPeerStats): bytes counted exactly against known
-// traffic, both sides of every connection agreeing after collectives, failed calls and link
-// errors counted, the arguments checked, and the summary logged at destroy.
+// Telemetry (braidCommGetStats, braidCommGetPeerStats, braidCommGetTagStats): bytes counted
+// exactly against known traffic, both sides of every connection agreeing after collectives,
+// failed calls and link errors counted, calls per profiler tag, the arguments checked, and the
+// summary logged at destroy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -268,14 +269,99 @@ TEST(Telemetry, BadArgumentsAreNamed) {
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }
 
+// A per-call config's userProfilerTag (NCCL 2.32) reaches the telemetry: calls counted per tag,
+// with their data and, for calls of 64 KiB or more, their time; untagged calls under no tag.
+TEST(Telemetry, CallsAreCountedPerProfilerTag) {
+  std::vector<std::vector<braidTagStats_t>> got(2);
+  auto errors = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    std::vector<float> small(1000, 1.0f), large(1 << 16, 1.0f);  // 4000 B and 256 KiB
+    ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
+    auto call = [&](std::vector<float>& buf, uint64_t tag) -> std::string {
+      cfg.userProfilerTag = tag;
+      if (ncclAllReduceConfig(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm,
+                              nullptr, &cfg) != ncclSuccess)
+        return ncclGetLastError(comm);
+      return "";
+    };
+    for (int i = 0; i < 3; ++i)
+      if (auto e = call(small, 7); !e.empty()) return e;
+    if (auto e = call(large, 0xfeedull << 40); !e.empty()) return e;
+    if (auto e = call(small, 0); !e.empty()) return e;  // no tag
+    if (ncclAllReduce(small.data(), small.data(), small.size(), ncclFloat, ncclSum, comm,
+                      nullptr) != ncclSuccess)
+      return ncclGetLastError(comm);
+    int count = 0;
+    uint64_t untracked = 99;
+    if (braidCommGetTagStats(comm, nullptr, &count, &untracked) != ncclSuccess)
+      return std::string("braidCommGetTagStats (count): ") + ncclGetLastError(comm);
+    if (count != 2 || untracked != 0)
+      return "count " + std::to_string(count) + ", untracked " + std::to_string(untracked);
+    got[rank].resize(3);
+    count = 3;
+    if (braidCommGetTagStats(comm, got[rank].data(), &count, nullptr) != ncclSuccess)
+      return std::string("braidCommGetTagStats: ") + ncclGetLastError(comm);
+    got[rank].resize(count);
+    return "";
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  for (const auto& tags : got) {
+    ASSERT_EQ(tags.size(), 2u);
+    EXPECT_EQ(tags[0].tag, 7u);
+    EXPECT_EQ(tags[0].calls, 3u);
+    EXPECT_EQ(tags[0].bytes, 3u * 4000);
+    EXPECT_EQ(tags[0].timedCalls, 0u);  // 4000 B: counted, not timed
+    EXPECT_EQ(tags[0].failedCalls, 0u);
+    EXPECT_EQ(tags[1].tag, 0xfeedull << 40);
+    EXPECT_EQ(tags[1].calls, 1u);
+    EXPECT_EQ(tags[1].bytes, 4u << 16);
+    EXPECT_EQ(tags[1].timedCalls, 1u);
+    EXPECT_GT(tags[1].callNs, 0u);
+  }
+}
+
+// Past 64 distinct tags, calls are counted as untracked; the arguments are checked by name.
+TEST(Telemetry, TagsPastTheTablesRoomAreCountedAsUntracked) {
+  auto errors = runThreads(1, [&](int, ncclComm_t comm) -> std::string {
+    float x = 1.0f;
+    ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
+    for (uint64_t tag = 1; tag <= 70; ++tag) {
+      cfg.userProfilerTag = tag;
+      if (ncclAllReduceConfig(&x, &x, 1, ncclFloat, ncclSum, comm, nullptr, &cfg) != ncclSuccess)
+        return ncclGetLastError(comm);
+    }
+    std::vector<braidTagStats_t> tags(100);
+    int count = 100;
+    uint64_t untracked = 0;
+    if (braidCommGetTagStats(comm, tags.data(), &count, &untracked) != ncclSuccess)
+      return ncclGetLastError(comm);
+    if (count != 64 || untracked != 6 || tags[63].tag != 64)
+      return "count " + std::to_string(count) + ", untracked " + std::to_string(untracked);
+    int none = 0;
+    if (braidCommGetTagStats(comm, nullptr, nullptr, nullptr) != ncclInvalidArgument ||
+        std::string(ncclGetLastError(comm)).find("count is NULL") == std::string::npos)
+      return "a NULL count was not refused by name";
+    none = 2;
+    if (braidCommGetTagStats(comm, nullptr, &none, nullptr) != ncclInvalidArgument ||
+        std::string(ncclGetLastError(comm)).find("stats is NULL") == std::string::npos)
+      return "NULL stats with room was not refused by name";
+    none = -1;
+    if (braidCommGetTagStats(comm, tags.data(), &none, nullptr) != ncclInvalidArgument)
+      return "a negative count was not refused";
+    return "";
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+}
+
 // NCCL_DEBUG=INFO: each communicator says at destroy what it did.
 TEST(Telemetry, DestroyLogsTheSummary) {
   braid::testing::LogFile log("INIT");
   auto errors = runThreads(2, [&](int, ncclComm_t comm) -> std::string {
     std::vector<float> buf(1000, 1.0f);
+    ncclCollConfig_t cfg = NCCL_COLLCONFIG_INITIALIZER;
+    cfg.userProfilerTag = 5;
     for (int i = 0; i < 3; ++i)
-      if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr) !=
-          ncclSuccess)
+      if (ncclAllReduceConfig(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm,
+                              nullptr, i == 0 ? &cfg : nullptr) != ncclSuccess)
         return ncclGetLastError(comm);
     return "";
   });
@@ -286,6 +372,9 @@ TEST(Telemetry, DestroyLogsTheSummary) {
        {"rank 0/2: 3 calls (0 failed; 0 timed, 0.000 s)", "rank 1/2: 3 calls (0 failed; 0 timed"})
     EXPECT_NE(text.find(rank), std::string::npos) << text;
   EXPECT_NE(text.find("most with rank"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 0/2: profiler tag 5: 1 calls (0 failed; 0 timed, 0.000 s), 4000 bytes"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -68,6 +68,7 @@ Status readCollConfig(const ncclCollConfig_t* user, CollConfig* out) {
   out->algSelection = cfg.algSelection && *cfg.algSelection ? cfg.algSelection : nullptr;
   out->forceAlgSelection = cfg.forceAlgSelection == 1;
   out->launchCompletionEvent = cfg.launchCompletionEvent;
+  out->userProfilerTag = cfg.userProfilerTag;
   out->clientVersion = cfg.version;
   return Status::Ok();
 }

@@ -28,11 +28,12 @@ struct CollConfig {
   const char* algSelection = nullptr;  // null or "": no selection
   bool forceAlgSelection = true;
   cudaEvent_t launchCompletionEvent = nullptr;
+  uint64_t userProfilerTag = 0;
   unsigned clientVersion = 0;
 };
 
 // Reads `user` by its size and version (null: the defaults). The CTA fields tune NCCL's
-// kernels and userProfilerTag goes to profilers (Braid has none yet): accepted and ignored.
+// kernels: accepted and ignored. userProfilerTag goes to the telemetry (calls counted per tag).
 // `ext` (vendor options) is never read: Braid defines none.
 Status readCollConfig(const ncclCollConfig_t* user, CollConfig* out);
 

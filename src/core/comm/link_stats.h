@@ -7,10 +7,13 @@
 // PeerChannel's operation numbers are), so a relaxed load and store is all an update costs.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "transport/transport.h"
 
@@ -112,6 +115,64 @@ struct LinkStats {
   }
 };
 
+// The calls made with a per-call config's userProfilerTag (NCCL 2.32), per tag: the first kMax
+// distinct nonzero tags of a communicator, each counted as CallStats counts calls, plus the
+// call's data (count x type size on this rank); calls under later tags only in `untracked`. A
+// tagged call takes a lock (untagged ones never get here), so readers see whole entries.
+class TagStats {
+ public:
+  static constexpr size_t kMax = 64;
+  struct Entry {
+    uint64_t tag = 0;
+    uint64_t calls = 0, failed = 0, timed = 0, nanoseconds = 0, bytes = 0;
+  };
+
+  TagStats() = default;
+  TagStats(const TagStats& other) : entries_(other.snapshot()), untracked_(other.untracked()) {}
+  TagStats& operator=(const TagStats& other) {
+    if (this == &other) return *this;
+    std::vector<Entry> entries = other.snapshot();
+    const uint64_t untracked = other.untracked();
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_ = std::move(entries);
+    untracked_ = untracked;
+    return *this;
+  }
+
+  // One call under `tag` (nonzero): `ns` counts when `timed`.
+  void record(uint64_t tag, bool ok, bool timed, uint64_t ns, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return e.tag == tag; });
+    if (it == entries_.end()) {
+      if (entries_.size() == kMax) {
+        ++untracked_;
+        return;
+      }
+      it = entries_.insert(entries_.end(), Entry{tag});
+    }
+    it->calls += 1;
+    it->failed += ok ? 0 : 1;
+    it->timed += timed ? 1 : 0;
+    it->nanoseconds += timed ? ns : 0;
+    it->bytes += bytes;
+  }
+  // The entries in the order their tags were first seen.
+  std::vector<Entry> snapshot() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_;
+  }
+  uint64_t untracked() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return untracked_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;
+  uint64_t untracked_ = 0;
+};
+
 // The operations the executor ran on a communicator (each collective, ncclSend and ncclRecv),
 // counted once each when it ends.
 struct CallStats {
@@ -119,6 +180,7 @@ struct CallStats {
   Counter failed;
   Counter timed;        // of them, those timed (the executor times calls of 64 KiB or more)
   Counter nanoseconds;  // from the start of their execution to its end, summed (timed ones)
+  TagStats tags;        // the tagged ones again, per tag
 };
 
 }  // namespace braid

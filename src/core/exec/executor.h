@@ -40,6 +40,7 @@ struct Plan {
   ncclRedOp_t userOp = ncclSum;
   bool reduces = false;  // userOp is meaningful
   int root = -1;         // root or peer, -1 when the collective has none
+  uint64_t profilerTag = 0;  // the call's userProfilerTag (telemetry: CallStats::tags)
 
   // PreMulSum: the executor multiplies inputCount elements of sendbuff by the scalar into a
   // buffer of its own first (the schedule was built out of place for that).

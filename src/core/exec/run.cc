@@ -95,10 +95,12 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
     replayId_ = 0;
     abandon(st.code());
   }
+  uint64_t callNs = 0;  // timed runs only
   if (timeIt) {
     const Clock::time_point end = Clock::now();
     const auto ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+    callNs = ns;
     if (st.ok() && plans.size() == 1) observe(plans[0], ns);
     const int64_t endNs =
         std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count();
@@ -113,6 +115,9 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
     CallStats& calls = plan.comm->callStats;
     calls.calls.add(1);
     if (!st.ok()) calls.failed.add(1);
+    if (plan.profilerTag)
+      calls.tags.record(plan.profilerTag, st.ok(), timeIt, callNs,
+                        uint64_t(plan.count) * kernels::typeSize(plan.type));
   }
   plans_ = {};
   return st;

@@ -128,6 +128,7 @@ Status makePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const vo
   plan->op = op.reduce;
   plan->coll = call.coll;
   plan->count = call.count;
+  plan->profilerTag = call.profilerTag;
   // A compressed op is Sum or Avg to the other ranks (its compression travels separately).
   plan->userOp = !call.reduces   ? ncclSum
                  : op.compressed ? (op.average ? ncclAvg : ncclSum)

@@ -29,6 +29,8 @@ struct Call {
   // A per-call algorithm selection (ncclCollConfig_t; core/plan/call_selection.h), owned by
   // the communicator; null: the communicator chooses as usual.
   CallSelection* selection = nullptr;
+  // A per-call config's userProfilerTag (0: none): the telemetry counts the call under it.
+  uint64_t profilerTag = 0;
 
   bool operator==(const Call&) const = default;
 };
