@@ -110,10 +110,6 @@ summary() {
     done
     # Time per call (us), side by side: device buffers staged against pinned host buffers, and
     # host calls with device support on against BRAID_CUDA=0.
-    pair_rows() {
-      paste <(perf_rows "$logs/$1.log" | awk '{print $1, $6}') <(perf_rows "$logs/$2.log" | awk '{print $6}') |
-        awk 'NF == 3 {printf "%s%s B %s / %s", sep, $1, $2, $3; sep = "; "}'
-    }
     r=$(pair_rows staged-np2 pinned-np2)
     [[ -n "$r" ]] && echo "- 2 ranks, us per call, device buffers (staged) / pinned host buffers: $r"
     r=$(pair_rows hostcalls-np2 hostcalls-np2-cuda0)
@@ -126,6 +122,11 @@ summary() {
 # without braidrun has no prefix), without the prefix.
 perf_rows() {
   sed -n -e 's/^\[0\] //' -e '/^\[[0-9]*\] /d' -e '/^ *[0-9][0-9]* *[0-9][0-9]* *[a-z0-9]* /p' "$1" 2>/dev/null
+}
+# Two perf logs' out-of-place times per size, side by side: "SIZE B T1 / T2; ...".
+pair_rows() {
+  paste <(perf_rows "$logs/$1.log" | awk '{print $1, $6}') <(perf_rows "$logs/$2.log" | awk '{print $6}') |
+    awk 'NF == 3 {printf "%s%s B %s / %s", sep, $1, $2, $3; sep = "; "}'
 }
 
 # ---- environment ---------------------------------------------------------------------------

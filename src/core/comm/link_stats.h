@@ -127,18 +127,6 @@ class TagStats {
     uint64_t calls = 0, failed = 0, timed = 0, nanoseconds = 0, bytes = 0;
   };
 
-  TagStats() = default;
-  TagStats(const TagStats& other) : entries_(other.snapshot()), untracked_(other.untracked()) {}
-  TagStats& operator=(const TagStats& other) {
-    if (this == &other) return *this;
-    std::vector<Entry> entries = other.snapshot();
-    const uint64_t untracked = other.untracked();
-    std::lock_guard<std::mutex> lock(mu_);
-    entries_ = std::move(entries);
-    untracked_ = untracked;
-    return *this;
-  }
-
   // One call under `tag` (nonzero): `ns` counts when `timed`.
   void record(uint64_t tag, bool ok, bool timed, uint64_t ns, uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
