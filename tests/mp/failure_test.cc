@@ -1,11 +1,13 @@
 // A rank dies (SIGKILL) or stalls (alive but silent) in the middle of an AllReduce loop: with
 // BRAID_TIMEOUT_MS set, every other rank returns an error within the timeout plus one second
-// that names the lost rank, its host and pid, nobody hangs, and no shared-memory segment is
+// of its last progress (checked as: of the fault, plus two of the loop's iterations) that names
+// the lost rank, its host and pid, nobody hangs, and no shared-memory segment is
 // left behind in /dev/shm.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +31,7 @@ struct Shared {
   std::atomic<int64_t> failedAt[8];
   std::atomic<int> result[8];
   std::atomic<int> pid[8];
+  std::atomic<int64_t> longestIterationMs[8];
   char message[8][2048];
 };
 
@@ -95,7 +98,7 @@ void faultOneRank(const char* shmDisable, Fault fault, Phase phase = Phase::AllR
   constexpr int kRanks = 4, kVictim = 2, kTimeoutMs = 2000;
   // ncclCommSplit's members wait twice the timeout for each other at the child's init
   // (docs/architecture.md), so a lost member is noticed within that.
-  const int64_t bound = (phase == Phase::Split ? 2 * kTimeoutMs : kTimeoutMs) + 1000;
+  const int64_t promised = (phase == Phase::Split ? 2 * kTimeoutMs : kTimeoutMs) + 1000;
   auto* shared = static_cast<Shared*>(
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(shared, MAP_FAILED);
@@ -130,8 +133,11 @@ void faultOneRank(const char* shmDisable, Fault fault, Phase phase = Phase::AllR
         const int iterations = phase == Phase::Split ? 5 : 100000;
         for (int iter = 0; iter < iterations; ++iter) {
           if (rank == kVictim && iter == 20) stop();
+          const int64_t began = nowMs();
           ncclResult_t res = step(phase, rank, kRanks, comm, a, b);
           if (res != ncclSuccess) return fail(res, comm);
+          const int64_t took = nowMs() - began;
+          if (took > shared->longestIterationMs[rank]) shared->longestIterationMs[rank] = took;
         }
         if (phase != Phase::Split) return 1;  // never noticed the lost peer
         if (rank == kVictim) stop();
@@ -144,6 +150,14 @@ void faultOneRank(const char* shmDisable, Fault fault, Phase phase = Phase::AllR
       env, 60);
 
   EXPECT_EQ(results[kVictim].exitCode, fault == Fault::Kill ? -SIGKILL : 0);
+  // The timeout counts time without progress, and data from live peers keeps moving after the
+  // victim stops: a survivor can be up to two iterations behind it (its ring neighbours finish
+  // what the victim already sent or received). On the host an iteration takes milliseconds; in
+  // the Soft-RoCE guest (tests/rdma), a 16 MiB iteration takes about a second.
+  int64_t iteration = 0;
+  for (int r = 0; r < kRanks; ++r)
+    iteration = std::max<int64_t>(iteration, shared->longestIterationMs[r]);
+  const int64_t bound = promised + 2 * iteration;
   for (int r = 0; r < kRanks; ++r) {
     if (r == kVictim) continue;
     EXPECT_EQ(results[r].exitCode, 0) << "rank " << r << " did not return an error";
@@ -153,7 +167,8 @@ void faultOneRank(const char* shmDisable, Fault fault, Phase phase = Phase::AllR
       EXPECT_GE(shared->failedAt[r] - shared->killedAt, kTimeoutMs - 100)
           << "rank " << r << " gave up early";
     }
-    EXPECT_LE(shared->failedAt[r] - shared->killedAt, bound) << "rank " << r;
+    EXPECT_LE(shared->failedAt[r] - shared->killedAt, bound)
+        << "rank " << r << " (the longest iteration before the fault took " << iteration << " ms)";
     const std::string text = shared->message[r];
     if (phase == Phase::Split) {
       // The bootstrap's exchange names the rank each survivor waited on, not always the lost one.
