@@ -42,6 +42,11 @@ class Port {
     for (; it != busy_.end() && it->first < t + length; ++it) t = std::max(t, it->second);
     return t;
   }
+  // Drops the intervals that end by t: nothing is asked of the port before the event being
+  // handled, and a congested port books far ahead, so its past would otherwise grow without end.
+  void forget(double t) {
+    while (!busy_.empty() && busy_.begin()->second <= t) busy_.erase(busy_.begin());
+  }
   // The bucket at t: what it held when last used, plus what it gained since (at one microsecond
   // of link time per microsecond), at most its depth.
   double creditAt(double t) const {
@@ -395,6 +400,7 @@ class OperationSim {
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
+      now_ = e.time;
       becomeReady(e.rank, e.step, e.time);
     }
     bool matched = finished_ == c_.kind.size();
@@ -515,6 +521,10 @@ class OperationSim {
                         port(l, in).busyFor(t, length(l, in)));
       };
       double start = std::max(readyAt_[g], linkFree_[pairIndex]);
+      for (int l = 0; l < level; ++l) {
+        port(l, portOf(l, p.from, 0)).forget(now_);
+        port(l, portOf(l, p.to, 1)).forget(now_);
+      }
       for (bool moved = true; moved;) {
         moved = false;
         for (int l = 0; l < level; ++l) {
@@ -583,6 +593,7 @@ class OperationSim {
   std::vector<std::vector<Port>> ports_;  // [level][port class, out and in]
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   size_t finished_ = 0;
+  double now_ = 0.0;  // the time of the event being handled: no message starts before it
   double end_ = 0.0;
   double cpuWork_ = 0.0;  // microseconds of CPU all messages cost their two ends
   double linksUs_ = 0.0;
