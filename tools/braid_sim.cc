@@ -12,12 +12,20 @@
 //   --pod-oversub Y --pod-us U         a pod's uplink: R x (the rack uplink) / Y, U between pods
 //   --local-gbps G --local-us U        between ranks of one host (default: shared memory's)
 //   --reduce-gbytes B                  reduction rate in GB/s (default 10)
-//   --memory                           price host memory (off: an accelerator's own memory)
+//   --memory                           price host memory, with this machine's last-level cache
+//                                      (off: an accelerator's own memory)
+//   --ranks-per-core X                 ranks sharing each core (default 1): above 1, each
+//                                      message's kernel work is priced on the shared cores, as
+//                                      the runtime does where ranks outnumber cores
+//                                      (tools/netcluster's hosts all run on this machine's)
+//   --no-check-mismatch                leave out the mismatch check's signatures (the runtime's
+//                                      BRAID_CHECK_MISMATCH=0; they cost only where X > 1)
 // call (nccl-tests' flags where they have one):
 //   --coll NAME -b MIN -e MAX -f FACTOR -d TYPE --algos a,b,...|auto --compress int8|topk:R
 // Exit status 2 on a usage error, 1 when a call cannot be priced, with the reason on stderr.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -36,6 +44,7 @@
 #include "kernels/reduce.h"
 #include "topo/cluster_map.h"
 #include "topo/comm_topology.h"
+#include "topo/sysfs.h"
 #include "transport/shm/shm_transport.h"
 
 namespace {
@@ -124,8 +133,8 @@ struct Fabric {
   std::string cluster;
   int ranksPerHost = 1, hostsPerRack = 0, racksPerPod = 0, pods = 1;
   double nicGbps = 100, nicUs = 2, rackOversub = 1, rackUs = 4, podOversub = 1, podUs = 6;
-  double localGbps = 0, localUs = -1, reduceGBytes = 10;
-  bool memory = false;
+  double localGbps = 0, localUs = -1, reduceGBytes = 10, ranksPerCore = 1;
+  bool memory = false, checkMismatch = true;
 };
 
 braid::algos::LinkCost linkOf(double gbps, double us) { return {us, 8e-3 / gbps}; }
@@ -172,9 +181,14 @@ braid::Status buildTopology(const Fabric& f, braid::algos::Topology* out,
     *out = std::move(t);
   }
   out->gammaUsPerByte = 1.0 / (f.reduceGBytes * 1e3);
+  // As ncclComm::measureTopology sets them, so that a cluster map priced here and by a
+  // communicator on it come out the same.
+  out->alphaScale = std::max(1.0, f.ranksPerCore);
+  out->signatures = f.checkMismatch;
   if (f.memory) {
+    const size_t cache = braid::topo::sysfs::lastLevelCacheBytes();
     out->memoryUsPerByte = braid::algos::kHostMemoryUsPerByte;
-    out->cacheBytes = braid::algos::kDefaultCacheBytes;
+    out->cacheBytes = cache ? static_cast<double>(cache) : braid::algos::kDefaultCacheBytes;
   }
   return braid::Status::Ok();
 }
@@ -237,8 +251,12 @@ int main(int argc, char** argv) {
       ok = number(&fabric.localUs) && fabric.localUs >= 0;
     else if (a == "--reduce-gbytes")
       ok = number(&fabric.reduceGBytes) && fabric.reduceGBytes > 0;
+    else if (a == "--ranks-per-core")
+      ok = number(&fabric.ranksPerCore) && fabric.ranksPerCore > 0;
     else if (a == "--memory")
       fabric.memory = true;
+    else if (a == "--no-check-mismatch")
+      fabric.checkMismatch = false;
     else if (a == "--no-symmetry")
       symmetry = false;
     else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv") {

@@ -1,0 +1,248 @@
+"""braid-sim against measurement (issue 20's validation): the same cluster map priced by braid-sim
+and run for real on tools/netcluster, every size of every asked algorithm side by side.
+
+    /usr/bin/python3 bench/sim_validate.py --netcluster '--hosts 8 --racks 2' [--coll LIST]
+        [--algos LIST] [-b 64K -e 16M -f 4 -n 5 -w 2] [--build build/release] [--name NAME]
+
+runs each collective's perf binary once per algorithm (`-A NAME -P 1`: forced, and with the
+runtime's own prediction, ncclGroupSimulateEnd) across the emulated cluster with the cluster map
+netcluster writes (BRAID_CLUSTER_FILE), then braid-sim on that map for the algorithm each size
+ran, and writes bench/results/NAME.md: measured time against braid-sim's and the runtime's
+predictions, and per collective and algorithm the worst ratio from the goal's size up (issue 20:
+within 15% for AllReduce, 25% for the others, from 64 KiB).
+
+    /usr/bin/python3 bench/sim_validate.py --loopback 4 [--ranks-per-host K] [--coll ...] ...
+
+is the check the tests run (no root, no netcluster): N ranks on this host, given host names
+h0, h1, ... (NCCL_HOSTID, K ranks each) and a cluster map of two racks, so the runtime prices
+the map as it would across hosts; every runtime prediction must equal braid-sim's (0.1%), which
+shows braid-sim prices exactly what a communicator on that map prices. Measured times there mean
+nothing (the links are loopback) and are not compared. Exit status 1 on a mismatch.
+
+braid-sim is given what a communicator on this machine also uses: host memory (--memory) and the
+ranks per core of the one machine the emulated hosts share (--ranks-per-core N / cores)."""
+import argparse
+import csv
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+from cluster import Topology  # noqa: E402
+from compare import COLLS, parse_perf_table, parse_predict_table, parse_size, size_steps  # noqa: E402
+
+ALLREDUCE = "ring,tree,rhd,direct,hier,hierpipe,rackring"
+GOAL = {"allreduce": 0.15}  # the others: 0.25
+GOAL_FROM = 64 << 10
+
+LOOPBACK_MAP = """<?xml version="1.0"?>
+<cluster version="1">
+  <level name="host" bw_gbps="2" latency_us="20" burst_kib="244.1"/>
+  <level name="rack" bw_gbps="0.6667" latency_us="40" burst_kib="128"/>
+{racks}</cluster>
+"""
+
+
+def loopback_map(hosts):
+    """Two racks of hosts h0 .. h<hosts-1>, in blocks."""
+    racks = ""
+    for r in range(2):
+        names = [f"h{h}" for h in range(hosts) if h * 2 // hosts == r]
+        racks += f'  <rack name="rack{r}">' + "".join(f'<host name="{n}"/>' for n in names) + "</rack>\n"
+    return LOOPBACK_MAP.format(racks=racks)
+
+
+def run(cmd, env, timeout):
+    """stdout of cmd, or None (with why on stderr) where it failed."""
+    print("==", " ".join(str(c) for c in cmd), file=sys.stderr, flush=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                           env=dict(os.environ, **env))
+    except subprocess.TimeoutExpired:
+        print(f"   no result within {timeout} s", file=sys.stderr)
+        return None
+    if p.returncode != 0:
+        tail = [l for l in (p.stderr + p.stdout).splitlines() if l.strip()][-5:]
+        print(f"   exit code {p.returncode}: " + " | ".join(tail), file=sys.stderr)
+        return None
+    return p.stdout
+
+
+def measure(args, coll, algo, launch, env):
+    """{nominal size: row} of one perf run (time_us measured, used, pred_us the runtime's)."""
+    perf = Path(args.build) / "bench" / "perf" / COLLS[coll].perf
+    cmd = [str(perf), "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor), "-n", str(args.iters),
+           "-w", str(args.warmup), "-c", "1", "-A", algo, "-P", "1"] + (["-r", "0"] if COLLS[coll].rooted else [])
+    out = run(launch(cmd), env, args.timeout + 30)
+    if out is None:
+        return {}
+    rows = parse_perf_table(out, "out", args.sizes)
+    parse_predict_table(out, args.sizes, rows)
+    return rows
+
+
+def simulate(args, coll, algos, cluster_map, ranks_per_host, ranks_per_core):
+    """{(nominal size, algo): braid-sim's time in us}. An algorithm that serves only some sizes
+    (direct: the small ones) makes braid-sim exit 1 for the others, and its rows are still good."""
+    with tempfile.NamedTemporaryFile(suffix=".csv") as f:
+        cmd = [str(Path(args.build) / "tools" / "braid-sim"), "--cluster", str(cluster_map),
+               "--ranks-per-host", str(ranks_per_host), "--ranks-per-core", f"{ranks_per_core:g}", "--memory",
+               "--coll", coll, "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor),
+               "--algos", ",".join(sorted(algos)), "--csv", f.name]
+        print("==", " ".join(cmd), file=sys.stderr, flush=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        if p.returncode not in (0, 1):
+            print(f"   exit code {p.returncode}: {p.stderr.strip()}", file=sys.stderr)
+            return {}
+        rows = list(csv.DictReader(open(f.name)))
+    # braid-sim prints the nominal sizes of -b/-e/-f, as the perf binaries ask them.
+    return {(int(r["size"]), r["algo"]): float(r["time_us"]) for r in rows}
+
+
+def collect(args, launch, env, cluster_map, ranks_per_host, nranks):
+    """Per collective: [(asked algo, size, row with sim_us)]."""
+    ranks_per_core = max(1.0, nranks / len(os.sched_getaffinity(0)))
+    results = {}
+    for coll in args.colls:
+        asked = args.algos if coll == "allreduce" else args.other_algos
+        runs = [(algo, measure(args, coll, algo, launch, env)) for algo in asked]
+        used = {row["used"] for _, rows in runs for row in rows.values() if "used" in row}
+        sim = simulate(args, coll, used, cluster_map, ranks_per_host, ranks_per_core) if used else {}
+        results[coll] = []
+        for algo, rows in runs:
+            for size in args.sizes:
+                row = rows.get(size)
+                if row and "used" in row:
+                    row["sim_us"] = sim.get((size, row["used"]))
+                    results[coll].append((algo, size, row))
+    return results
+
+
+def human(size):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def table(results):
+    lines = ["| collective | asked | size | ran | braid-sim (us) | runtime's prediction (us) | measured (us) "
+             "| measured / braid-sim |", "|---|---|---|---|---|---|---|---|"]
+    for coll, rows in results.items():
+        for algo, size, r in rows:
+            sim, pred = r.get("sim_us"), r.get("pred_us")
+            ratio = f"{r['time_us'] / sim:.2f}" if sim else "-"
+            lines.append(f"| {coll} | {algo} | {human(size)} | {r['used']} | {sim if sim else '-'} | "
+                         f"{pred if pred is not None else '-'} | {r['time_us']:.1f} | {ratio} |")
+    return lines
+
+
+def summary(results):
+    """Per collective and asked algorithm: the worst measured / braid-sim from GOAL_FROM up."""
+    lines = ["| collective | asked | sizes | worst measured / braid-sim | goal | met |", "|---|---|---|---|---|---|"]
+    for coll, rows in results.items():
+        goal = GOAL.get(coll, 0.25)
+        for algo in dict.fromkeys(a for a, _, _ in rows):
+            ratios = [r["time_us"] / r["sim_us"] for a, s, r in rows if a == algo and s >= GOAL_FROM and r.get("sim_us")]
+            if not ratios:
+                continue
+            worst = max(ratios, key=lambda x: abs(x - 1))
+            lines.append(f"| {coll} | {algo} | {len(ratios)} | {worst:.2f} | within {goal:.0%} | "
+                         f"{'yes' if abs(worst - 1) <= goal else 'no'} |")
+    return lines
+
+
+def loopback(args):
+    n, k = args.loopback, args.ranks_per_host
+    if n % k or n // k < 2:
+        sys.exit(f"--loopback {n} --ranks-per-host {k}: at least two hosts of {k} ranks")
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster_map = Path(tmp) / "map.xml"
+        cluster_map.write_text(loopback_map(n // k))
+        braidrun = Path(args.build) / "tools" / "braidrun"
+        hostid = f'NCCL_HOSTID=h$((RANK / {k})) exec "$0" "$@"'
+
+        def launch(cmd):
+            return [str(braidrun), "-np", str(n), "--timeout", str(args.timeout), "--", "bash", "-c", hostid] + cmd
+
+        results = collect(args, launch, {"BRAID_CLUSTER_FILE": str(cluster_map)}, cluster_map, k, n)
+    print("\n".join(table(results)))
+    bad = [(c, a, s, r) for c, rows in results.items() for a, s, r in rows
+           if r.get("pred_us") is None or not r.get("sim_us") or abs(r["pred_us"] / r["sim_us"] - 1) > 1e-3]
+    want = len(args.colls) and sum(len(args.sizes) * len(args.algos if c == "allreduce" else args.other_algos)
+                                   for c in args.colls)
+    got = sum(len(rows) for rows in results.values())
+    for c, a, s, r in bad:
+        print(f"MISMATCH {c} {a} {human(s)} ran {r['used']}: runtime {r.get('pred_us')} us, braid-sim "
+              f"{r.get('sim_us')} us", file=sys.stderr)
+    if got != want:
+        print(f"only {got} of {want} rows came back", file=sys.stderr)
+    return 1 if bad or got != want else 0
+
+
+def netcluster(args):
+    if "--write-cluster-map" in args.netcluster:
+        sys.exit("--netcluster: leave --write-cluster-map out (this script writes the map)")
+    name = args.name or f"sim_validate_{datetime.datetime.now():%Y%m%d-%H%M}"
+    results_dir = Path(args.results)
+    cluster_map = (results_dir / f"{name}_map.xml").resolve()
+    topo = Topology(f"{args.netcluster} --write-cluster-map {cluster_map}")
+    if topo.placement != "block":
+        sys.exit("--netcluster: block placement only (braid-sim places ranks host by host in the map's order)")
+    results = collect(args, lambda cmd: topo.command(cmd, timeout=args.timeout), {}, cluster_map,
+                      topo.per_host, topo.ranks)
+    cores = len(os.sched_getaffinity(0))
+    source = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                            cwd=REPO).stdout.strip()
+    text = [f"# braid-sim against measurement on tools/netcluster ({topo.ranks} ranks)", "",
+            f"- command: `/usr/bin/python3 bench/sim_validate.py {' '.join(sys.argv[1:])}`",
+            f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; source {source}; "
+            f"{cores} cores",
+            topo.describe(),
+            f"- braid-sim: `--cluster {cluster_map.name} --ranks-per-host {topo.per_host} --ranks-per-core "
+            f"{max(1.0, topo.ranks / cores):g} --memory`, for the algorithm each size ran",
+            f"- measured: the perf binaries' out-of-place time, {args.iters} timed iterations after {args.warmup} "
+            "warm-up, data checked; runtime's prediction: their -P column (ncclGroupSimulateEnd)",
+            "", "## Summary", ""] + summary(results) + ["", "## Every size", ""] + table(results)
+    path = results_dir / f"{name}.md"
+    path.write_text("\n".join(text) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--netcluster", metavar="ARGS", help="tools/netcluster topology flags (block placement)")
+    where.add_argument("--loopback", type=int, metavar="N", help="N ranks on this host (the tests' check)")
+    ap.add_argument("--ranks-per-host", type=int, default=2, help="with --loopback (default 2)")
+    ap.add_argument("--coll", default="allreduce", help="comma list of collectives, or all (default allreduce)")
+    ap.add_argument("--algos", default=ALLREDUCE, help=f"AllReduce's algorithms (default {ALLREDUCE})")
+    ap.add_argument("--other-algos", default="auto", help="the other collectives' (default auto)")
+    ap.add_argument("-b", "--min", type=parse_size, default=64 << 10)
+    ap.add_argument("-e", "--max", type=parse_size, default=16 << 20)
+    ap.add_argument("-f", "--factor", type=int, default=4)
+    ap.add_argument("-n", "--iters", type=int, default=5)
+    ap.add_argument("-w", "--warmup", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
+    ap.add_argument("--build", default=str(REPO / "build" / "release"))
+    ap.add_argument("--name", help="results file name (default sim_validate_<date>)")
+    ap.add_argument("--results", default=str(BENCH / "results"))
+    args = ap.parse_args()
+    args.colls = [c for c in COLLS if c != "sendrecv"] if args.coll == "all" else args.coll.split(",")
+    unknown = [c for c in args.colls if c not in COLLS or c == "sendrecv"]
+    if unknown:
+        ap.error(f"--coll: unknown collective {unknown[0]}")
+    args.algos, args.other_algos = args.algos.split(","), args.other_algos.split(",")
+    args.sizes = size_steps(args.min, args.max, args.factor)
+    args.build = str(Path(args.build).resolve())
+    return loopback(args) if args.loopback else netcluster(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
