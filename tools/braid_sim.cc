@@ -2,7 +2,7 @@
 // operation simulator (algos::simulateOperation, the model the selector uses), at any number of
 // ranks. docs/scale.md says what it models and how far to trust it.
 //
-//   braid-sim [fabric] [call] [--csv FILE] [--no-symmetry]
+//   braid-sim [fabric] [call] [--csv FILE] [--plot FILE.png] [--no-symmetry]
 // fabric, either a cluster map (the format BRAID_CLUSTER_FILE reads, every host in it used):
 //   --cluster FILE --ranks-per-host K
 // or a Clos of identical hosts (ranks numbered host by host, hosts rack by rack):
@@ -22,8 +22,13 @@
 //                                      BRAID_CHECK_MISMATCH=0; they cost only where X > 1)
 // call (nccl-tests' flags where they have one):
 //   --coll NAME -b MIN -e MAX -f FACTOR -d TYPE --algos a,b,...|auto --compress int8|topk:R
+// --plot FILE.png: time and busbw against size, a line per algorithm, drawn by braid-sim-plot
+// (beside this binary; matplotlib) from the CSV (--csv's, else FILE.csv).
 // Exit status 2 on a usage error, 1 when a call cannot be priced, with the reason on stderr.
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -199,11 +204,46 @@ std::string tierName(const std::vector<std::string>& levels, int l) {
   return l < static_cast<int>(levels.size()) ? "in-" + levels[static_cast<size_t>(l)] : "top";
 }
 
+// Runs braid-sim-plot from this binary's folder on the CSV; false (having said why) where it
+// cannot or fails.
+bool plot(const std::string& csvPath, const std::string& pngPath, int nranks,
+          const std::string& coll) {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    std::fprintf(stderr, "braid-sim: --plot: cannot find this binary's folder: %s\n",
+                 std::strerror(errno));
+    return false;
+  }
+  std::string script(self, static_cast<size_t>(len));
+  script = script.substr(0, script.rfind('/') + 1) + "braid-sim-plot";
+  const std::string title = "braid-sim: " + coll + ", " + std::to_string(nranks) + " ranks";
+  std::vector<const char*> argv = {script.c_str(), pngPath.c_str(), csvPath.c_str(),
+                                   "--title",      title.c_str(),   nullptr};
+  std::fflush(stdout);
+  pid_t pid = 0;
+  if (int e = posix_spawn(&pid, script.c_str(), nullptr, nullptr, const_cast<char**>(argv.data()),
+                          environ);
+      e != 0) {
+    std::fprintf(stderr, "braid-sim: --plot: cannot run %s: %s\n", script.c_str(),
+                 std::strerror(e));
+    return false;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  std::fprintf(stderr, "braid-sim: --plot: %s failed (the CSV is %s)\n", script.c_str(),
+               csvPath.c_str());
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Fabric fabric;
-  std::string collName = "allreduce", typeName = "float", algoList = "auto", compress, csvPath;
+  std::string collName = "allreduce", typeName = "float", algoList = "auto", compress, csvPath,
+              plotPath;
   size_t minBytes = 1 << 20, maxBytes = 1 << 20;
   double factor = 2;
   bool symmetry = true;
@@ -259,15 +299,17 @@ int main(int argc, char** argv) {
       fabric.checkMismatch = false;
     else if (a == "--no-symmetry")
       symmetry = false;
-    else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv") {
+    else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv" ||
+             a == "--plot") {
       const char* v = value();
-      ok = v != nullptr;
+      ok = v != nullptr && *v;
       if (ok) {
         (a == "--coll"       ? collName
          : a == "-d"         ? typeName
          : a == "--algos"    ? algoList
          : a == "--compress" ? compress
-                             : csvPath) = v;
+         : a == "--csv"      ? csvPath
+                             : plotPath) = v;
       }
     } else if (a == "-b" || a == "-e") {
       const char* v = value();
@@ -279,6 +321,14 @@ int main(int argc, char** argv) {
     if (!ok) return usage(("bad or missing value for " + a).c_str());
   }
   if (minBytes > maxBytes) return usage("-b is above -e");
+  if (!plotPath.empty() && csvPath.empty()) {
+    const size_t dot = plotPath.rfind('.');
+    const size_t slash = plotPath.rfind('/');
+    csvPath = plotPath.substr(0, dot != std::string::npos && (slash == std::string::npos || dot > slash)
+                                     ? dot
+                                     : plotPath.size()) +
+              ".csv";
+  }
 
   const CollInfo* coll = nullptr;
   for (const CollInfo& c : kColls)
@@ -427,5 +477,6 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &usage);
   std::printf("# peak memory %.0f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024);
   if (csv) std::fclose(csv);
+  if (!plotPath.empty() && !plot(csvPath, plotPath, n, collName)) return 1;
   return status;
 }
