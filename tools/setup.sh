@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Braid needs on a fresh Debian/Ubuntu machine (root or sudo), then configures
-# and builds it in build/release. `--bench` also installs the baselines bench/compare runs
-# against (OpenMPI; PyTorch's Gloo comes with python3-torch), matplotlib for its --plot, and
-# scikit-learn for bench/train's data set; `--rdma` what the rdma label's qemu guests need.
+# and builds it in build/release, OpenMPI (bench/compare's baseline, and mpirun for a test) and
+# PyTorch (whose Gloo is the other baseline) included. `--bench` also installs matplotlib for
+# bench/compare's --plot and scikit-learn for bench/train's data set; `--rdma` what the rdma
+# label's qemu guests need.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,12 +11,14 @@ cd "$(dirname "$0")/.."
 # (frameworks/torch, built when they are present) and its tests (ctest -L torch). clang and its
 # runtimes (libclang-rt-dev, only recommended by clang: libFuzzer and the sanitizers): the
 # sanitizer trees (tools/check-sanitizers.sh, tools/check-deep.sh) and the fuzz targets.
-packages=(build-essential cmake ninja-build pkg-config python3 iproute2
+# openmpi-bin: mpirun, which the netns label's test starts Braid's perf binaries with (and
+# libopenmpi-dev beside it: with mpirun and without the headers, CMake's FindMPI fails).
+packages=(build-essential cmake ninja-build pkg-config python3 iproute2 openmpi-bin libopenmpi-dev
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev libssl-dev
           python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
 for arg in "$@"; do
   case $arg in
-    --bench) packages+=(openmpi-bin libopenmpi-dev python3-matplotlib python3-sklearn) ;;
+    --bench) packages+=(python3-matplotlib python3-sklearn) ;;
     # The rdma label's guests (tests/rdma/guest.sh): qemu, Debian's kernel with rdma_rxe, a
     # static busybox and cpio for their initramfs, rdma-core's and perftest's tools.
     --rdma) packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio ibverbs-utils perftest) ;;

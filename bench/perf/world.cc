@@ -27,11 +27,15 @@ std::string idFilePath(int round) {
   // Round 0 keeps the plain name; later rounds must not find the id an earlier one left.
   std::string suffix = round ? "." + std::to_string(round) : "";
   if (const char* p = std::getenv("BRAID_PERF_ID_FILE")) return p + suffix;
-  // Every rank of one job must arrive at the same name: the MPI job id when there is one, else
-  // the launcher's pid (all ranks are its children).
+  // Every rank of one job must arrive at the same name: the MPI job id, or Slurm's job and
+  // step, when there is one, else the launcher's pid (all ranks are its children).
   std::string key;
+  const char* slurmJob = std::getenv("SLURM_JOB_ID");
+  const char* slurmStep = std::getenv("SLURM_STEP_ID");
   if (const char* job = std::getenv("OMPI_MCA_ess_base_jobid"))
     key = job;
+  else if (slurmJob && slurmStep)
+    key = std::string("slurm.") + slurmJob + "." + slurmStep;
   else
     key = std::to_string(getppid());
   return "/tmp/braid_perf_id." + key + suffix;
@@ -45,6 +49,7 @@ World discoverWorld(const Options& o) {
   if (o.mode == Mode::Thread) return w;
   static const char* const kVars[][2] = {{"RANK", "WORLD_SIZE"},
                                          {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                         {"SLURM_PROCID", "SLURM_NTASKS"},
                                          {"PMI_RANK", "PMI_SIZE"}};
   for (const auto& v : kVars) {
     int r, n;
