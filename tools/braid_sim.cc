@@ -11,6 +11,10 @@
 //   --rack-oversub X --rack-us U       a rack's uplink: H x G / X, U between racks
 //   --pod-oversub Y --pod-us U         a pod's uplink: R x (the rack uplink) / Y, U between pods
 //   --local-gbps G --local-us U        between ranks of one host (default: shared memory's)
+//   --placement block|alternate        rank order over hosts (default block: host by host,
+//                                      rack by rack); alternate takes a host from each rack in
+//                                      turn, as tools/netcluster's: neighbours sit in
+//                                      different racks, a ring that ignores the racks
 //   --reduce-gbytes B                  reduction rate in GB/s (default 10)
 //   --memory                           price host memory, with this machine's last-level cache
 //                                      (off: an accelerator's own memory)
@@ -139,7 +143,7 @@ struct Fabric {
   int ranksPerHost = 1, hostsPerRack = 0, racksPerPod = 0, pods = 1;
   double nicGbps = 100, nicUs = 2, rackOversub = 1, rackUs = 4, podOversub = 1, podUs = 6;
   double localGbps = 0, localUs = -1, reduceGBytes = 10, ranksPerCore = 1;
-  bool memory = false, checkMismatch = true;
+  bool memory = false, checkMismatch = true, alternate = false;
 };
 
 braid::algos::LinkCost linkOf(double gbps, double us) { return {us, 8e-3 / gbps}; }
@@ -151,6 +155,9 @@ braid::Status buildTopology(const Fabric& f, braid::algos::Topology* out,
   if (f.localGbps > 0) local.betaUsPerByte = 8e-3 / f.localGbps;
   if (f.localUs >= 0) local.alphaUs = f.localUs;
   if (!f.cluster.empty()) {
+    if (f.alternate)
+      return braid::invalidUsage("--placement alternate: for the Clos flags (a cluster map's "
+                                 "ranks go host by host in the map's order)");
     braid::topo::ClusterMap map;
     BRAID_TRY(braid::topo::loadClusterMap(f.cluster, &map));
     std::vector<std::string> rankHosts;
@@ -169,8 +176,10 @@ braid::Status buildTopology(const Fabric& f, braid::algos::Topology* out,
     if (n > (1 << 20)) return braid::invalidUsage("%lld ranks: at most 2^20", n);
     braid::algos::Topology t;
     std::vector<int> host(static_cast<size_t>(n)), rack(host.size()), pod(host.size());
+    const int racks = racksPerPod * f.pods;
     for (size_t r = 0; r < host.size(); ++r) {
-      host[r] = static_cast<int>(r) / f.ranksPerHost;
+      const int slot = static_cast<int>(r) / f.ranksPerHost;  // the rank's host in rank order
+      host[r] = f.alternate ? slot % racks * f.hostsPerRack + slot / racks : slot;
       rack[r] = host[r] / f.hostsPerRack;
       pod[r] = rack[r] / racksPerPod;
     }
@@ -297,6 +306,11 @@ int main(int argc, char** argv) {
       fabric.memory = true;
     else if (a == "--no-check-mismatch")
       fabric.checkMismatch = false;
+    else if (a == "--placement") {
+      const char* v = value();
+      ok = v && (std::strcmp(v, "block") == 0 || std::strcmp(v, "alternate") == 0);
+      if (ok) fabric.alternate = std::strcmp(v, "alternate") == 0;
+    }
     else if (a == "--no-symmetry")
       symmetry = false;
     else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv" ||
@@ -469,6 +483,7 @@ int main(int argc, char** argv) {
         for (double b : report.levelBytes) std::fprintf(csv, ",%.0f", b);
         std::fprintf(csv, ",%s,%.3f,%d,%.3f\n", busiest.c_str(), report.busiestUs, report.period,
                      seconds);
+        std::fflush(csv);  // rows priced so far survive a run cut off by a time limit
       }
       std::fflush(stdout);
     }
