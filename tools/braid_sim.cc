@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -156,8 +157,9 @@ braid::Status buildTopology(const Fabric& f, braid::algos::Topology* out,
   if (f.localUs >= 0) local.alphaUs = f.localUs;
   if (!f.cluster.empty()) {
     if (f.alternate)
-      return braid::invalidUsage("--placement alternate: for the Clos flags (a cluster map's "
-                                 "ranks go host by host in the map's order)");
+      return braid::invalidUsage(
+          "--placement alternate: for the Clos flags (a cluster map's "
+          "ranks go host by host in the map's order)");
     braid::topo::ClusterMap map;
     BRAID_TRY(braid::topo::loadClusterMap(f.cluster, &map));
     std::vector<std::string> rankHosts;
@@ -217,15 +219,14 @@ std::string tierName(const std::vector<std::string>& levels, int l) {
 // cannot or fails.
 bool plot(const std::string& csvPath, const std::string& pngPath, int nranks,
           const std::string& coll) {
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) {
     std::fprintf(stderr, "braid-sim: --plot: cannot find this binary's folder: %s\n",
-                 std::strerror(errno));
+                 error.message().c_str());
     return false;
   }
-  std::string script(self, static_cast<size_t>(len));
-  script = script.substr(0, script.rfind('/') + 1) + "braid-sim-plot";
+  const std::string script = (self.parent_path() / "braid-sim-plot").string();
   const std::string title = "braid-sim: " + coll + ", " + std::to_string(nranks) + " ranks";
   std::vector<const char*> argv = {script.c_str(), pngPath.c_str(), csvPath.c_str(),
                                    "--title",      title.c_str(),   nullptr};
@@ -239,8 +240,7 @@ bool plot(const std::string& csvPath, const std::string& pngPath, int nranks,
     return false;
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
   std::fprintf(stderr, "braid-sim: --plot: %s failed (the CSV is %s)\n", script.c_str(),
                csvPath.c_str());
@@ -310,8 +310,7 @@ int main(int argc, char** argv) {
       const char* v = value();
       ok = v && (std::strcmp(v, "block") == 0 || std::strcmp(v, "alternate") == 0);
       if (ok) fabric.alternate = std::strcmp(v, "alternate") == 0;
-    }
-    else if (a == "--no-symmetry")
+    } else if (a == "--no-symmetry")
       symmetry = false;
     else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv" ||
              a == "--plot") {
@@ -335,14 +334,8 @@ int main(int argc, char** argv) {
     if (!ok) return usage(("bad or missing value for " + a).c_str());
   }
   if (minBytes > maxBytes) return usage("-b is above -e");
-  if (!plotPath.empty() && csvPath.empty()) {
-    const size_t dot = plotPath.rfind('.');
-    const size_t slash = plotPath.rfind('/');
-    csvPath = plotPath.substr(0, dot != std::string::npos && (slash == std::string::npos || dot > slash)
-                                     ? dot
-                                     : plotPath.size()) +
-              ".csv";
-  }
+  if (!plotPath.empty() && csvPath.empty())
+    csvPath = std::filesystem::path(plotPath).replace_extension(".csv").string();
 
   const CollInfo* coll = nullptr;
   for (const CollInfo& c : kColls)
