@@ -177,8 +177,7 @@ def loopback(args):
     print("\n".join(table(results)))
     bad = [(c, a, s, r) for c, rows in results.items() for a, s, r in rows
            if r.get("pred_us") is None or not r.get("sim_us") or abs(r["pred_us"] / r["sim_us"] - 1) > 1e-3]
-    want = len(args.colls) and sum(len(args.sizes) * len(args.algos if c == "allreduce" else args.other_algos)
-                                   for c in args.colls)
+    want = sum(len(args.sizes) * len(args.algos if c == "allreduce" else args.other_algos) for c in args.colls)
     got = sum(len(rows) for rows in results.values())
     for c, a, s, r in bad:
         print(f"MISMATCH {c} {a} {human(s)} ran {r['used']}: runtime {r.get('pred_us')} us, braid-sim "
