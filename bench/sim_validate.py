@@ -38,6 +38,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 from cluster import Topology  # noqa: E402
 from compare import COLLS, parse_perf_table, parse_predict_table, parse_size, size_steps  # noqa: E402
+from report import human  # noqa: E402
 
 ALLREDUCE = "ring,tree,rhd,direct,hier,hierpipe,rackring"
 GOAL = {"allreduce": 0.15}  # the others: 0.25
@@ -102,7 +103,8 @@ def simulate(args, coll, algos, cluster_map, ranks_per_host, ranks_per_core):
         if p.returncode not in (0, 1):
             print(f"   exit code {p.returncode}: {p.stderr.strip()}", file=sys.stderr)
             return {}
-        rows = list(csv.DictReader(open(f.name)))
+        with open(f.name) as table_file:
+            rows = list(csv.DictReader(table_file))
     # braid-sim prints the nominal sizes of -b/-e/-f, as the perf binaries ask them.
     return {(int(r["size"]), r["algo"]): float(r["time_us"]) for r in rows}
 
@@ -124,13 +126,6 @@ def collect(args, launch, env, cluster_map, ranks_per_host, nranks):
                     row["sim_us"] = sim.get((size, row["used"]))
                     results[coll].append((algo, size, row))
     return results
-
-
-def human(size):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size >= 1 << shift and size % (1 << shift) == 0:
-            return f"{size >> shift} {unit}"
-    return f"{size} B"
 
 
 def table(results):
