@@ -95,12 +95,12 @@ summary() {
     [[ -n "$bw_line" ]] && echo "- kernel bandwidth: $bw_line"
     r=$(grep -h "pinned  " "$logs/kernel-bw.log" 2>/dev/null | awk '{printf "%s%s %s GB/s", sep, $2, $4; sep = ", "}')
     [[ -n "$r" ]] && echo "- pinned host copies, 256 MiB: $r"
-    for n in 1 2 4; do
+    for n in 1 2 4 4-1g; do
       r=$(perf_rows "$logs/allreduce-np$n.log" | tail -1 |
           awk '{print $1" B: busbw "$8" / "$12" GB/s (out of place / in place), wrong "$9" / "$13}')
-      [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n} ranks, largest size: $r"
+      [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n%-1g} ranks, largest size: $r"
       r=$(perf_rows "$logs/allreduce-np$n.log" | awk '{w += $9 + $13; n++} END {if (n) print n" sizes, "w" wrong elements in all"}')
-      [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n} ranks, every size: $r"
+      [[ -n "$r" ]] && echo "- AllReduce on device buffers, ${n%-1g} ranks, every size${n#[0-9]}: $r"
     done
     # Side by side at one rank (NCCL refuses several ranks on one GPU): algbw at the largest size
     # and the time of an 8 B call, Braid's row first.
@@ -110,9 +110,15 @@ summary() {
     done
     # Time per call (us), side by side: device buffers staged against pinned host buffers, and
     # host calls with device support on against BRAID_CUDA=0.
-    r=$(pair_rows staged-np2 pinned-np2)
-    [[ -n "$r" ]] && echo "- 2 ranks, us per call, device buffers (staged) / pinned host buffers: $r"
-    r=$(pair_rows hostcalls-np2 hostcalls-np2-cuda0)
+    r=$(side_rows staged-np2 staged-np2-stream pinned-np2)
+    [[ -n "$r" ]] && echo "- 2 ranks, us per call, device buffers staged as configured / all staged on the caller's stream / pinned host buffers: $r"
+    for s in staged-np2 staged-np2-stream; do
+      r=$(proxy_line $s)
+      [[ -n "$r" ]] && echo "- $s, rank 0's device progress thread: $r"
+    done
+    r=$(side_rows staged-np2 staged-t2)
+    [[ -n "$r" ]] && echo "- 2 ranks on device buffers, us per call, as processes / as threads of one process: $r"
+    r=$(side_rows hostcalls-np2 hostcalls-np2-cuda0)
     [[ -n "$r" ]] && echo "- 2 ranks, host memory, us per call, device support on / BRAID_CUDA=0: $r"
     grep -h "^torch_check " "$logs"/torch-np*.log 2>/dev/null | sed "s/^/- /"
   } >"$logs/summary.md"
@@ -123,10 +129,22 @@ summary() {
 perf_rows() {
   sed -n -e 's/^\[0\] //' -e '/^\[[0-9]*\] /d' -e '/^ *[0-9][0-9]* *[0-9][0-9]* *[a-z0-9]* /p' "$1" 2>/dev/null
 }
-# Two perf logs' out-of-place times per size, side by side: "SIZE B T1 / T2; ...".
-pair_rows() {
-  paste <(perf_rows "$logs/$1.log" | awk '{print $1, $6}') <(perf_rows "$logs/$2.log" | awk '{print $6}') |
-    awk 'NF == 3 {printf "%s%s B %s / %s", sep, $1, $2, $3; sep = "; "}'
+# Perf logs' out-of-place times per size, side by side: "SIZE B T1 / T2 [/ T3...]; ...", the sizes
+# all of them have.
+side_rows() {
+  local tmp n=$(($# + 1)) i=0
+  tmp=$(mktemp -d)
+  for s in "$@"; do
+    perf_rows "$logs/$s.log" | awk -v first=$((i == 0)) '{print first ? $1" "$6 : $6}' >"$tmp/$i"
+    i=$((i + 1))
+  done
+  (cd "$tmp" && paste -d' ' $(seq 0 $(($# - 1)))) |
+    awk -v n=$n 'NF == n {printf "%s%s B %s", sep, $1, $2; for (i = 3; i <= n; ++i) printf " / %s", $i; sep = "; "}'
+  rm -rf "$tmp"
+}
+# The device progress thread's line from rank 0's log of a stage (NCCL_DEBUG_SUBSYS=PROXY).
+proxy_line() {
+  sed -n 's/^\[0\] .*device progress thread: //p' "$logs/$1.log" 2>/dev/null | head -1
 }
 
 # ---- environment ---------------------------------------------------------------------------
@@ -286,8 +304,17 @@ PY
   for bin in all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf; do
     stage "${bin%_perf}-np4" 45 run_perf 4 "$bin" "${small[@]}"
   done
-  stage staged-np2 60 run_perf 2 all_reduce_perf -G 1 "${staged[@]}"
+  # Staging as configured (large batches by the progress thread), against every batch staged on
+  # the caller's stream; the progress thread's INFO line says where its time went.
+  proxy_log=(env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=PROXY)
+  stage staged-np2 60 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
+  stage staged-np2-stream 60 "${proxy_log[@]}" BRAID_DEVICE_STREAM_COPY_BYTES=$((1 << 34)) \
+    bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
   stage pinned-np2 60 run_perf 2 all_reduce_perf -G 2 "${staged[@]}"
+  # The same two ranks as threads of one process (one CUDA context), up to 2 MiB.
+  stage staged-t2 45 run_perf 1 all_reduce_perf -t 2 -G 1 -b 8 -e 2M -f 8 -n 5 -w 2 -c 1
+  # The largest AllReduces at 4 ranks, checked (QUICK's sweep stops at 64 MiB).
+  stage allreduce-np4-1g 90 run_perf 4 all_reduce_perf -G 1 -b 256M -e 1G -f 2 -n 2 -w 1 -c 1
   stage hostcalls-np2 45 run_perf 2 all_reduce_perf "${hostcalls[@]}"
   stage hostcalls-np2-cuda0 45 env BRAID_CUDA=0 bash -c 'run_perf 2 all_reduce_perf "$@"' run "${hostcalls[@]}"
 else

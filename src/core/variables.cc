@@ -47,6 +47,12 @@ const Var kBraidCuda = {
     "0: device-memory support off even where a CUDA driver and device are present (host memory "
     "only, no CUDA call on any collective's path); 1: on wherever the build, a driver and a "
     "device allow it"};
+const Var kBraidDeviceStreamCopyBytes = {
+    "BRAID_DEVICE_STREAM_COPY_BYTES", "1048576",
+    "device buffers: a call (or a communicator's part of a group) needing up to this many bytes "
+    "of pinned staging is copied to and from it on the caller's stream, a larger one by the "
+    "communicator's progress thread on a stream of its own, with the staging held only while "
+    "it runs (docs/architecture.md, Device memory)"};
 const Var kBraidDirectMaxBytes = {
     "BRAID_DIRECT_MAX_BYTES", "65536",
     "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
@@ -85,6 +91,7 @@ List coreVariables() {
                                      &kBraidCompressFeedback,
                                      &kBraidCompressMinBytes,
                                      &kBraidCuda,
+                                     &kBraidDeviceStreamCopyBytes,
                                      &kBraidDirectMaxBytes,
                                      &kBraidInitTimeoutMs,
                                      &kBraidStatsFile,

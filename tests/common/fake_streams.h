@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -86,6 +87,7 @@ class FakeStreamOps final : public device::StreamOps {
  public:
   struct Counters {
     std::atomic<int> copiesToHost{0}, copiesToDevice{0}, waits{0}, stagingAllocs{0};
+    std::atomic<int> copiesOnOwnStreams{0};   // of those copies, made on a makeStream() stream
     std::atomic<void*> lastStaging{nullptr};  // where the last copy to the host went
   };
 
@@ -103,6 +105,7 @@ class FakeStreamOps final : public device::StreamOps {
 
   Status copyToHost(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
     ++counters_->copiesToHost;
+    countOwn(s);
     counters_->lastStaging = dst;
     FakeStream::of(s)->push([=] {
       std::memcpy(dst, src, bytes);
@@ -113,6 +116,7 @@ class FakeStreamOps final : public device::StreamOps {
   Status copyToDevice(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
     if (failToDevice_) return {ncclUnhandledCudaError, "fake copy to the device failed"};
     ++counters_->copiesToDevice;
+    countOwn(s);
     FakeStream::of(s)->push([=] {
       std::memcpy(dst, src, bytes);
       return true;
@@ -160,10 +164,25 @@ class FakeStreamOps final : public device::StreamOps {
       if (c >= base && c < base + bytes) return true;
     return false;
   }
+  Status makeStream(cudaStream_t* out) override {
+    std::lock_guard<std::mutex> lock(ownMu_);
+    ownStreams_.push_back(std::make_unique<FakeStream>());
+    *out = ownStreams_.back()->handle();
+    return Status::Ok();
+  }
+  void destroyStream(cudaStream_t) override {}  // its thread goes with these operations
   uint32_t* flag() override { return &flag_; }
   const char* describe() const override { return "fake streams (host threads)"; }
 
  private:
+  void countOwn(cudaStream_t s) {
+    std::lock_guard<std::mutex> lock(ownMu_);
+    for (auto& own : ownStreams_)
+      if (own->handle() == s) ++counters_->copiesOnOwnStreams;
+  }
+
+  std::mutex ownMu_;
+  std::vector<std::unique_ptr<FakeStream>> ownStreams_;
   Counters own_;
   Counters* counters_;
   uint32_t flag_ = 0;

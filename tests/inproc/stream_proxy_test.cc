@@ -5,8 +5,12 @@
 // a "kernel" on the stream writes the inputs (so the proxy must follow stream order), and the
 // outputs are checked after the stream ran. Every collective, in and out of place (staging keeps
 // the buffers' aliasing), a group of send/recv, a PreMulSum scalar in "device" memory, and failures
-// and aborts, which must still release the streams.
+// and aborts, which must still release the streams. Each runs on both paths: staging copied on the
+// caller's stream (small batches) and by the proxy on its own stream
+// (BRAID_DEVICE_STREAM_COPY_BYTES below the batch's staging).
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include <atomic>
 #include <chrono>
@@ -14,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/fake_streams.h"
@@ -28,6 +33,15 @@ namespace {
 using algos::Collective;
 
 float value(int rank, size_t i) { return float(rank * 1000 + int(i % 997)); }
+
+// BRAID_DEVICE_STREAM_COPY_BYTES for the proxies made meanwhile: "0" stages every batch on the
+// proxy's own stream.
+struct StreamCopyBytes {
+  explicit StreamCopyBytes(const char* v) {
+    if (v) setenv("BRAID_DEVICE_STREAM_COPY_BYTES", v, 1);
+  }
+  ~StreamCopyBytes() { unsetenv("BRAID_DEVICE_STREAM_COPY_BYTES"); }
+};
 
 struct Case {
   const char* name;
@@ -76,8 +90,10 @@ Status submitOne(Rank& r, const Call& call, const ResolvedOp& op, const void* se
   return r.proxy->submit(std::move(plans));
 }
 
-// Runs one case on every rank; "" or what went wrong, per rank.
-std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
+// Runs one case on every rank; "" or what went wrong, per rank. `byProxy`: every staged batch
+// must be copied on the proxy's own stream; else batches of at most 1 MiB of staging (the
+// default) on the caller's.
+std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byProxy) {
   std::atomic<int> submitted{0};
   std::atomic<bool> go{false};
   return runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
@@ -147,9 +163,15 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
     r.stream.sync();
     if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
     if (r.counters.waits.load() != 1) return "expected one stream wait";
-    if ((c.pinned & 1) && r.counters.copiesToHost.load() != 0) return "a pinned sendbuff was staged";
+    if ((c.pinned & 1) && r.counters.copiesToHost.load() != 0)
+      return "a pinned sendbuff was staged";
     if ((c.pinned & 2) && r.counters.copiesToDevice.load() != 0)
       return "a pinned recvbuff was copied back";
+    const int copies = r.counters.copiesToHost.load() + r.counters.copiesToDevice.load();
+    if (byProxy && r.counters.copiesOnOwnStreams.load() != copies)
+      return "a copy went on the caller's stream although the proxy stages every batch";
+    if (!byProxy && n <= 1000 && r.counters.copiesOnOwnStreams.load() != 0)
+      return "a small batch was staged by the proxy, not on the caller's stream";
 
     // Expected values.
     for (size_t i = 0; i < recvCount; ++i) {
@@ -185,10 +207,12 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n) {
   });
 }
 
-class StreamProxy : public ::testing::TestWithParam<int> {};
+// (ranks, every batch staged by the proxy)
+class StreamProxy : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
-  const int nranks = GetParam();
+  const auto [nranks, byProxy] = GetParam();
+  StreamCopyBytes copyBytes(byProxy ? "0" : nullptr);
   const Case cases[] = {
       {"AllReduce", Collective::AllReduce, false},
       {"AllReduce in place", Collective::AllReduce, true},
@@ -216,44 +240,90 @@ TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
   for (const Case& c : cases)
     for (size_t n : {size_t(1), size_t(1000), size_t(300001)}) {
       SCOPED_TRACE(std::string(c.name) + ", count " + std::to_string(n));
-      auto results = runCase(nranks, c, n);
+      auto results = runCase(nranks, c, n, byProxy);
       for (int r = 0; r < nranks; ++r) EXPECT_EQ(results[r], "") << "rank " << r;
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, StreamProxy, ::testing::Values(2, 3));
+INSTANTIATE_TEST_SUITE_P(Ranks, StreamProxy,
+                         ::testing::Combine(::testing::Values(2, 3), ::testing::Bool()));
+
+// Large calls queued back to back (the stream held until all were submitted) share one staging
+// block when the proxy stages them: it holds a block only while it runs a batch. Staged on the
+// caller's stream, each call in flight holds a block of its own.
+TEST(StreamProxyOps, LargeCallsQueuedBackToBackShareOneStagingBlock) {
+  for (const char* copyBytes : {"1048576", "268435456"}) {
+    SCOPED_TRACE(std::string("BRAID_DEVICE_STREAM_COPY_BYTES=") + copyBytes);
+    StreamCopyBytes env(copyBytes);
+    const bool byProxy = std::string(copyBytes) == "1048576";
+    constexpr int kCalls = 6;
+    std::atomic<int> submitted{0};
+    std::atomic<bool> go{false};
+    auto results = runThreads(2, [&](int, ncclComm_t comm) -> std::string {
+      Rank r(comm);
+      if (!r.error.empty()) return r.error;
+      const size_t n = size_t(1) << 19;  // 2 MiB of floats, in place
+      std::vector<float> buf(n, 1.0f);
+      Call call{Collective::AllReduce, n, ncclFloat32, ncclSum, true};
+      call.inPlace = true;
+      call.inputCount = n;
+      r.stream.push([&] { return go.load(); });
+      for (int k = 0; k < kCalls; ++k)
+        if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok())
+          return "submit " + std::to_string(k) + ": " + s.message();
+      if (++submitted == 2) go.store(true);
+      r.stream.sync();
+      if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
+      for (size_t i = 0; i < n; ++i)
+        if (buf[i] != float(1 << kCalls))
+          return "element " + std::to_string(i) + " is " + std::to_string(buf[i]);
+      const int allocs = r.counters.stagingAllocs.load();
+      if (byProxy && allocs != 1)
+        return std::to_string(allocs) + " staging blocks for calls the proxy staged, want 1";
+      if (!byProxy && allocs != kCalls)
+        return std::to_string(allocs) + " staging blocks for " + std::to_string(kCalls) +
+               " calls in flight staged on the stream, want one each";
+      return "";
+    });
+    for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+  }
+}
 
 // A PreMulSum scalar that lives in "device" memory is copied in stream order with the inputs.
 TEST(StreamProxyOps, PreMulSumScalarInDeviceMemory) {
-  auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
-    Rank r(comm);
-    if (!r.error.empty()) return r.error;
-    const size_t n = 4096;
-    std::vector<float> buf(n, -1.0f);
-    float scalar = -1.0f;  // the stream sets it before the call runs
-    r.ops->markDevice(&scalar, sizeof scalar);
-    ncclRedOp_t handle;
-    if (ncclRedOpCreatePreMulSum(&handle, &scalar, ncclFloat32, ncclScalarDevice, comm) !=
-        ncclSuccess)
-      return "ncclRedOpCreatePreMulSum failed";
-    ResolvedOp op;
-    if (Status st = comm->redOps.resolve(handle, ncclFloat32, &op); !st.ok()) return st.message();
-    r.stream.push([&] {
-      scalar = 0.5f;
-      for (size_t i = 0; i < n; ++i) buf[i] = float(2 * (rank + 1));
-      return true;
+  for (const char* copyBytes : {static_cast<const char*>(nullptr), "0"}) {
+    SCOPED_TRACE(copyBytes ? "staged by the proxy" : "staged on the stream");
+    StreamCopyBytes env(copyBytes);
+    auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+      Rank r(comm);
+      if (!r.error.empty()) return r.error;
+      const size_t n = 4096;
+      std::vector<float> buf(n, -1.0f);
+      float scalar = -1.0f;  // the stream sets it before the call runs
+      r.ops->markDevice(&scalar, sizeof scalar);
+      ncclRedOp_t handle;
+      if (ncclRedOpCreatePreMulSum(&handle, &scalar, ncclFloat32, ncclScalarDevice, comm) !=
+          ncclSuccess)
+        return "ncclRedOpCreatePreMulSum failed";
+      ResolvedOp op;
+      if (Status st = comm->redOps.resolve(handle, ncclFloat32, &op); !st.ok()) return st.message();
+      r.stream.push([&] {
+        scalar = 0.5f;
+        for (size_t i = 0; i < n; ++i) buf[i] = float(2 * (rank + 1));
+        return true;
+      });
+      Call call{Collective::AllReduce, n, ncclFloat32, handle, true};
+      call.inPlace = true;
+      call.inputCount = n;
+      if (Status s = submitOne(r, call, op, buf.data(), buf.data()); !s.ok()) return s.message();
+      r.stream.sync();
+      ncclRedOpDestroy(handle, comm);
+      for (float v : buf)
+        if (v != 3.0f) return "got " + std::to_string(v) + ", want 0.5 * (2 + 4) = 3";
+      return r.counters.copiesToHost.load() == 2 ? "" : "expected the input and the scalar copied";
     });
-    Call call{Collective::AllReduce, n, ncclFloat32, handle, true};
-    call.inPlace = true;
-    call.inputCount = n;
-    if (Status s = submitOne(r, call, op, buf.data(), buf.data()); !s.ok()) return s.message();
-    r.stream.sync();
-    ncclRedOpDestroy(handle, comm);
-    for (float v : buf)
-      if (v != 3.0f) return "got " + std::to_string(v) + ", want 0.5 * (2 + 4) = 3";
-    return r.counters.copiesToHost.load() == 2 ? "" : "expected the input and the scalar copied";
-  });
-  for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+    for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+  }
 }
 
 // A batch that fails (here: ranks calling different counts) marks the communicator failed and
@@ -301,24 +371,28 @@ TEST(StreamProxyOps, AnErrorAfterTheWaitIsReportedAndTheStreamGoesOn) {
 // Abort while a batch waits for a peer that never calls: destroying the proxy ends the wait and
 // releases the stream.
 TEST(StreamProxyOps, AbortReleasesAWaitingStream) {
-  auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
-    if (rank == 1) return "";  // never calls
-    Rank r(comm);
-    if (!r.error.empty()) return r.error;
-    std::vector<float> buf(1024, 1.0f);
-    Call call{Collective::AllReduce, 1024, ncclFloat32, ncclSum, true};
-    call.inPlace = true;
-    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok())
-      return s.message();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (r.stream.idle()) return "the stream went on before the collective could finish";
-    comm->abortFlag.store(true);
-    delete r.proxy;  // joins the proxy thread after it wrote the flag
-    r.proxy = nullptr;
-    r.stream.sync();
-    return "";
-  });
-  for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+  for (const char* copyBytes : {static_cast<const char*>(nullptr), "0"}) {
+    SCOPED_TRACE(copyBytes ? "staged by the proxy" : "staged on the stream");
+    StreamCopyBytes env(copyBytes);
+    auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+      if (rank == 1) return "";  // never calls
+      Rank r(comm);
+      if (!r.error.empty()) return r.error;
+      std::vector<float> buf(1024, 1.0f);
+      Call call{Collective::AllReduce, 1024, ncclFloat32, ncclSum, true};
+      call.inPlace = true;
+      if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok())
+        return s.message();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (r.stream.idle()) return "the stream went on before the collective could finish";
+      comm->abortFlag.store(true);
+      delete r.proxy;  // joins the proxy thread after it wrote the flag
+      r.proxy = nullptr;
+      r.stream.sync();
+      return "";
+    });
+    for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+  }
 }
 
 // The event that says the copies back are done could not be recorded: the call says so, the
@@ -414,9 +488,11 @@ TEST(StreamProxyOps, RanksOfOneThreadShareAStreamInAGroup) {
     p0.release();  // after a hang: aborts release the stream
     p1.release();
     stream.sync();
-    if (ran)
+    if (ran) {
       for (size_t i = 0; i < n; ++i)
-        ASSERT_TRUE(a[i] == 3.0f && b[i] == 3.0f) << "element " << i << ": " << a[i] << ", " << b[i];
+        ASSERT_TRUE(a[i] == 3.0f && b[i] == 3.0f)
+            << "element " << i << ": " << a[i] << ", " << b[i];
+    }
   }
   for (ncclComm_t c : comms) ncclCommDestroy(c);
 }

@@ -89,6 +89,11 @@ class CudaStreamOps final : public device::StreamOps {
     }
     return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
   }
+  Status makeStream(cudaStream_t* out) override {
+    RelaxedCapture relaxed;
+    return cudaStatus(cudaStreamCreateWithFlags(out, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  void destroyStream(cudaStream_t stream) override { cudaStreamDestroy(stream); }
   uint32_t* flag() override { return flag_; }
   void bindThread() override { cudaSetDevice(device_); }
   int makeCurrent() override { return switchDevice(device_); }

@@ -36,6 +36,12 @@ class StreamOps {
   virtual void freeStaging(void* ptr) = 0;
   virtual bool isDeviceMemory(const void* ptr) = 0;
 
+  // A stream of the runtime's own for the proxy's copies (with CUDA: non-blocking, so it never
+  // waits for the legacy stream), made on the proxy's thread after bindThread(); destroyStream()
+  // lets it go once what is queued on it has run.
+  virtual Status makeStream(cudaStream_t* out) = 0;
+  virtual void destroyStream(cudaStream_t stream) = 0;
+
   // The flag word (host memory the streams can read), made once.
   virtual uint32_t* flag() = 0;
   // On the proxy's thread, before anything else (the CUDA device to use).

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/env.h"
 #include "base/log.h"
 #include "base/waiter.h"
 #include "core/comm/comm.h"
+#include "core/variables.h"
 #include "kernels/reduce.h"
 
 namespace braid::device {
@@ -20,8 +22,12 @@ constexpr size_t kStagingBudget = size_t(4) << 30;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
-// How long the proxy polls a call's input copies before it sleeps between polls (waitInputs).
-constexpr auto kSpinInputs = std::chrono::microseconds(200);
+// How long the proxy polls an event before it sleeps between polls (waitEvents).
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 }  // namespace
 
@@ -126,15 +132,29 @@ Status StagingPool::acquire(size_t bytes, bool mayAllocate, char** block, size_t
     p = *block;
   } else {
     if (!mayAllocate) return Status::Ok();
+    const auto t0 = std::chrono::steady_clock::now();
     BRAID_TRY(ops_.allocStaging(want, &p));
+    const double took = secondsSince(t0);
     *size = want;
-    BRAID_INFO(kAlloc, "device staging: %zu bytes of pinned host memory", want);
+    BRAID_INFO(kAlloc, "device staging: %zu bytes of pinned host memory (%.1f ms)", want,
+               took * 1e3);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++allocs_;
+    allocBytes_ += want;
+    allocSeconds_ += took;
   }
   std::lock_guard<std::mutex> lock(mu_);
   all_.emplace_back(static_cast<char*>(p), *size);
   pinned_ += *size;
   *block = static_cast<char*>(p);
   return Status::Ok();
+}
+
+void StagingPool::allocations(uint64_t* count, uint64_t* bytes, double* seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *count = allocs_;
+  *bytes = allocBytes_;
+  *seconds = allocSeconds_;
 }
 
 void StagingPool::release(char* block, size_t size) {
@@ -161,6 +181,13 @@ void StagingPool::takeAll(std::vector<std::pair<char*, size_t>>* reusable,
 
 Status Proxy::create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out) {
   std::unique_ptr<Proxy> proxy(new Proxy(comm, std::move(ops)));
+  int64_t copyMax = env::getInt(env::kBraidDeviceStreamCopyBytes);
+  if (copyMax < 0) {
+    BRAID_WARN("%s=%lld is negative; using the default %s", env::kBraidDeviceStreamCopyBytes.name,
+               static_cast<long long>(copyMax), env::kBraidDeviceStreamCopyBytes.defaultValue);
+    copyMax = std::strtoll(env::kBraidDeviceStreamCopyBytes.defaultValue, nullptr, 0);
+  }
+  proxy->streamCopyMax_ = size_t(copyMax);
   __atomic_store_n(proxy->ops_->flag(), 0u, __ATOMIC_RELEASE);
   BRAID_INFO(kProxy, "rank %d: device progress thread for device %d, streams wait with %s",
              comm->rank, comm->cudaDev, proxy->ops_->describe());
@@ -177,6 +204,22 @@ Proxy::~Proxy() {
   }
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (ownStream_) ops_->destroyStream(ownStream_);
+  if (totals_.batches > 0) {
+    uint64_t allocs, allocBytes;
+    double allocSeconds;
+    pool_.allocations(&allocs, &allocBytes, &allocSeconds);
+    const double n = double(totals_.batches);
+    BRAID_INFO(kProxy,
+               "rank %d: device progress thread: %llu batches (%llu staged by the thread); per "
+               "batch %.1f us awaiting the streams, %.1f us running, %.1f us copying; %llu "
+               "pinned staging allocations, %llu bytes, %.1f ms",
+               comm_->rank, static_cast<unsigned long long>(totals_.batches),
+               static_cast<unsigned long long>(totals_.byProxy), totals_.waitSeconds / n * 1e6,
+               totals_.runSeconds / n * 1e6, totals_.copySeconds / n * 1e6,
+               static_cast<unsigned long long>(allocs), static_cast<unsigned long long>(allocBytes),
+               allocSeconds * 1e3);
+  }
   // Every stream was released (the thread wrote the flag for each batch). A destroy waits for the
   // copies back, as ncclCommDestroy waits for the communicator's work; after an abort, batches
   // whose copies have not finished are parked with their events instead.
@@ -192,61 +235,61 @@ Proxy::~Proxy() {
   Reclaimer::get().leave(ops_, std::move(reusable), std::move(kept), std::move(pending));
 }
 
-// Staging for one plan, and the copy of its input onto its stream. Where sendbuff and recvbuff
-// overlap (in place), one staging region keeps their distance, so the schedule built for the
-// call's aliasing addresses the staging the same way. A buffer of pinned host memory is used where
-// it is: the proxy starts once the stream has reached the call (inputs ready), and the stream goes
-// on once the proxy is done, as with staging. (Copying it into staging would not do: a copy
-// between two host buffers returns only once the stream has reached it.)
-Status Proxy::stage(Batch& batch, Plan& plan) {
+// Staging for one plan. Where sendbuff and recvbuff overlap (in place), one staging region keeps
+// their distance, so the schedule built for the call's aliasing addresses the staging the same
+// way. A buffer of pinned host memory is used where it is: the proxy starts once the stream has
+// reached the call (inputs ready), and the stream goes on once the proxy is done, as with staging.
+// (Copying it into staging would not do: a copy between two host buffers returns only once the
+// stream has reached it.)
+Proxy::Layout Proxy::layout(const Plan& plan) {
+  Layout l;
   const auto send = reinterpret_cast<uintptr_t>(plan.sendbuff);
   const auto recv = reinterpret_cast<uintptr_t>(plan.recvbuff);
   const size_t sb = plan.sendBytes, rb = plan.recvBytes;
-  const bool overlap = sb && rb && send < recv + rb && recv < send + sb;
-  const bool deviceScalar = plan.preMul && plan.scalarPtr && ops_->isDeviceMemory(plan.scalarPtr);
+  l.overlap = sb && rb && send < recv + rb && recv < send + sb;
+  l.deviceScalar = plan.preMul && plan.scalarPtr && ops_->isDeviceMemory(plan.scalarPtr);
   // Overlapping buffers are one allocation, so both are pinned or neither is.
-  const bool stageSend = sb && !plan.sendPinned, stageRecv = rb && !plan.recvPinned;
-  uintptr_t lo = 0;
-  size_t bytes = 0;  // staging for the buffers, then the scalar's
-  if (overlap && stageSend) {
-    lo = std::min(send, recv);
-    bytes = align64(std::max(send + sb, recv + rb) - lo);
-  } else if (!overlap) {
-    bytes = (stageSend ? align64(sb) : 0) + (stageRecv ? align64(rb) : 0);
+  l.stageSend = sb && !plan.sendPinned;
+  l.stageRecv = rb && !plan.recvPinned;
+  if (l.overlap && l.stageSend) {
+    l.lo = std::min(send, recv);
+    l.bytes = align64(std::max(send + sb, recv + rb) - l.lo);
+  } else if (!l.overlap) {
+    l.bytes = (l.stageSend ? align64(sb) : 0) + (l.stageRecv ? align64(rb) : 0);
   }
-  const size_t scalarAt = bytes;
-  if (deviceScalar) bytes += 64;
+  l.scalarAt = l.bytes;
+  if (l.deviceScalar) l.bytes += 64;
+  return l;
+}
 
-  Block block{};
-  if (bytes > 0) {
-    BRAID_TRY(acquire(bytes, &block));
-    batch.blocks.push_back(block);
-  }
+void Proxy::place(Plan& plan, const Layout& l, char* block, std::vector<Copy>* in,
+                  std::vector<Copy>* out) {
+  const auto send = reinterpret_cast<uintptr_t>(plan.sendbuff);
+  const auto recv = reinterpret_cast<uintptr_t>(plan.recvbuff);
+  const size_t sb = plan.sendBytes, rb = plan.recvBytes;
   // Pinned buffers as they are; staged ones below; unused ones null.
   char* hostSend =
-      sb && !stageSend ? const_cast<char*>(static_cast<const char*>(plan.sendbuff)) : nullptr;
-  char* hostRecv = rb && !stageRecv ? static_cast<char*>(plan.recvbuff) : nullptr;
-  if (overlap && stageSend) {
-    hostSend = block.ptr + (send - lo);
-    hostRecv = block.ptr + (recv - lo);
-  } else if (!overlap) {
-    if (stageSend) hostSend = block.ptr;
-    if (stageRecv) hostRecv = block.ptr + (stageSend ? align64(sb) : 0);
+      sb && !l.stageSend ? const_cast<char*>(static_cast<const char*>(plan.sendbuff)) : nullptr;
+  char* hostRecv = rb && !l.stageRecv ? static_cast<char*>(plan.recvbuff) : nullptr;
+  if (l.overlap && l.stageSend) {
+    hostSend = block + (send - l.lo);
+    hostRecv = block + (recv - l.lo);
+  } else if (!l.overlap) {
+    if (l.stageSend) hostSend = block;
+    if (l.stageRecv) hostRecv = block + (l.stageSend ? align64(sb) : 0);
   }
   // A buffer unused on this rank keeps only its aliasing (Broadcast off the root, in place).
   if (!sb && send == recv) hostSend = hostRecv;
   if (!rb && recv == send) hostRecv = hostSend;
 
-  if (stageSend) BRAID_TRY(ops_->copyToHost(hostSend, plan.sendbuff, sb, plan.stream));
-  if (deviceScalar) {
-    BRAID_TRY(ops_->copyToHost(block.ptr + scalarAt, plan.scalarPtr, kernels::typeSize(plan.type),
-                               plan.stream));
-    plan.scalarPtr = block.ptr + scalarAt;
+  if (l.stageSend) in->push_back({hostSend, plan.sendbuff, sb, plan.stream});
+  if (l.deviceScalar) {
+    in->push_back({block + l.scalarAt, plan.scalarPtr, kernels::typeSize(plan.type), plan.stream});
+    plan.scalarPtr = block + l.scalarAt;
   }
-  if (stageRecv) batch.outputs.push_back({plan.recvbuff, hostRecv, rb, plan.stream});
+  if (l.stageRecv) out->push_back({plan.recvbuff, hostRecv, rb, plan.stream});
   plan.sendbuff = hostSend;
   plan.recvbuff = hostRecv;
-  return Status::Ok();
 }
 
 Status Proxy::acquire(size_t bytes, Block* block) {
@@ -279,7 +322,8 @@ Status Proxy::submitAll(std::vector<std::pair<Proxy*, std::vector<Plan>>> parts)
   for (auto& part : parts) order.push_back(part.first);
   std::sort(order.begin(), order.end());
   order.erase(std::unique(order.begin(), order.end()), order.end());
-  if (order.size() != parts.size()) return internalError("a communicator has two parts in one submit");
+  if (order.size() != parts.size())
+    return internalError("a communicator has two parts in one submit");
   std::vector<std::unique_lock<std::mutex>> locks;
   for (Proxy* p : order) locks.emplace_back(p->submitMu_);
 
@@ -324,9 +368,29 @@ Status Proxy::prepare(std::vector<Plan> plans, std::unique_ptr<Batch>* out) {
   for (const Plan& p : batch->plans)
     if (std::find(batch->streams.begin(), batch->streams.end(), p.stream) == batch->streams.end())
       batch->streams.push_back(p.stream);
+  size_t total = 0;
+  for (const Plan& p : batch->plans) {
+    batch->layouts.push_back(layout(p));
+    total += batch->layouts.back().bytes;
+  }
+  batch->byProxy = total > streamCopyMax_;
   Status st;
-  for (Plan& p : batch->plans)
-    if (st.ok()) st = stage(*batch, p);
+  if (!batch->byProxy) {
+    // Staging taken now, its inputs copied on the caller's streams ahead of the wait.
+    std::vector<Copy> in;
+    for (size_t i = 0; i < batch->plans.size() && st.ok(); ++i) {
+      const Layout& l = batch->layouts[i];
+      Block block{};
+      if (l.bytes > 0) {
+        st = acquire(l.bytes, &block);
+        if (!st.ok()) break;
+        batch->blocks.push_back(block);
+      }
+      place(batch->plans[i], l, block.ptr, &in, &batch->outputs);
+    }
+    for (const Copy& c : in)
+      if (st.ok()) st = ops_->copyToHost(c.dst, c.src, c.bytes, c.stream);
+  }
   for (cudaStream_t s : batch->streams) {
     if (!st.ok()) break;
     Event ev = nullptr;
@@ -346,8 +410,10 @@ void Proxy::abandon(Batch& batch) {
   for (cudaStream_t s : batch.streams) {
     Event ev = nullptr;
     const bool recorded = ops_->record(s, &ev).ok() && ev;
-    if (recorded) ops_->synchronize(ev);
-    else batch.keepBlocks = true;
+    if (recorded)
+      ops_->synchronize(ev);
+    else
+      batch.keepBlocks = true;
     if (ev) ops_->destroy(ev);
   }
   destroy(batch);
@@ -357,11 +423,11 @@ Status Proxy::commit(std::unique_ptr<Batch> batch) {
   batch->seq = ++issued_;
   for (cudaStream_t s : batch->streams)
     if (batch->failed.ok()) batch->failed = ops_->waitFlag(s, batch->seq);
-  for (const Output& o : batch->outputs)
-    if (batch->failed.ok())
-      batch->failed = ops_->copyToDevice(o.device, o.host, o.bytes, o.stream);
+  for (const Copy& o : batch->outputs)
+    if (batch->failed.ok()) batch->failed = ops_->copyToDevice(o.dst, o.src, o.bytes, o.stream);
   Status result = batch->failed;
-  for (cudaStream_t s : batch->streams) {
+  // A batch the proxy stages leaves nothing on the streams after the wait: no event to record.
+  for (cudaStream_t s : batch->byProxy ? std::vector<cudaStream_t>{} : batch->streams) {
     Event ev = nullptr;
     Status rec = ops_->record(s, &ev);
     if (rec.ok() && ev) {
@@ -380,21 +446,21 @@ Status Proxy::commit(std::unique_ptr<Batch> batch) {
   return result;
 }
 
-// Inputs are ready when the user's streams have reached the copies. Only an abort ends the wait:
-// the stream may be busy with the application's own work for as long as it likes. The copies of
-// a call submitted to an idle stream land within microseconds, and a sleep costs at least the
-// kernel's timer slack (50 us by default): so the wait polls without sleeping for kSpinInputs
-// first, then sleeps between polls.
-Status Proxy::waitInputs(const Batch& batch) {
-  Waiter waiter(0, &comm_->abortFlag);
-  const auto spinUntil = std::chrono::steady_clock::now() + kSpinInputs;
+// Inputs are ready when the user's streams have reached the call. Only an abort ends that wait:
+// the stream may be busy with the application's own work for as long as it likes. Events of a
+// call submitted to an idle stream, and of the proxy's own copies, complete within microseconds,
+// and a sleep costs at least the kernel's timer slack (50 us by default): so the wait polls
+// without sleeping for kSpin first, then sleeps between polls.
+Status Proxy::waitEvents(const std::vector<Event>& events, bool abortable, const char* what) {
+  Waiter waiter(0, abortable ? &comm_->abortFlag : nullptr);
+  const auto spinUntil = std::chrono::steady_clock::now() + kSpin;
   bool spinning = true;  // the clock is read every 16th poll
-  for (Event ev : batch.inputsReady) {
+  for (Event ev : events) {
     for (uint32_t round = 0;; ++round) {
       bool done = false;
-      BRAID_TRY(ops_->query(ev, &done).withContext("waiting for the input copies"));
+      BRAID_TRY(ops_->query(ev, &done).withContext(what));
       if (done) break;
-      BRAID_TRY(waiter.check("waiting for the input copies"));
+      BRAID_TRY(waiter.check(what));
       spinning = spinning && ((round & 15) != 0 || std::chrono::steady_clock::now() < spinUntil);
       if (spinning)
         std::this_thread::yield();
@@ -403,6 +469,66 @@ Status Proxy::waitInputs(const Batch& batch) {
     }
   }
   return Status::Ok();
+}
+
+Status Proxy::settle(const char* what) {
+  Event ev = nullptr;
+  Status st = ops_->record(ownStream_, &ev);
+  if (st.ok()) st = waitEvents({ev}, false, what);
+  if (ev) ops_->destroy(ev);
+  return st;
+}
+
+// The user's streams have reached the call and wait for the flag: the proxy copies the inputs
+// into staging on its own stream, runs the schedules, and copies the results back before the flag
+// lets the streams go on. Its staging is taken here (allocated only when no free block fits: the
+// caller never waits for, or pays, an allocation) and given back when the batch is done.
+Status Proxy::runStaged(Batch& batch) {
+  if (!ownStream_) BRAID_TRY(ops_->makeStream(&ownStream_).withContext("the proxy's stream"));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Copy> in, out;
+  Status st;
+  for (size_t i = 0; i < batch.plans.size() && st.ok(); ++i) {
+    const Layout& l = batch.layouts[i];
+    Block block{};
+    if (l.bytes > 0) {
+      st = pool_.acquire(l.bytes, true, &block.ptr, &block.size);
+      if (!st.ok()) break;
+      batch.blocks.push_back(block);
+    }
+    place(batch.plans[i], l, block.ptr, &in, &out);
+  }
+  bool queued = false;  // copies on the proxy's stream that may not have run yet
+  for (const Copy& c : in) {
+    if (!st.ok()) break;
+    st = ops_->copyToHost(c.dst, c.src, c.bytes, ownStream_);
+    queued = true;
+  }
+  if (st.ok() && queued) {
+    st = settle("copying the inputs to staging");
+    queued = !st.ok();
+  }
+  double copied = secondsSince(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (st.ok()) st = execute(batch.plans);
+  totals_.runSeconds += secondsSince(t1);
+  const auto t2 = std::chrono::steady_clock::now();
+  for (const Copy& c : out) {
+    if (!st.ok()) break;
+    st = ops_->copyToDevice(c.dst, c.src, c.bytes, ownStream_);
+    queued = true;
+  }
+  if (st.ok() && queued) {
+    st = settle("copying the results back");
+    queued = !st.ok();
+  }
+  copied += secondsSince(t2);
+  totals_.copySeconds += copied;
+  // After a failed copy, others may still be queued: the staging is free once the stream ran
+  // them, and never reused when that cannot be told.
+  if (queued && !settle("letting the copies land").ok()) batch.keepBlocks = true;
+  destroy(batch);
+  return st;
 }
 
 void Proxy::loop() {
@@ -418,8 +544,18 @@ void Proxy::loop() {
     Status st = batch->failed;
     if (st.ok() && comm_->asyncError.load() != ncclSuccess)
       st = {comm_->asyncError.load(), "the communicator failed earlier"};
-    if (st.ok()) st = waitInputs(*batch);
-    if (st.ok()) st = execute(batch->plans);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (st.ok()) st = waitEvents(batch->inputsReady, true, "waiting for the input copies");
+    totals_.waitSeconds += secondsSince(t0);
+    ++totals_.batches;
+    if (batch->byProxy) {
+      ++totals_.byProxy;
+      if (st.ok()) st = runStaged(*batch);
+    } else if (st.ok()) {
+      const auto t1 = std::chrono::steady_clock::now();
+      st = execute(batch->plans);
+      totals_.runSeconds += secondsSince(t1);
+    }
     if (!st.ok()) {
       // Reported as NCCL does for work on a stream: through ncclCommGetAsyncError.
       comm_->markFailed(st.code());

@@ -11,7 +11,12 @@
 //     the executor and the transports, then write the batch's number to the flag.
 //
 // So the call returns at once, work after it on the stream sees the result, and the host
-// algorithms, transports and kernels serve device memory unchanged. The runtime is reached only
+// algorithms, transports and kernels serve device memory unchanged. That is for batches of up to
+// BRAID_DEVICE_STREAM_COPY_BYTES of staging. A larger batch is staged by the proxy itself, on a
+// stream of its own, once the user's streams reached the call (inputs copied, schedules run,
+// results copied back, then the flag): its staging is held only while the proxy runs it, so the
+// caller never allocates pinned memory and one block serves every large call in turn, where
+// staging on the caller's stream needs a block per call in flight. The runtime is reached only
 // through StreamOps, so this file has no CUDA in it and is tested without a GPU.
 #pragma once
 
@@ -48,6 +53,8 @@ class StagingPool {
   void release(char* block, size_t size);
   // Bytes a new block for `bytes` would add to those already pinned.
   size_t pinnedAfter(size_t bytes);
+  // Blocks allocated (not drawn from the reclaimer), their bytes, and the seconds it took.
+  void allocations(uint64_t* count, uint64_t* bytes, double* seconds);
   // A block in use that must never be handed out again (nothing tells when its copies are done).
   void keep(char* block);
   // Every block the pool holds, free or in use, the kept ones apart; the pool forgets them (the
@@ -59,6 +66,8 @@ class StagingPool {
   StreamOps& ops_;
   std::mutex mu_;
   size_t pinned_ = 0;
+  uint64_t allocs_ = 0, allocBytes_ = 0;
+  double allocSeconds_ = 0;
   std::multimap<size_t, char*> free_;
   std::vector<std::pair<char*, size_t>> all_;
   std::set<char*> kept_;
@@ -89,16 +98,27 @@ class Proxy {
     char* ptr;
     size_t size;
   };
-  struct Output {
-    void* device;
-    const char* host;
+  // A copy between a user buffer and staging, on `stream`.
+  struct Copy {
+    void* dst;
+    const void* src;
     size_t bytes;
     cudaStream_t stream;
   };
+  // Where one plan's buffers go in its staging block (`bytes` of it; 0: none needed).
+  struct Layout {
+    bool overlap = false, stageSend = false, stageRecv = false, deviceScalar = false;
+    uintptr_t lo = 0;  // overlapping buffers: the lower start, staged at the block's start
+    size_t bytes = 0, scalarAt = 0;
+  };
   struct Batch {
     std::vector<Plan> plans;
+    std::vector<Layout> layouts;
     std::vector<cudaStream_t> streams;
-    std::vector<Output> outputs;
+    std::vector<Copy> outputs;  // staged on the caller's streams: the copies back, after the wait
+    // Staged by the proxy on its own stream while it runs the batch (larger than streamCopyMax_);
+    // the user's streams get only "inputs ready" and the wait.
+    bool byProxy = false;
     std::vector<Event> inputsReady, outputsDone;
     std::vector<Block> blocks;
     uint32_t seq = 0;
@@ -113,13 +133,23 @@ class Proxy {
   // The two halves of a submit, under submitMu_: prepare() stages the plans and queues the input
   // copies; commit() queues the waits and the copies back and hands the batch to the thread.
   Status prepare(std::vector<Plan> plans, std::unique_ptr<Batch>* out);
+  Layout layout(const Plan& plan);
+  // Points `plan` at `block` (the layout's bytes; null when it needs none) and lists the copies
+  // that fill the staging (`in`) and empty it (`out`), on the plan's stream.
+  static void place(Plan& plan, const Layout& l, char* block, std::vector<Copy>* in,
+                    std::vector<Copy>* out);
   Status commit(std::unique_ptr<Batch> batch);
   // A prepared batch that will not be committed: its input copies land, its staging returns.
   void abandon(Batch& batch);
-  Status stage(Batch& batch, Plan& plan);
   // Staging within the budget: past it, waits for batches in flight to give theirs back.
   Status acquire(size_t bytes, Block* block);
-  Status waitInputs(const Batch& batch);
+  // Until every event completed: polled without sleeping for kSpin, then with short sleeps;
+  // an abort ends the wait only when `abortable` (copies on the proxy's own stream always end).
+  Status waitEvents(const std::vector<Event>& events, bool abortable, const char* what);
+  // A byProxy batch: stage, run and copy back on the proxy's own stream.
+  Status runStaged(Batch& batch);
+  // Records an event on the proxy's stream and waits for it.
+  Status settle(const char* what);
   void loop();
   // Returns the staging of batches whose output copies are done (all of them when `wait`).
   void reap(bool wait);
@@ -128,6 +158,15 @@ class Proxy {
   ncclComm* comm_;
   std::shared_ptr<StreamOps> ops_;  // shared with the reclaimer, which may outlive the proxy
   StagingPool pool_;
+
+  size_t streamCopyMax_ = 0;          // BRAID_DEVICE_STREAM_COPY_BYTES
+  cudaStream_t ownStream_ = nullptr;  // the proxy's copies (byProxy batches); made on first use
+
+  // What the proxy did, for the INFO line when it goes (on its thread only).
+  struct Totals {
+    uint64_t batches = 0, byProxy = 0;
+    double waitSeconds = 0, runSeconds = 0, copySeconds = 0;
+  } totals_;
 
   std::mutex submitMu_;  // one submit at a time, so batch numbers follow stream order
   uint32_t issued_ = 0;  // under submitMu_
