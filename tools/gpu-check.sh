@@ -116,8 +116,12 @@ summary() {
       r=$(proxy_line $s)
       [[ -n "$r" ]] && echo "- $s, rank 0's device progress thread: $r"
     done
-    r=$(side_rows staged-np2 staged-t2)
-    [[ -n "$r" ]] && echo "- 2 ranks on device buffers, us per call, as processes / as threads of one process: $r"
+    r=$(side_rows latency-np1 latency-np2 latency-t2 latency-np2-pinned)
+    [[ -n "$r" ]] && echo "- small calls, us per call: device buffers 1 rank / 2 ranks as processes / 2 ranks as threads of one process / pinned host buffers 2 ranks: $r"
+    for s in latency-np1 latency-np2 latency-t2 latency-np2-pinned; do
+      r=$(proxy_line $s)
+      [[ -n "$r" ]] && echo "- $s, rank 0's device progress thread: $r"
+    done
     r=$(side_rows hostcalls-np2 hostcalls-np2-cuda0)
     [[ -n "$r" ]] && echo "- 2 ranks, host memory, us per call, device support on / BRAID_CUDA=0: $r"
     grep -h "^torch_check " "$logs"/torch-np*.log 2>/dev/null | sed "s/^/- /"
@@ -144,7 +148,7 @@ side_rows() {
 }
 # The device progress thread's line from rank 0's log of a stage (NCCL_DEBUG_SUBSYS=PROXY).
 proxy_line() {
-  sed -n 's/^\[0\] .*device progress thread: //p' "$logs/$1.log" 2>/dev/null | head -1
+  sed -n 's/^\[0\] .*rank 0: device progress thread: //p' "$logs/$1.log" 2>/dev/null | head -1
 }
 
 # ---- environment ---------------------------------------------------------------------------
@@ -311,8 +315,13 @@ PY
   stage staged-np2-stream 60 "${proxy_log[@]}" BRAID_DEVICE_STREAM_COPY_BYTES=$((1 << 34)) \
     bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
   stage pinned-np2 60 run_perf 2 all_reduce_perf -G 2 "${staged[@]}"
-  # The same two ranks as threads of one process (one CUDA context), up to 2 MiB.
-  stage staged-t2 45 run_perf 1 all_reduce_perf -t 2 -G 1 -b 8 -e 2M -f 8 -n 5 -w 2 -c 1
+  # Small calls: where their time goes (the progress thread's line), with one rank, two ranks as
+  # processes (a CUDA context each) and as threads of one process, and on pinned host buffers.
+  lat=(-b 8 -e 512 -f 8 -n 50 -w 5 -c 1)
+  stage latency-np1 30 "${proxy_log[@]}" bash -c 'run_perf 1 all_reduce_perf -G 1 "$@"' run "${lat[@]}"
+  stage latency-np2 30 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${lat[@]}"
+  stage latency-t2 30 "${proxy_log[@]}" bash -c 'run_perf 1 all_reduce_perf -t 2 -G 1 "$@"' run "${lat[@]}"
+  stage latency-np2-pinned 30 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 2 "$@"' run "${lat[@]}"
   # The largest AllReduces at 4 ranks, checked (QUICK's sweep stops at 64 MiB).
   stage allreduce-np4-1g 90 run_perf 4 all_reduce_perf -G 1 -b 256M -e 1G -f 2 -n 2 -w 1 -c 1
   stage hostcalls-np2 45 run_perf 2 all_reduce_perf "${hostcalls[@]}"
