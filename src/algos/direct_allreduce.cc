@@ -20,6 +20,10 @@ Schedule DirectAllReduce::build(const CollArgs& a) const {
   auto contribution = [&](int p) { return p == r && !a.inPlace ? Region{in, 0, count} : slot(p); };
   const Region result{Buffer::Recv, 0, count};
   if (count == 0) return std::move(b).finish();
+  if (n == 1) {  // a lone rank: the result is its input (an Avg of one is itself)
+    if (!a.inPlace) b.copy(Region{in, 0, count}, result);
+    return std::move(b).finish();
+  }
   if (n == 2) {
     // Two ranks: reduce the peer's data straight into the result as it arrives, both ranks in
     // the order x0 OP x1 (rank 1 puts the incoming operand first), so they agree bit for bit. In
