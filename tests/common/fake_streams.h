@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/device/stream_ops.h"
+#include "kernels/reduce.h"
 
 namespace braid::testing {
 
@@ -88,10 +89,14 @@ class FakeStreamOps final : public device::StreamOps {
   struct Counters {
     std::atomic<int> copiesToHost{0}, copiesToDevice{0}, waits{0}, stagingAllocs{0};
     std::atomic<int> copiesOnOwnStreams{0};   // of those copies, made on a makeStream() stream
+    std::atomic<int> deviceKernels{0};        // deviceCopy, deviceReduce, deviceFinishAvg
     std::atomic<void*> lastStaging{nullptr};  // where the last copy to the host went
   };
 
-  explicit FakeStreamOps(Counters* counters = nullptr) : counters_(counters ? counters : &own_) {}
+  // `kernels`: whether hasKernels() says yes (no: plans of local steps take the staged path, as
+  // with a type the build has no kernels for).
+  explicit FakeStreamOps(Counters* counters = nullptr, bool kernels = true)
+      : counters_(counters ? counters : &own_), kernels_(kernels) {}
 
   // Ranges isDeviceMemory() reports as device memory.
   void markDevice(const void* p, size_t bytes) {
@@ -164,6 +169,34 @@ class FakeStreamOps final : public device::StreamOps {
       if (c >= base && c < base + bytes) return true;
     return false;
   }
+  // The "device kernels": the host kernels, run in stream order.
+  Status deviceCopy(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
+    ++counters_->deviceKernels;
+    FakeStream::of(s)->push([=] {
+      std::memmove(dst, src, bytes);
+      return true;
+    });
+    return Status::Ok();
+  }
+  Status deviceReduce(void* dst, const void* src, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                      cudaStream_t s) override {
+    ++counters_->deviceKernels;
+    FakeStream::of(s)->push([=] {
+      kernels::reduce(dst, dst, src, count, type, op);
+      return true;
+    });
+    return Status::Ok();
+  }
+  Status deviceFinishAvg(void* data, size_t count, ncclDataType_t type, int nranks,
+                         cudaStream_t s) override {
+    ++counters_->deviceKernels;
+    FakeStream::of(s)->push([=] {
+      kernels::finishAvg(data, count, type, nranks);
+      return true;
+    });
+    return Status::Ok();
+  }
+  bool hasKernels(ncclDataType_t, ncclRedOp_t) override { return kernels_; }
   Status makeStream(cudaStream_t* out) override {
     std::lock_guard<std::mutex> lock(ownMu_);
     ownStreams_.push_back(std::make_unique<FakeStream>());
@@ -187,6 +220,7 @@ class FakeStreamOps final : public device::StreamOps {
   Counters* counters_;
   uint32_t flag_ = 0;
   std::vector<std::pair<const char*, size_t>> device_;
+  bool kernels_;
   bool failToDevice_ = false;
   int records_ = 0, failRecordAt_ = 0;
 };

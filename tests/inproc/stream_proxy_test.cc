@@ -53,8 +53,9 @@ struct Case {
 
 // One rank's side: its stream, its proxy (with fake stream operations) and its "device" buffer.
 struct Rank {
-  explicit Rank(ncclComm* c) : comm(c) {
-    auto owned = std::make_unique<FakeStreamOps>(&counters);
+  // `kernels` false: a communicator of one rank takes the staged path too (FakeStreamOps).
+  explicit Rank(ncclComm* c, bool kernels = true) : comm(c) {
+    auto owned = std::make_unique<FakeStreamOps>(&counters, kernels);
     ops = owned.get();
     Status st = device::Proxy::create(comm, std::move(owned), &proxy);
     if (!st.ok()) error = st.message();
@@ -100,7 +101,8 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byPro
     Rank r(comm);
     if (!r.error.empty()) return r.error;
     const size_t p = size_t(nranks), all = n * p;
-    const bool root = rank == c.root;
+    const int rootRank = c.root < 0 ? -1 : c.root % nranks;
+    const bool root = rank == rootRank;
     std::vector<float> sendBuf(all + 64, -1.0f), recvBuf(all + 64, -1.0f);
     float* send = sendBuf.data();
     float* recv = recvBuf.data();
@@ -119,7 +121,7 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byPro
       case Collective::Scatter: sendCount = all; break;
       default: break;
     }
-    call.root = c.root;
+    call.root = rootRank;
     call.inputCount = sendCount;
     if (c.inPlace) {
       // NCCL's in-place layouts, in one buffer.
@@ -162,13 +164,20 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byPro
     if (++submitted == nranks) go.store(true);
     r.stream.sync();
     if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
-    if (r.counters.waits.load() != 1) return "expected one stream wait";
+    // One rank's collectives on device buffers are local steps: kernels on the stream, no
+    // staging, no wait (a send to itself and pinned buffers are staged).
+    const bool local = nranks == 1 && c.coll != Collective::Send && c.pinned == 0;
+    if (local && (r.counters.waits.load() != 0 || r.counters.stagingAllocs.load() != 0))
+      return "one rank's collective was staged instead of run as kernels on the stream";
+    if (local && !c.inPlace && r.counters.deviceKernels.load() == 0)
+      return "one rank's out-of-place collective ran no kernel";
+    if (!local && r.counters.waits.load() != 1) return "expected one stream wait";
     if ((c.pinned & 1) && r.counters.copiesToHost.load() != 0)
       return "a pinned sendbuff was staged";
     if ((c.pinned & 2) && r.counters.copiesToDevice.load() != 0)
       return "a pinned recvbuff was copied back";
     const int copies = r.counters.copiesToHost.load() + r.counters.copiesToDevice.load();
-    if (byProxy && r.counters.copiesOnOwnStreams.load() != copies)
+    if (byProxy && !local && r.counters.copiesOnOwnStreams.load() != copies)
       return "a copy went on the caller's stream although the proxy stages every batch";
     if (!byProxy && n <= 1000 && r.counters.copiesOnOwnStreams.load() != 0)
       return "a small batch was staged by the proxy, not on the caller's stream";
@@ -181,7 +190,7 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byPro
         case Collective::AllReduce:
           for (int q = 0; q < nranks; ++q) want += value(q, i);
           break;
-        case Collective::Broadcast: want = value(c.root, i); break;
+        case Collective::Broadcast: want = value(rootRank, i); break;
         case Collective::Reduce:
           check = root;
           for (int q = 0; q < nranks; ++q) want += value(q, i);
@@ -195,7 +204,7 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byPro
           check = root;
           want = value(int(i / n), i % n);
           break;
-        case Collective::Scatter: want = value(c.root, size_t(rank) * n + i); break;
+        case Collective::Scatter: want = value(rootRank, size_t(rank) * n + i); break;
         case Collective::Send: want = value((rank + nranks - 1) % nranks, i); break;
         default: break;
       }
@@ -246,7 +255,7 @@ TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, StreamProxy,
-                         ::testing::Combine(::testing::Values(2, 3), ::testing::Bool()));
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Bool()));
 
 // Large calls queued back to back (the stream held until all were submitted) share one staging
 // block when the proxy stages them: it holds a block only while it runs a batch. Staged on the
@@ -350,7 +359,7 @@ TEST(StreamProxyOps, AFailedBatchStillReleasesItsStream) {
 // on (the proxy writes the flag for the batch it will not run).
 TEST(StreamProxyOps, AnErrorAfterTheWaitIsReportedAndTheStreamGoesOn) {
   auto results = runThreads(1, [](int, ncclComm_t comm) -> std::string {
-    Rank r(comm);
+    Rank r(comm, false);  // one rank, staged
     if (!r.error.empty()) return r.error;
     r.ops->failCopiesToDevice();
     std::vector<float> a(8, 1.0f), b(8, 0.0f);
@@ -400,7 +409,7 @@ TEST(StreamProxyOps, AbortReleasesAWaitingStream) {
 // it), so the next call of the same size stages elsewhere.
 TEST(StreamProxyOps, AFailedRecordKeepsTheStagingOutOfReuse) {
   auto results = runThreads(1, [](int, ncclComm_t comm) -> std::string {
-    Rank r(comm);
+    Rank r(comm, false);  // one rank, staged
     if (!r.error.empty()) return r.error;
     std::vector<float> buf(4096, 1.0f);
     Call call{Collective::AllReduce, buf.size(), ncclFloat32, ncclSum, true};
@@ -440,8 +449,9 @@ bool waitFor(const std::function<bool()>& done, int seconds) {
 
 // A proxy of its own (fake stream operations) for a communicator a test drives itself.
 struct OwnProxy {
-  explicit OwnProxy(ncclComm* c) : comm(c) {
-    Status st = device::Proxy::create(comm, std::make_unique<FakeStreamOps>(), &proxy);
+  explicit OwnProxy(ncclComm* c, bool kernels = true) : comm(c) {
+    Status st =
+        device::Proxy::create(comm, std::make_unique<FakeStreamOps>(nullptr, kernels), &proxy);
     EXPECT_TRUE(st.ok()) << st.message();
   }
   ~OwnProxy() { release(); }
@@ -509,7 +519,7 @@ TEST(StreamProxyOps, AbortDoesNotWaitForCopiesBehindAnotherCommunicator) {
     const size_t n = 1024;
     std::vector<float> x(n, 1.0f), y(n, 1.0f);
     FakeStream stream;
-    OwnProxy stuck(pair[0]), alone(single);
+    OwnProxy stuck(pair[0]), alone(single, false);  // `single` staged, not on the stream
     std::vector<std::pair<device::Proxy*, std::vector<Plan>>> parts;
     parts.emplace_back(stuck.proxy, allReducePlan(pair[0], x.data(), n, stream.handle()));
     parts.emplace_back(alone.proxy, allReducePlan(single, y.data(), n, stream.handle()));

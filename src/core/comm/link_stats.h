@@ -169,6 +169,13 @@ struct CallStats {
   Counter timed;        // of them, those timed (the executor times calls of 64 KiB or more)
   Counter nanoseconds;  // from the start of their execution to its end, summed (timed ones)
   TagStats tags;        // the tagged ones again, per tag
+
+  // One call ended (`ns`: its time where it was timed; `bytes`: its count times its type's size).
+  void ended(uint64_t tag, bool ok, bool wasTimed, uint64_t ns, uint64_t bytes) {
+    calls.add(1);
+    if (!ok) failed.add(1);
+    if (tag) tags.record(tag, ok, wasTimed, ns, bytes);
+  }
 };
 
 }  // namespace braid

@@ -89,6 +89,18 @@ class CudaStreamOps final : public device::StreamOps {
     }
     return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
   }
+  Status deviceCopy(void* dst, const void* src, size_t bytes, cudaStream_t stream) override {
+    return copy(dst, src, bytes, stream, "cudaMemcpyAsync (device to device)");
+  }
+  Status deviceReduce(void* dst, const void* src, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                      cudaStream_t stream) override {
+    return reduce(dst, dst, src, count, type, op, stream);
+  }
+  Status deviceFinishAvg(void* data, size_t count, ncclDataType_t type, int nranks,
+                         cudaStream_t stream) override {
+    return finishAvg(data, count, type, nranks, stream);
+  }
+  bool hasKernels(ncclDataType_t type, ncclRedOp_t op) override { return built(type, op); }
   Status makeStream(cudaStream_t* out) override {
     RelaxedCapture relaxed;
     return cudaStatus(cudaStreamCreateWithFlags(out, cudaStreamNonBlocking), "cudaStreamCreate");

@@ -36,6 +36,16 @@ class StreamOps {
   virtual void freeStaging(void* ptr) = 0;
   virtual bool isDeviceMemory(const void* ptr) = 0;
 
+  // Device kernels on `stream`, for schedules made only of local steps (Proxy::onStreamOnly):
+  // dst = src between device buffers (same bytes, no overlap unless equal), dst = dst OP src, and
+  // Avg's final division. hasKernels: whether the build has them for (type, op).
+  virtual Status deviceCopy(void* dst, const void* src, size_t bytes, cudaStream_t stream) = 0;
+  virtual Status deviceReduce(void* dst, const void* src, size_t count, ncclDataType_t type,
+                              ncclRedOp_t op, cudaStream_t stream) = 0;
+  virtual Status deviceFinishAvg(void* data, size_t count, ncclDataType_t type, int nranks,
+                                 cudaStream_t stream) = 0;
+  virtual bool hasKernels(ncclDataType_t type, ncclRedOp_t op) = 0;
+
   // A stream of the runtime's own for the proxy's copies (with CUDA: non-blocking, so it never
   // waits for the legacy stream), made on the proxy's thread after bindThread(); destroyStream()
   // lets it go once what is queued on it has run.

@@ -189,10 +189,7 @@ Status Proxy::create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out
   }
   proxy->streamCopyMax_ = size_t(copyMax);
   __atomic_store_n(proxy->ops_->flag(), 0u, __ATOMIC_RELEASE);
-  BRAID_INFO(kProxy, "rank %d: device progress thread for device %d, streams wait with %s",
-             comm->rank, comm->cudaDev, proxy->ops_->describe());
   Reclaimer::get().enter();
-  proxy->thread_ = std::thread([p = proxy.get()] { p->loop(); });
   *out = proxy.release();
   return Status::Ok();
 }
@@ -205,20 +202,21 @@ Proxy::~Proxy() {
   work_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (ownStream_) ops_->destroyStream(ownStream_);
-  if (totals_.batches > 0) {
+  if (totals_.batches > 0 || onStream_.load() > 0) {
     uint64_t allocs, allocBytes;
     double allocSeconds;
     pool_.allocations(&allocs, &allocBytes, &allocSeconds);
-    const double n = double(totals_.batches);
+    const double n = double(std::max<uint64_t>(totals_.batches, 1));
     BRAID_INFO(kProxy,
                "rank %d: device progress thread: %llu batches (%llu staged by the thread); per "
                "batch %.1f us awaiting the streams, %.1f us running, %.1f us copying; %llu "
-               "pinned staging allocations, %llu bytes, %.1f ms",
+               "pinned staging allocations, %llu bytes, %.1f ms; %llu calls as device kernels "
+               "on their streams",
                comm_->rank, static_cast<unsigned long long>(totals_.batches),
                static_cast<unsigned long long>(totals_.byProxy), totals_.waitSeconds / n * 1e6,
                totals_.runSeconds / n * 1e6, totals_.copySeconds / n * 1e6,
                static_cast<unsigned long long>(allocs), static_cast<unsigned long long>(allocBytes),
-               allocSeconds * 1e3);
+               allocSeconds * 1e3, static_cast<unsigned long long>(onStream_.load()));
   }
   // Every stream was released (the thread wrote the flag for each batch). A destroy waits for the
   // copies back, as ncclCommDestroy waits for the communicator's work; after an abort, batches
@@ -315,6 +313,62 @@ Status Proxy::acquire(size_t bytes, Block* block) {
   }
 }
 
+// A schedule of local steps only (no peer: a communicator of one rank) over device buffers needs
+// neither staging nor the progress thread: its copies, reductions and Avg's division run as
+// device kernels on the call's stream, in stream order like any kernel. Not for pinned host
+// buffers, PreMulSum (the scaled input needs a buffer of its own), compression, or a type and op
+// the build has no kernels for: those take the staged path.
+bool Proxy::onStreamOnly(const Plan& plan, StreamOps& ops) {
+  const algos::Schedule& s = *plan.schedule;
+  if (!plan.onDevice || plan.sendPinned || plan.recvPinned || plan.preMul || plan.codec ||
+      plan.hostStream)
+    return false;
+  for (const algos::Step& st : s.steps) {
+    if (st.peer >= 0) return false;
+    if (st.kind != algos::StepKind::Copy && st.kind != algos::StepKind::Reduce &&
+        st.kind != algos::StepKind::FinishAvg)
+      return false;
+    // (Scratch a schedule asks for but never touches needs no buffer.)
+    for (const algos::Region& r : {st.src, st.dst})
+      if (r.buffer != algos::Buffer::Send && r.buffer != algos::Buffer::Recv) return false;
+  }
+  // Asked even of copies: a call the build has no kernels for stays on one path, the staged one.
+  return ops.hasKernels(plan.type, plan.op);
+}
+
+// The steps in an order their dependencies allow, each as one kernel on the plan's stream.
+Status Proxy::runOnStream(const Plan& plan, StreamOps& ops) {
+  const algos::Schedule& s = *plan.schedule;
+  const size_t unit = kernels::typeSize(plan.type);
+  auto at = [&](const algos::Region& r) {
+    char* base = r.buffer == algos::Buffer::Send
+                     ? const_cast<char*>(static_cast<const char*>(plan.sendbuff))
+                     : static_cast<char*>(plan.recvbuff);
+    return base + r.offset * unit;
+  };
+  std::vector<uint32_t> unmet(s.steps.size()), ready;
+  for (uint32_t i = 0; i < s.steps.size(); ++i)
+    if ((unmet[i] = s.steps[i].depCount) == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    const uint32_t i = ready.back();
+    ready.pop_back();
+    const algos::Step& st = s.steps[i];
+    if (st.kind == algos::StepKind::Copy) {
+      if (at(st.src) != at(st.dst))
+        BRAID_TRY(ops.deviceCopy(at(st.dst), at(st.src), st.dst.count * unit, plan.stream));
+    } else if (st.kind == algos::StepKind::Reduce) {
+      BRAID_TRY(
+          ops.deviceReduce(at(st.dst), at(st.src), st.dst.count, plan.type, plan.op, plan.stream));
+    } else {
+      BRAID_TRY(
+          ops.deviceFinishAvg(at(st.dst), st.dst.count, plan.type, plan.comm->nranks, plan.stream));
+    }
+    for (uint32_t k = s.dependentsBegin[i]; k < s.dependentsBegin[i + 1]; ++k)
+      if (--unmet[s.dependents[k]] == 0) ready.push_back(s.dependents[k]);
+  }
+  return Status::Ok();
+}
+
 Status Proxy::submitAll(std::vector<std::pair<Proxy*, std::vector<Plan>>> parts) {
   // Submit locks in one order (address), so groups over overlapping communicators cannot
   // deadlock on them.
@@ -326,6 +380,26 @@ Status Proxy::submitAll(std::vector<std::pair<Proxy*, std::vector<Plan>>> parts)
     return internalError("a communicator has two parts in one submit");
   std::vector<std::unique_lock<std::mutex>> locks;
   for (Proxy* p : order) locks.emplace_back(p->submitMu_);
+
+  // Plans that need no peer and no host memory run at once as kernels on their streams; the
+  // rest make each communicator's batch (none where nothing is left).
+  for (auto& part : parts) {
+    Proxy* p = part.first;
+    std::vector<Plan>& plans = part.second;
+    Status st;
+    const int caller = p->ops_->makeCurrent();
+    std::erase_if(plans, [&](Plan& plan) {
+      if (!st.ok() || !onStreamOnly(plan, *p->ops_)) return false;
+      st = runOnStream(plan, *p->ops_);
+      plan.comm->callStats.ended(plan.profilerTag, st.ok(), false, 0,
+                                 uint64_t(plan.count) * kernels::typeSize(plan.type));
+      ++p->onStream_;
+      return true;
+    });
+    p->ops_->restoreCurrent(caller);
+    if (!st.ok()) return st;
+  }
+  std::erase_if(parts, [](const auto& part) { return part.second.empty(); });
 
   std::vector<std::unique_ptr<Batch>> batches(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -420,6 +494,11 @@ void Proxy::abandon(Batch& batch) {
 }
 
 Status Proxy::commit(std::unique_ptr<Batch> batch) {
+  if (!thread_.joinable()) {  // the first batch starts the thread
+    BRAID_INFO(kProxy, "rank %d: device progress thread for device %d, streams wait with %s",
+               comm_->rank, comm_->cudaDev, ops_->describe());
+    thread_ = std::thread([this] { loop(); });
+  }
   batch->seq = ++issued_;
   for (cudaStream_t s : batch->streams)
     if (batch->failed.ok()) batch->failed = ops_->waitFlag(s, batch->seq);

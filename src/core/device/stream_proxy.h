@@ -20,6 +20,7 @@
 // through StreamOps, so this file has no CUDA in it and is tested without a GPU.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -88,6 +89,10 @@ class Proxy {
   // queued on its streams before any stream is told to wait, so parts that share a stream (two
   // communicators of one thread on one stream) never wait behind each other's inputs.
   static Status submitAll(std::vector<std::pair<Proxy*, std::vector<Plan>>> parts);
+  // Whether `plan` runs as device kernels on its stream at submit (local steps on device
+  // buffers: a communicator of one rank), and that run.
+  static bool onStreamOnly(const Plan& plan, StreamOps& ops);
+  static Status runOnStream(const Plan& plan, StreamOps& ops);
   // Plans of this communicator, one call or the communicator's part of a group.
   Status submit(std::vector<Plan> plans);
   // Until the proxy has run everything submitted so far.
@@ -168,6 +173,8 @@ class Proxy {
     double waitSeconds = 0, runSeconds = 0, copySeconds = 0;
   } totals_;
 
+  std::atomic<uint64_t> onStream_{0};  // plans run by runOnStream
+
   std::mutex submitMu_;  // one submit at a time, so batch numbers follow stream order
   uint32_t issued_ = 0;  // under submitMu_
 
@@ -177,7 +184,7 @@ class Proxy {
   std::deque<std::unique_ptr<Batch>> retired_;  // run; staging in use until outputsDone
   uint32_t completed_ = 0;
   bool stop_ = false;
-  std::thread thread_;
+  std::thread thread_;  // started by the first batch (under submitMu_)
 };
 
 }  // namespace braid::device

@@ -111,14 +111,9 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
       plan.comm->callStats.nanoseconds.add(ns);
     }
   }
-  for (const Plan& plan : plans) {
-    CallStats& calls = plan.comm->callStats;
-    calls.calls.add(1);
-    if (!st.ok()) calls.failed.add(1);
-    if (plan.profilerTag)
-      calls.tags.record(plan.profilerTag, st.ok(), timeIt, callNs,
-                        uint64_t(plan.count) * kernels::typeSize(plan.type));
-  }
+  for (const Plan& plan : plans)
+    plan.comm->callStats.ended(plan.profilerTag, st.ok(), timeIt, callNs,
+                               uint64_t(plan.count) * kernels::typeSize(plan.type));
   plans_ = {};
   return st;
 }
