@@ -19,7 +19,9 @@
 #
 # Environment: BRAID_GPU_CHECK_QUICK=1 runs smaller perf sweeps; BRAID_GPU_CHECK_STAGES="a b ..."
 # runs only the named stages after the build (a rerun of what failed); GPU_CHECK_DRY=1 stops
-# after the configure stage (to test the dependency path on a machine without a GPU).
+# after the configure stage (to test the dependency path on a machine without a GPU). The build is
+# made in BRAID_GPU_BUILD (build-gpu); a packed one is unpacked into BRAID_GPU_PACKED_BUILD
+# (build-gpu-packed), never over a build tree.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -116,9 +118,13 @@ summary() {
       r=$(proxy_line $s)
       [[ -n "$r" ]] && echo "- $s, rank 0's device progress thread: $r"
     done
+    r=$(perf_rows "$logs/collectives-np1.log" | awk '{w += $9 + $13; n++} END {if (n) print n" rows of 7 collectives, "w" wrong elements"}')
+    [[ -n "$r" ]] && echo "- every collective at one rank on device buffers: $r"
+    r=$(side_rows allreduce-np1 nccl-np1)
+    [[ -n "$r" ]] && echo "- one rank, us per call, Braid / NCCL: $r"
     r=$(side_rows latency-np1 latency-np2 latency-t2 latency-np2-pinned)
     [[ -n "$r" ]] && echo "- small calls, us per call: device buffers 1 rank / 2 ranks as processes / 2 ranks as threads of one process / pinned host buffers 2 ranks: $r"
-    for s in latency-np1 latency-np2 latency-t2 latency-np2-pinned; do
+    for s in allreduce-np1 latency-np1 latency-np2 latency-t2 latency-np2-pinned; do
       r=$(proxy_line $s)
       [[ -n "$r" ]] && echo "- $s, rank 0's device progress thread: $r"
     done
@@ -222,9 +228,13 @@ export -f use_prebuilt
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 built=0
 if [[ -f "$root/.gpu-prebuilt/libnccl.so.2" && "${BRAID_GPU_PREBUILT:-1}" != 0 && -z "${GPU_CHECK_DRY:-}" ]]; then
+  # Unpacked beside the source build tree, which it must not replace (a CUDA build made here).
+  source_build=$build
+  build=${BRAID_GPU_PACKED_BUILD:-$root/build-gpu-packed}
   # The packed binaries find libnccl.so.2 here (their run path names the tree they were built in).
   export LD_LIBRARY_PATH="$build:$LD_LIBRARY_PATH"
   stage prebuilt 60 use_prebuilt && built=1
+  ((built)) || build=$source_build
 fi
 perf_bins=(all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf)
 if ((!built)); then
@@ -281,13 +291,18 @@ small=(-G 1 -b 8 -e 64M -f 8 -n 3 -w 1 -c 1)
 staged=(-b 8 -e 256M -f 8 -n 5 -w 2 -c 1)
 # Host-memory calls, many small ones: what device support costs a host call (BRAID_CUDA=0 off).
 hostcalls=(-G 0 -b 8 -e 64K -f 8 -n 500 -w 50 -c 1)
+# The progress thread's INFO line when a communicator goes: where its time went.
+proxy_log=(env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=PROXY)
 if ((built)); then
   stage kernel-bw 60 "$build/bench/cuda/cuda-kernel-bw" 256 20
   stage allreduce-np2 150 run_perf 2 all_reduce_perf "${ar[@]}"
   stage torch-np2 150 torch_check 2
   stage allreduce-np4 150 run_perf 4 all_reduce_perf "${ar[@]}"
   stage torch-np4 150 torch_check 4
-  stage allreduce-np1 90 run_perf 1 all_reduce_perf "${ar[@]}"
+  # One rank, Braid beside NVIDIA's NCCL: every power of two to 1 GiB even in QUICK mode (a
+  # communicator of one rank runs as kernels on the stream, as NCCL's does).
+  ar1=(-G 1 -b 8 -e 1G -f 2 -n 20 -w 5 -c 1)
+  stage allreduce-np1 90 "${proxy_log[@]}" bash -c 'run_perf 1 all_reduce_perf "$@"' run "${ar1[@]}"
   # The same binary on NVIDIA's NCCL (the one PyTorch ships), preloaded: its soname is
   # libnccl.so.2, so the loader takes it for Braid's too.
   nccl_lib=$(python3 - <<'PY' 2>/dev/null
@@ -301,16 +316,28 @@ PY
 )
   if [[ -n "$nccl_lib" ]]; then
     note="$nccl_lib"
-    stage nccl-np1 90 env LD_PRELOAD="$nccl_lib" NCCL_DEBUG=VERSION "$perf/all_reduce_perf" "${ar[@]}"
+    stage nccl-np1 90 env LD_PRELOAD="$nccl_lib" NCCL_DEBUG=VERSION "$perf/all_reduce_perf" "${ar1[@]}"
   else
     skip nccl-np1 "no NVIDIA libnccl.so.2 among python3's packages"
   fi
   for bin in all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf sendrecv_perf; do
     stage "${bin%_perf}-np4" 45 run_perf 4 "$bin" "${small[@]}"
   done
+  # Every collective on a communicator of one rank (kernels on the stream; sendrecv to itself is
+  # staged), each checked.
+  collectives_np1() {  # perf arguments
+    local bin rc=0
+    for bin in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
+               alltoall_perf sendrecv_perf; do
+      echo "== $bin"
+      run_perf 1 "$bin" "$@" || rc=1
+    done
+    return $rc
+  }
+  export -f collectives_np1
+  stage collectives-np1 60 collectives_np1 "${small[@]}"
   # Staging as configured (large batches by the progress thread), against every batch staged on
   # the caller's stream; the progress thread's INFO line says where its time went.
-  proxy_log=(env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=PROXY)
   stage staged-np2 60 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
   stage staged-np2-stream 60 "${proxy_log[@]}" BRAID_DEVICE_STREAM_COPY_BYTES=$((1 << 34)) \
     bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
@@ -322,8 +349,8 @@ PY
   stage latency-np2 30 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${lat[@]}"
   stage latency-t2 30 "${proxy_log[@]}" bash -c 'run_perf 1 all_reduce_perf -t 2 -G 1 "$@"' run "${lat[@]}"
   stage latency-np2-pinned 30 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 2 "$@"' run "${lat[@]}"
-  # The largest AllReduces at 4 ranks, checked (QUICK's sweep stops at 64 MiB).
-  stage allreduce-np4-1g 90 run_perf 4 all_reduce_perf -G 1 -b 256M -e 1G -f 2 -n 2 -w 1 -c 1
+  # The largest AllReduce at 4 ranks, checked (QUICK's sweep stops at 64 MiB).
+  stage allreduce-np4-1g 120 run_perf 4 all_reduce_perf -G 1 -b 1G -e 1G -n 2 -w 1 -c 1
   stage hostcalls-np2 45 run_perf 2 all_reduce_perf "${hostcalls[@]}"
   stage hostcalls-np2-cuda0 45 env BRAID_CUDA=0 bash -c 'run_perf 2 all_reduce_perf "$@"' run "${hostcalls[@]}"
 else
