@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "braid/braid.h"
 #include "common/ranks.h"
 #include "gpu_test_util.h"
-#include "braid/braid.h"
 #include "nccl.h"
 
 namespace braid::testing {
@@ -205,9 +205,10 @@ TEST_F(GpuCollectives, LaunchCompletionEventFollowsTheCall) {
   }));
 }
 
-// AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll and a Send/Recv ring, each checked.
+// AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll and a Send/Recv ring, each checked. One
+// rank's run as kernels on the stream (a send to itself is staged).
 TEST_F(GpuCollectives, EveryCollective) {
-  for (int nranks : {2, 4}) {
+  for (int nranks : {1, 2, 4}) {
     SCOPED_TRACE(std::to_string(nranks) + " ranks");
     expectAllOk(runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
       RankDevice d;
@@ -248,8 +249,8 @@ TEST_F(GpuCollectives, EveryCollective) {
       if (!e.empty()) return e;
       e = run(
           "Broadcast",
-          [&] { return ncclBroadcast(send, recv, all, ncclFloat32, 1, comm, d.stream); },
-          [&](size_t i) { return float(10000 + i); }, all);
+          [&] { return ncclBroadcast(send, recv, all, ncclFloat32, 1 % nranks, comm, d.stream); },
+          [&](size_t i) { return float((1 % nranks) * 10000 + i); }, all);
       if (!e.empty()) return e;
       e = run(
           "Reduce",
@@ -321,7 +322,8 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     if (ncclAllReduce(host.data(), dev, 1024, ncclFloat32, ncclSum, comm, d.stream) !=
         ncclInvalidArgument)
       return "host sendbuff + device recvbuff was not ncclInvalidArgument";
-    if (std::string(ncclGetLastError(comm)).find("cannot mix pageable host memory") == std::string::npos)
+    if (std::string(ncclGetLastError(comm)).find("cannot mix pageable host memory") ==
+        std::string::npos)
       return std::string("mixing message: ") + ncclGetLastError(comm);
     // Graph capture is refused, clearly, and the capture is left intact.
     RANK_CUDA(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal));
@@ -350,7 +352,8 @@ TEST_F(GpuCollectives, MemoryKindsCaptureDeviceAndMemAlloc) {
     RANK_CUDA(cudaStreamSynchronize(d.stream));
     RANK_NCCL(ncclCommDeregister(comm, handle), comm);
     for (size_t i = 0; i < 1024; ++i)
-      if (float v = out[i]; v != 2.0f) return "AllReduce on ncclMemAlloc memory gave " + std::to_string(v);
+      if (float v = out[i]; v != 2.0f)
+        return "AllReduce on ncclMemAlloc memory gave " + std::to_string(v);
     // A host-memory call after device work on the same communicator still works; it is also the
     // barrier after which freeing (a device-wide wait) cannot stall the other rank.
     std::vector<float> h(8, float(rank));
@@ -383,7 +386,8 @@ TEST_F(GpuCollectives, HostStreamTakesHostBuffersOnly) {
     RANK_NCCL(braidHostStreamSynchronize(hs), comm);
     RANK_NCCL(braidHostStreamDestroy(hs), comm);
     for (float v : host)
-      if (v != 3.0f) return "host-stream AllReduce with device support on gave " + std::to_string(v);
+      if (v != 3.0f)
+        return "host-stream AllReduce with device support on gave " + std::to_string(v);
     return "";
   }));
 }
