@@ -53,6 +53,10 @@ bool TreeAllReduce::supports(const CollArgs& args) const {
 
 Schedule TreeAllReduce::build(const CollArgs& a) const {
   ScheduleBuilder b("tree");
+  if (a.nranks == 1) {  // a lone rank: its input is the result, copied once (not per chunk)
+    if (!a.inPlace && a.count > 0) b.copy({inputBuffer(a), 0, a.count}, {Buffer::Recv, 0, a.count});
+    return std::move(b).finish();
+  }
   Topology flat;
   const Topology& topo = topologyOf(a, flat);
   const std::vector<std::vector<int>> hosts = groupsAt(topo, 0, nestedOrder(topo));

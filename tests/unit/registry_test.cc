@@ -428,3 +428,37 @@ TEST(Registry, EveryAlgorithmIsExercised) {
 
 }  // namespace
 }  // namespace braid
+
+namespace braid {
+namespace {
+
+// A lone rank's collective is at most one copy per output, whatever the chunk size: its schedule
+// runs as it is (on device buffers, each step is a kernel or a cudaMemcpyAsync on the stream), and
+// a copy cut into chunks would cost a launch per chunk.
+TEST(Registry, ALoneRankCopiesAtMostOnce) {
+  for (const algos::Algorithm* algo : algos::algorithms()) {
+    if (algo->compressed()) continue;
+    for (Collective coll :
+         {Collective::AllReduce, Collective::Broadcast, Collective::Reduce, Collective::AllGather,
+          Collective::ReduceScatter, Collective::AlltoAll, Collective::Gather, Collective::Scatter})
+      for (bool inPlace : {false, true}) {
+        algos::CollArgs a;
+        a.coll = coll;
+        a.count = 1000000;
+        a.chunkCount = 1024;
+        a.root = 0;
+        a.inPlace = inPlace;
+        a.rank = 0;
+        a.nranks = 1;
+        a.typeSize = 4;
+        if (!algo->supports(a)) continue;
+        const algos::Schedule s = algo->build(a);
+        EXPECT_LE(s.steps.size(), inPlace ? 0u : 1u)
+            << algo->name() << ", " << algos::collectiveName(coll)
+            << (inPlace ? " in place" : " out of place");
+      }
+  }
+}
+
+}  // namespace
+}  // namespace braid
