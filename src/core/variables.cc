@@ -49,10 +49,9 @@ const Var kBraidCuda = {
     "device allow it"};
 const Var kBraidDeviceStreamCopyBytes = {
     "BRAID_DEVICE_STREAM_COPY_BYTES", "1048576",
-    "device buffers: a call (or a communicator's part of a group) needing up to this many bytes "
-    "of pinned staging is copied to and from it on the caller's stream, a larger one by the "
-    "communicator's progress thread on a stream of its own, with the staging held only while "
-    "it runs (docs/architecture.md, Device memory)"};
+    "device buffers: a call (or a group's part on one communicator) needing up to this many bytes "
+    "of pinned staging is staged on the caller's stream; a larger one by the progress thread on "
+    "its own stream, holding staging only while it runs"};
 const Var kBraidDirectMaxBytes = {
     "BRAID_DIRECT_MAX_BYTES", "65536",
     "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
