@@ -1,6 +1,7 @@
 #include "algos/cost_model.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "algos/topology.h"
@@ -18,6 +19,7 @@ double codecStepUs(const Step& st, double gammaUsPerByte) {
 namespace {
 
 // The pricing walk shared by both entry points; `linkOf(peer)` names the link level and cost.
+// `linkOf(peer, step, out)` names the link level and the message's cost per byte.
 template <typename LinkOf>
 double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int levels,
             LinkOf linkOf) {
@@ -38,12 +40,12 @@ double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int l
       case StepKind::Send:
       case StepKind::Recv:
       case StepKind::RecvReduce: {
-        auto [level, link] = linkOf(st.peer);
-        double& port =
-            (st.kind == StepKind::Send ? sendPort : recvPort)[static_cast<size_t>(level)];
+        const bool out = st.kind == StepKind::Send;
+        auto [level, link, beta] = linkOf(st.peer, i, out);
+        double& port = (out ? sendPort : recvPort)[static_cast<size_t>(level)];
         start = std::max(start, port);
-        done = start + link.alphaUs + bytes * link.betaUsPerByte;
-        port = start + bytes * link.betaUsPerByte;  // the next message may overlap our latency
+        done = start + link.alphaUs + bytes * beta;
+        port = start + bytes * beta;  // the next message may overlap our latency
         if (st.kind == StepKind::RecvReduce) done += bytes * gamma;
         break;
       }
@@ -64,14 +66,26 @@ double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int l
 
 double estimateMicroseconds(const Schedule& s, size_t typeSize, const CostParams& c) {
   return walk(s, typeSize, c.gammaUsPerByte, c.copyUsPerByte, 0,
-              [&](int) { return std::make_pair(0, c.link); });
+              [&](int, size_t, bool) { return std::make_tuple(0, c.link, c.link.betaUsPerByte); });
 }
 
 double estimateMicroseconds(const Schedule& s, size_t typeSize, const Topology& t, int rank) {
-  return walk(s, typeSize, t.gammaUsPerByte, t.gammaUsPerByte, t.levels(), [&](int peer) {
-    const int level = t.commonLevel(rank, peer);
-    return std::make_pair(level, t.link[static_cast<size_t>(level)]);
-  });
+  return estimateMicroseconds(s, typeSize, t, rank, Flows{});
+}
+
+double estimateMicroseconds(const Schedule& s, size_t typeSize, const Topology& t, int rank,
+                            Flows flows) {
+  return walk(s, typeSize, t.gammaUsPerByte, t.gammaUsPerByte, t.levels(),
+              [&](int peer, size_t step, bool out) {
+                const int level = t.commonLevel(rank, peer);
+                const LinkCost& link = t.link[static_cast<size_t>(level)];
+                double beta = link.betaUsPerByte;
+                if (flows.count)
+                  for (int l = 0; l < level; ++l)
+                    beta = std::max(beta, flows.count(flows.context, step, l, out) *
+                                              t.link[static_cast<size_t>(l) + 1].betaUsPerByte);
+                return std::make_tuple(level, link, beta);
+              });
 }
 
 }  // namespace braid::algos

@@ -39,4 +39,17 @@ double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const Cos
 double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const Topology& topology,
                             int rank);
 
+// How many messages share the port of `rank`'s group at `level` (the way out of it for a send,
+// into it for a receive) at its step `step`, its own included (>= 1). A message that leaves the
+// groups of levels 0..L-1 (its ranks' lowest common group is at level L) takes as long as its
+// most crowded port: flows x bytes x beta of the level above that group, as the whole-operation
+// model (operation_cost.h) books ports. Null: every port carries the message alone.
+using FlowCount = double (*)(const void* context, size_t step, int level, bool out);
+struct Flows {
+  FlowCount count = nullptr;
+  const void* context = nullptr;
+};
+double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const Topology& topology,
+                            int rank, Flows flows);
+
 }  // namespace braid::algos

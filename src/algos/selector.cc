@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <map>
 
 #include "algos/cost_model.h"
 #include "algos/operation_cost.h"
@@ -18,6 +19,11 @@ namespace {
 // Up to this many ranks the selector prices whole operations (n schedules per candidate, once
 // per distinct call); above it, representative ranks.
 constexpr int kWholeOperationRanks = 16;
+// Above it, the whole operation (with the symmetric-block shortcut) while the ranks times rank
+// 0's steps stay within this: at most about a second of simulation per candidate on the
+// benchmark machine, once per distinct call (tests/unit/selector_test.cc's 256-rank Clos: 12
+// whole operations of every rank, up to 64 MiB, in 1.7 s).
+constexpr double kWholeOperationSteps = 1 << 21;
 // Prices this close are a tie (selector.h's rule). Where shaped links are priced in a steady
 // stream of calls, several schedules reach the slowest link's rate alike; the one-shot schedules
 // then queue their burst at that link, which the model does not price: on the emulated cluster
@@ -123,29 +129,142 @@ bool AlgoFilter::allows(Collective coll, std::string_view algorithm) const {
   return rule->exclude ? !listed : listed;
 }
 
+// Messages that share a representative rank's group ports, step by step, for the per-rank walk
+// above kWholeOperationRanks (cost_model.h, Flows). At each level the rank's group is sampled
+// (up to kFlowSamples of its other ranks, evenly spread, so the count costs a bounded number of
+// schedules): a sampled rank whose schedule has the same steps as the representative's (same
+// count, same kinds: the ranks play the same part, as in a ring or halving-doubling) and whose
+// step i leaves the group the same way counts as a flow through the group's port at step i, and
+// the sample stands for the group. Ranks with other parts (a tree's leaves and inner nodes, a
+// hierarchy's leaders) are not counted: their steps do not line up.
+class GroupFlows {
+ public:
+  static constexpr int kFlowSamples = 8;
+
+  template <typename ScheduleOf>
+  GroupFlows(const Topology& topo, int rank, ScheduleOf&& scheduleOf) {
+    const Schedule& mine = scheduleOf(rank);
+    const size_t steps = mine.steps.size();
+    const int levels = topo.levels();
+    counts_.assign(static_cast<size_t>(levels) * 2, std::vector<double>(steps, 1.0));
+    for (int l = 0; l < levels; ++l) {
+      const std::vector<int>& groupOf = topo.groupOf[static_cast<size_t>(l)];
+      std::vector<int> members;
+      for (int q = 0; q < topo.nranks(); ++q)
+        if (q != rank && groupOf[static_cast<size_t>(q)] == groupOf[static_cast<size_t>(rank)])
+          members.push_back(q);
+      if (members.empty()) continue;
+      const size_t samples = std::min<size_t>(members.size(), kFlowSamples);
+      const double weight = double(members.size()) / double(samples);
+      for (size_t k = 0; k < samples; ++k) {
+        const int q = members[k * members.size() / samples];
+        const Schedule& theirs = scheduleOf(q);
+        if (theirs.steps.size() != steps) continue;
+        bool same = true;
+        for (size_t i = 0; i < steps && same; ++i)
+          same = theirs.steps[i].kind == mine.steps[i].kind;
+        if (!same) continue;
+        for (size_t i = 0; i < steps; ++i) {
+          const Step& st = theirs.steps[i];
+          if (st.peer < 0 || topo.commonLevel(q, st.peer) <= l) continue;
+          counts_[static_cast<size_t>(2 * l + (st.kind == StepKind::Send))][i] += weight;
+        }
+      }
+    }
+  }
+  static double count(const void* self, size_t step, int level, bool out) {
+    const auto* f = static_cast<const GroupFlows*>(self);
+    return f->counts_[static_cast<size_t>(2 * level + out)][step];
+  }
+
+ private:
+  std::vector<std::vector<double>> counts_;  // [2 level + out][step]
+};
+
+namespace {
+
+CollArgs rankView(const CollArgs& args, int r) {
+  CollArgs v = args;
+  v.rank = r;
+  v.inPlace = false;  // ranks decide in-place each for itself: price what they share
+  return v;
+}
+
+}  // namespace
+
 // Every rank prices the same thing, so every rank picks the same algorithm: the whole operation
 // (all ranks' schedules run together, links and uplinks shared) where that is affordable, else
-// the slowest of a few representative ranks on their own.
-double priceOperation(const Algorithm& algo, const CollArgs& args, double* linksUs) {
+// the slowest of a few representative ranks on their own. Up to kWholeOperationRanks every rank
+// is simulated; above, the whole operation runs with the symmetric-block shortcut
+// (OperationOptions::symmetry) while the ranks times rank 0's steps stay within
+// kWholeOperationSteps, which bounds the work where no block is found (chooseAlgorithm asks
+// that of every candidate, so that all are priced one way).
+namespace {
+
+// Whether the whole operation of every one of `algos` is affordable to simulate (see
+// priceOperation): candidates of one call are all priced one way, as representatives price
+// lower than whole operations (a rank walked alone never waits for its predecessors).
+bool wholeAffordable(std::span<const Algorithm* const> algos, const CollArgs& args) {
+  if (args.nranks <= kWholeOperationRanks) return true;
+  for (const Algorithm* algo : algos)
+    if (double(args.nranks) * double(algo->build(rankView(args, 0)).steps.size()) >
+        kWholeOperationSteps)
+      return false;
+  return true;
+}
+
+double priceWhole(const Algorithm& algo, const CollArgs& args, double* linksUs) {
   const int n = args.nranks;
-  auto view = [&](int r) {
-    CollArgs v = args;
-    v.rank = r;
-    v.inPlace = false;  // ranks decide in-place each for itself: price what they share
-    return v;
-  };
   if (n <= kWholeOperationRanks) {
     std::vector<Schedule> all;
     all.reserve(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) all.push_back(algo.build(view(r)));
+    for (int r = 0; r < n; ++r) all.push_back(algo.build(rankView(args, r)));
     return estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology,
                                 needsEveryInput(args.coll), linksUs);
   }
+  Schedule first = algo.build(rankView(args, 0));
+  OperationOptions options;
+  options.signaturesOnDataEdges = needsEveryInput(args.coll);
+  options.symmetry = true;
+  OperationReport report;
+  const double us = simulateOperation(
+      n,
+      [&](int r, Schedule& storage) -> const Schedule& {
+        if (r == 0) return first;
+        storage = algo.build(rankView(args, r));
+        return storage;
+      },
+      args.typeSize, *args.topology, options, &report);
+  if (linksUs) *linksUs = report.linksUs;
+  return us;
+}
+
+}  // namespace
+
+double priceOperation(const Algorithm& algo, const CollArgs& args, double* linksUs) {
+  const Algorithm* one[] = {&algo};
+  return wholeAffordable(one, args) ? priceWhole(algo, args, linksUs)
+                                    : priceRepresentatives(algo, args, linksUs);
+}
+
+// Each representative alone, its messages priced with the ports they share: the flows that other
+// ranks of its groups send out of (or into) the same group at the same step, counted on a sample
+// of those ranks (GroupFlows).
+double priceRepresentatives(const Algorithm& algo, const CollArgs& args, double* linksUs) {
+  const int n = args.nranks;
+  const Topology& topo = *args.topology;
+  std::map<int, Schedule> built;
+  auto scheduleOf = [&](int r) -> const Schedule& {
+    auto it = built.find(r);
+    if (it == built.end()) it = built.emplace(r, algo.build(rankView(args, r))).first;
+    return it->second;
+  };
   double worst = 0.0;
   for (int r : {0, n / 2, n - 1, args.root}) {
     if (r < 0 || r >= n) continue;
-    worst = std::max(worst,
-                     estimateMicroseconds(algo.build(view(r)), args.typeSize, *args.topology, r));
+    const GroupFlows flows(topo, r, scheduleOf);
+    worst = std::max(worst, estimateMicroseconds(scheduleOf(r), args.typeSize, topo, r,
+                                                 Flows{&GroupFlows::count, &flows}));
   }
   if (linksUs) *linksUs = worst;
   return worst;
@@ -215,9 +334,11 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     return Status::Ok();
   }
   std::vector<Priced> priced;
+  const bool whole = wholeAffordable(allowed, args);
   for (const Algorithm* algo : allowed) {
     Priced p{algo};
-    p.us = priceOperation(*algo, args, &p.linksUs);
+    p.us =
+        whole ? priceWhole(*algo, args, &p.linksUs) : priceRepresentatives(*algo, args, &p.linksUs);
     out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
                           static_cast<int>(algo->name().size()), algo->name().data(), p.us);
     if (p.linksUs < p.us) out->reason += strfmt(" (links %.1f)", p.linksUs);

@@ -73,7 +73,10 @@ int tiePreference(std::string_view name);
 bool preferred(const Algorithm& a, const Algorithm& b);
 // The cost model's time for `algo` running the call (args.topology must be set), in us.
 // `linksUs`, when given: that time without the host-memory bound (operation_cost.h); the
-// per-rank price used above 16 ranks has no such bound, and gives the same.
+// representatives' price (below) has no such bound, and gives the same.
 double priceOperation(const Algorithm& algo, const CollArgs& args, double* linksUs = nullptr);
+// The price where the whole operation costs too much to simulate: the slowest of a few
+// representative ranks, each walked alone with the ports its groups share (cost_model.h, Flows).
+double priceRepresentatives(const Algorithm& algo, const CollArgs& args, double* linksUs = nullptr);
 
 }  // namespace braid::algos

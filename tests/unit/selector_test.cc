@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
 
 #include "algos/cost_model.h"
+#include "algos/operation_cost.h"
 #include "algos/selector.h"
 #include "algos/topology.h"
 #include "transport/shm/shm_transport.h"
@@ -241,6 +243,78 @@ TEST(Selector, ChoiceDoesNotDependOnTheRegistryOrder) {
       EXPECT_EQ(c.estimateUs, want.estimateUs);
     }
   }
+}
+
+// A Clos of 256 ranks: hosts of 8, racks of 4 hosts, 8 racks; 12.5 GB/s NICs, a rack's uplink a
+// third of its hosts' NICs together. Halving-doubling sends every rank's data across the racks at
+// once (32 flows through each rack's uplink), the ring one flow.
+Topology closOf256() {
+  constexpr int kHost = 8, kRackHosts = 4, n = 256;
+  std::vector<int> host(n), rack(n / kHost);
+  for (int r = 0; r < n; ++r) host[static_cast<size_t>(r)] = r / kHost;
+  for (int h = 0; h < n / kHost; ++h) rack[static_cast<size_t>(h)] = h / kRackHosts;
+  const LinkCost nic{5, 1.0 / 12.5e3}, uplink{10, 3.0 / (kRackHosts * 12.5e3)};
+  return Topology::hostsAndRacks(host, rack, braid::transport::kShmLinkCost, nic, uplink);
+}
+
+// Every candidate's whole-operation price, all ranks simulated.
+std::map<std::string, double> wholePrices(const CollArgs& a) {
+  std::map<std::string, double> prices;
+  for (const Algorithm* algo : algorithms()) {
+    if (algo->compressed() || !algo->supports(a)) continue;
+    std::vector<Schedule> all;
+    for (int r = 0; r < a.nranks; ++r) {
+      CollArgs v = a;
+      v.rank = r;
+      all.push_back(algo->build(v));
+    }
+    prices[std::string(algo->name())] =
+        estimateMicroseconds(std::span<const Schedule>(all), a.typeSize, *a.topology);
+  }
+  return prices;
+}
+
+std::string describe(const std::map<std::string, double>& prices) {
+  std::string out;
+  for (const auto& [name, us] : prices) out += name + " " + std::to_string(us) + " us; ";
+  return out;
+}
+
+// Above 16 ranks the selector simulates the whole operation while that is affordable: its
+// choice is the whole operation's cheapest, within the 1% of a tie.
+TEST(Selector, AtScaleTheChoiceIsTheWholeOperationsCheapest) {
+  const Topology topo = closOf256();
+  for (size_t bytes : {size_t(4) << 20, size_t(64) << 20}) {
+    CollArgs a = allReduce(bytes / 4, 256, topo);
+    Choice c;
+    ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &c).ok());
+    const auto prices = wholePrices(a);
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& [name, us] : prices) best = std::min(best, us);
+    EXPECT_LE(prices.at(std::string(c.algorithm->name())), 1.02 * best)
+        << bytes << " B: chose " << c.algorithm->name()
+        << "; whole operations: " << describe(prices) << "selector: " << c.reason;
+  }
+}
+
+// Where the whole operation costs too much to simulate, representative ranks are walked alone:
+// they must see that the ports of their hosts and racks carry other ranks' messages too. Walked
+// without them, halving-doubling's cross-rack stages looked as fast as one flow on the uplink,
+// and rhd the cheapest (at 3,072 ranks it chose rhd, 13-38x the ring's whole-operation time).
+TEST(Selector, RepresentativeRanksSeeTheirSharedPorts) {
+  const Topology topo = closOf256();
+  CollArgs a = allReduce((size_t(64) << 20) / 4, 256, topo);
+  const auto prices = wholePrices(a);
+  auto priced = [&](std::string_view name) {
+    for (const Algorithm* algo : algorithms())
+      if (algo->name() == name && !algo->compressed()) return priceRepresentatives(*algo, a);
+    return 0.0;
+  };
+  const double rhd = priced("rhd"), ring = priced("ring");
+  // The shared uplink is the bulk of rhd's time: seen, its representative price comes near the
+  // whole operation's, and well above the ring's.
+  EXPECT_GE(rhd, 0.5 * prices.at("rhd")) << describe(prices);
+  EXPECT_GT(rhd, 2 * ring) << "rhd " << rhd << " us, ring " << ring << " us; " << describe(prices);
 }
 
 }  // namespace
