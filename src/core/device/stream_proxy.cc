@@ -578,29 +578,26 @@ Status Proxy::runStaged(Batch& batch) {
     place(batch.plans[i], l, block.ptr, &in, &out);
   }
   bool queued = false;  // copies on the proxy's stream that may not have run yet
-  for (const Copy& c : in) {
-    if (!st.ok()) break;
-    st = ops_->copyToHost(c.dst, c.src, c.bytes, ownStream_);
-    queued = true;
-  }
-  if (st.ok() && queued) {
-    st = settle("copying the inputs to staging");
-    queued = !st.ok();
-  }
+  // Queues `copies` on the proxy's stream and waits for them.
+  auto copyAll = [&](const std::vector<Copy>& copies, bool toHost, const char* what) {
+    for (const Copy& c : copies) {
+      if (!st.ok()) break;
+      st = toHost ? ops_->copyToHost(c.dst, c.src, c.bytes, ownStream_)
+                  : ops_->copyToDevice(c.dst, c.src, c.bytes, ownStream_);
+      queued = true;
+    }
+    if (st.ok() && queued) {
+      st = settle(what);
+      queued = !st.ok();
+    }
+  };
+  copyAll(in, true, "copying the inputs to staging");
   double copied = secondsSince(t0);
   const auto t1 = std::chrono::steady_clock::now();
   if (st.ok()) st = execute(batch.plans);
   totals_.runSeconds += secondsSince(t1);
   const auto t2 = std::chrono::steady_clock::now();
-  for (const Copy& c : out) {
-    if (!st.ok()) break;
-    st = ops_->copyToDevice(c.dst, c.src, c.bytes, ownStream_);
-    queued = true;
-  }
-  if (st.ok() && queued) {
-    st = settle("copying the results back");
-    queued = !st.ok();
-  }
+  copyAll(out, false, "copying the results back");
   copied += secondsSince(t2);
   totals_.copySeconds += copied;
   // After a failed copy, others may still be queued: the staging is free once the stream ran
