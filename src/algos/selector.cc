@@ -16,8 +16,8 @@
 namespace braid::algos {
 namespace {
 
-// Up to this many ranks the selector prices whole operations (n schedules per candidate, once
-// per distinct call); above it, representative ranks.
+// Up to this many ranks the selector prices whole operations with every rank simulated (n
+// schedules per candidate, once per distinct call); above it, see priceOperation.
 constexpr int kWholeOperationRanks = 16;
 // Above it, the whole operation (with the symmetric-block shortcut) while the ranks times rank
 // 0's steps stay within this: at most about a second of simulation per candidate on the
@@ -129,6 +129,8 @@ bool AlgoFilter::allows(Collective coll, std::string_view algorithm) const {
   return rule->exclude ? !listed : listed;
 }
 
+namespace {
+
 // Messages that share a representative rank's group ports, step by step, for the per-rank walk
 // above kWholeOperationRanks (cost_model.h, Flows). At each level the rank's group is sampled
 // (up to kFlowSamples of its other ranks, evenly spread, so the count costs a bounded number of
@@ -181,13 +183,54 @@ class GroupFlows {
   std::vector<std::vector<double>> counts_;  // [2 level + out][step]
 };
 
-namespace {
-
 CollArgs rankView(const CollArgs& args, int r) {
   CollArgs v = args;
   v.rank = r;
   v.inPlace = false;  // ranks decide in-place each for itself: price what they share
   return v;
+}
+
+// Whether the whole operation of every one of `algos` is affordable to simulate (see
+// priceOperation): candidates of one call are all priced one way, as representatives price
+// lower than whole operations (a rank walked alone never waits for its predecessors). Above
+// kWholeOperationRanks, `firsts` gets each one's rank-0 schedule, which priceWhole reuses.
+bool wholeAffordable(std::span<const Algorithm* const> algos, const CollArgs& args,
+                     std::vector<Schedule>* firsts) {
+  if (args.nranks <= kWholeOperationRanks) return true;
+  for (const Algorithm* algo : algos) {
+    firsts->push_back(algo->build(rankView(args, 0)));
+    if (double(args.nranks) * double(firsts->back().steps.size()) > kWholeOperationSteps)
+      return false;
+  }
+  return true;
+}
+
+// `first`: rank 0's schedule when already built (above kWholeOperationRanks), else null.
+double priceWhole(const Algorithm& algo, const CollArgs& args, Schedule* first, double* linksUs) {
+  const int n = args.nranks;
+  if (n <= kWholeOperationRanks) {
+    std::vector<Schedule> all;
+    all.reserve(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) all.push_back(algo.build(rankView(args, r)));
+    return estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology,
+                                needsEveryInput(args.coll), linksUs);
+  }
+  Schedule own;
+  if (!first) own = algo.build(rankView(args, 0)), first = &own;
+  OperationOptions options;
+  options.signaturesOnDataEdges = needsEveryInput(args.coll);
+  options.symmetry = true;
+  OperationReport report;
+  const double us = simulateOperation(
+      n,
+      [&](int r, Schedule& storage) -> const Schedule& {
+        if (r == 0) return *first;
+        storage = algo.build(rankView(args, r));
+        return storage;
+      },
+      args.typeSize, *args.topology, options, &report);
+  if (linksUs) *linksUs = report.linksUs;
+  return us;
 }
 
 }  // namespace
@@ -199,52 +242,12 @@ CollArgs rankView(const CollArgs& args, int r) {
 // (OperationOptions::symmetry) while the ranks times rank 0's steps stay within
 // kWholeOperationSteps, which bounds the work where no block is found (chooseAlgorithm asks
 // that of every candidate, so that all are priced one way).
-namespace {
-
-// Whether the whole operation of every one of `algos` is affordable to simulate (see
-// priceOperation): candidates of one call are all priced one way, as representatives price
-// lower than whole operations (a rank walked alone never waits for its predecessors).
-bool wholeAffordable(std::span<const Algorithm* const> algos, const CollArgs& args) {
-  if (args.nranks <= kWholeOperationRanks) return true;
-  for (const Algorithm* algo : algos)
-    if (double(args.nranks) * double(algo->build(rankView(args, 0)).steps.size()) >
-        kWholeOperationSteps)
-      return false;
-  return true;
-}
-
-double priceWhole(const Algorithm& algo, const CollArgs& args, double* linksUs) {
-  const int n = args.nranks;
-  if (n <= kWholeOperationRanks) {
-    std::vector<Schedule> all;
-    all.reserve(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) all.push_back(algo.build(rankView(args, r)));
-    return estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology,
-                                needsEveryInput(args.coll), linksUs);
-  }
-  Schedule first = algo.build(rankView(args, 0));
-  OperationOptions options;
-  options.signaturesOnDataEdges = needsEveryInput(args.coll);
-  options.symmetry = true;
-  OperationReport report;
-  const double us = simulateOperation(
-      n,
-      [&](int r, Schedule& storage) -> const Schedule& {
-        if (r == 0) return first;
-        storage = algo.build(rankView(args, r));
-        return storage;
-      },
-      args.typeSize, *args.topology, options, &report);
-  if (linksUs) *linksUs = report.linksUs;
-  return us;
-}
-
-}  // namespace
-
 double priceOperation(const Algorithm& algo, const CollArgs& args, double* linksUs) {
   const Algorithm* one[] = {&algo};
-  return wholeAffordable(one, args) ? priceWhole(algo, args, linksUs)
-                                    : priceRepresentatives(algo, args, linksUs);
+  std::vector<Schedule> firsts;
+  return wholeAffordable(one, args, &firsts)
+             ? priceWhole(algo, args, firsts.empty() ? nullptr : &firsts[0], linksUs)
+             : priceRepresentatives(algo, args, linksUs);
 }
 
 // Each representative alone, its messages priced with the ports they share: the flows that other
@@ -334,11 +337,13 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     return Status::Ok();
   }
   std::vector<Priced> priced;
-  const bool whole = wholeAffordable(allowed, args);
-  for (const Algorithm* algo : allowed) {
+  std::vector<Schedule> firsts;
+  const bool whole = wholeAffordable(allowed, args, &firsts);
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    const Algorithm* algo = allowed[i];
     Priced p{algo};
-    p.us =
-        whole ? priceWhole(*algo, args, &p.linksUs) : priceRepresentatives(*algo, args, &p.linksUs);
+    p.us = whole ? priceWhole(*algo, args, firsts.empty() ? nullptr : &firsts[i], &p.linksUs)
+                 : priceRepresentatives(*algo, args, &p.linksUs);
     out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
                           static_cast<int>(algo->name().size()), algo->name().data(), p.us);
     if (p.linksUs < p.us) out->reason += strfmt(" (links %.1f)", p.linksUs);

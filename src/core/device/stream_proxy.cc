@@ -506,7 +506,8 @@ Status Proxy::commit(std::unique_ptr<Batch> batch) {
     if (batch->failed.ok()) batch->failed = ops_->copyToDevice(o.dst, o.src, o.bytes, o.stream);
   Status result = batch->failed;
   // A batch the proxy stages leaves nothing on the streams after the wait: no event to record.
-  for (cudaStream_t s : batch->byProxy ? std::vector<cudaStream_t>{} : batch->streams) {
+  for (cudaStream_t s : batch->streams) {
+    if (batch->byProxy) break;
     Event ev = nullptr;
     Status rec = ops_->record(s, &ev);
     if (rec.ok() && ev) {
