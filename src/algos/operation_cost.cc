@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <limits>
-#include <map>
 #include <memory>
 #include <queue>
 #include <unordered_map>
 #include <vector>
+
+#include "algos/interval_set.h"
 
 namespace braid::algos {
 
@@ -36,17 +36,10 @@ class Port {
   double busyUs() const { return busyUs_; }  // all the time booked on it
 
   // The earliest t' >= t with [t', t' + length) free.
-  double earliest(double t, double length) const {
-    auto it = busy_.upper_bound(t);
-    if (it != busy_.begin()) t = std::max(t, std::prev(it)->second);
-    for (; it != busy_.end() && it->first < t + length; ++it) t = std::max(t, it->second);
-    return t;
-  }
+  double earliest(double t, double length) const { return busy_.earliestGap(t, length); }
   // Drops the intervals that end by t: nothing is asked of the port before the event being
   // handled, and a congested port books far ahead, so its past would otherwise grow without end.
-  void forget(double t) {
-    while (!busy_.empty() && busy_.begin()->second <= t) busy_.erase(busy_.begin());
-  }
+  void forget(double t) { busy_.eraseEndingBy(t); }
   // The bucket at t: what it held when last used, plus what it gained since (at one microsecond
   // of link time per microsecond), at most its depth.
   double creditAt(double t) const {
@@ -63,23 +56,11 @@ class Port {
     if (length <= 0) return;
     busyUs_ += length;
     creditAsOf_ = std::max(creditAsOf_, t + length);
-    double begin = t, end = t + length;
-    auto it = busy_.lower_bound(begin);
-    if (it != busy_.begin() && std::prev(it)->second >= begin) {
-      --it;
-      begin = it->first;
-      end = std::max(end, it->second);
-      it = busy_.erase(it);
-    }
-    while (it != busy_.end() && it->first <= end) {
-      end = std::max(end, it->second);
-      it = busy_.erase(it);
-    }
-    busy_.emplace(begin, end);
+    busy_.insert(t, t + length);
   }
 
  private:
-  std::map<double, double> busy_;  // start -> end, disjoint, touching ones merged
+  IntervalSet busy_;
   double depthUs_;
   double creditUs_;
   double creditAsOf_ = 0;
