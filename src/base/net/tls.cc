@@ -44,6 +44,9 @@ constexpr size_t kRecordBytes = 16384;                // TLS's largest plaintext
 constexpr size_t kMaxBytesPerCall = 8u << 20;
 // Ciphertext read per system call: several records, so that reads are not one per record.
 constexpr size_t kReadBufferBytes = 256u << 10;
+// Ciphertext queued before a send hands it to the kernel (Braid's BIO): as many bytes per
+// system call as a plaintext send of that size.
+constexpr size_t kQueueBytes = 256u << 10;
 // A handshake cut short: a peer with another key, or one that does not speak TLS and refused
 // the hello with it unread (which resets the connection), both end it so.
 constexpr char kResetInHandshake[] =
@@ -99,16 +102,22 @@ bool kernelHasTls() {
   return has;
 }
 
-// Braid's BIO: send and recv on the session's socket, non-blocking, without SIGPIPE; a record
-// that more records follow within one sendv goes with MSG_MORE, so that the kernel sends full
-// segments rather than one per 16 KiB record.
+// Braid's BIO: send and recv on the session's socket, non-blocking, without SIGPIPE. Records a
+// send encrypts are queued (BioState) and handed to the kernel in large writes by the send:
+// one system call per 16 KiB record cost the kernel about three times plaintext's CPU per byte
+// on the emulated 2-host cluster (bench/tls.py), most of it pushing small writes.
 using BioState = TlsSession::BioState;
 
 int bioWrite(BIO* b, const char* data, size_t len, size_t* written) {
   auto* st = static_cast<BioState*>(BIO_get_data(b));
   BIO_clear_retry_flags(b);
-  const ssize_t n =
-      ::send(st->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT | (st->more ? MSG_MORE : 0));
+  if (st->queue || st->sent < st->out.size()) {  // behind queued records: join them
+    const auto* bytes = reinterpret_cast<const uint8_t*>(data);  // uint8_t: copied as memcpy
+    st->out.insert(st->out.end(), bytes, bytes + len);
+    *written = len;
+    return 1;
+  }
+  const ssize_t n = ::send(st->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (n >= 0) {
     *written = static_cast<size_t>(n);
     return 1;
@@ -504,8 +513,11 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     msg.msg_iovlen = count;
     return ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
+  if (bio_) return sendvQueued(iov, count);
+  // OpenSSL's socket BIO (a kernel with TLS that did not take this session's keys): a record
+  // per system call.
   if (!stage_) stage_.reset(new uint8_t[kRecordBytes]);
-  SigpipeGuard guard(!bio_);
+  SigpipeGuard guard(true);
   ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
   size_t total = 0;
   size_t i = 0, off = 0;  // the caller's next byte: iov[i], offset off
@@ -527,7 +539,6 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     // The record that would block before goes first, from the stage: TLS must be offered the
     // same bytes, which the caller offers again as the start of this call's.
     const size_t bytes = pendingBytes_;
-    if (bio_) bio_->more = offered > bytes;
     const ssize_t rc = writeRecord(stage_.get(), bytes, true);
     if (rc < 0) return -1;
     if (rc == 0) {
@@ -552,7 +563,6 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     const uint8_t* base = static_cast<const uint8_t*>(iov[i].iov_base) + off;
     if (left >= kRecordBytes) {  // a whole record straight from the caller's buffer
       bytes = kRecordBytes;
-      if (bio_) bio_->more = offered > total + bytes && total + bytes < kMaxBytesPerCall;
       rc = writeRecord(base, bytes, false);
     } else {  // small pieces (headers, small messages) share one record
       bytes = 0;
@@ -561,7 +571,6 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
         std::memcpy(stage_.get() + bytes, static_cast<const uint8_t*>(iov[k].iov_base) + o, take);
         bytes += take;
       }
-      if (bio_) bio_->more = offered > total + bytes && total + bytes < kMaxBytesPerCall;
       rc = writeRecord(stage_.get(), bytes, true);
     }
     if (rc < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
@@ -570,6 +579,108 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     total += bytes;
     while (i < count && iov[i].iov_len == 0) ++i;
   }
+  if (total > 0) return static_cast<ssize_t>(total);
+  errno = EAGAIN;
+  return -1;
+}
+
+// Sends what Braid's BIO has queued, as far as the socket takes it: 0, or -1 with errno for a
+// broken connection. Records wholly sent move to sentPlain.
+int TlsSession::flushQueued(bool more) {
+  BioState& q = *bio_;
+  while (q.sent < q.out.size()) {
+    const ssize_t n = ::send(fd_, q.out.data() + q.sent, q.out.size() - q.sent,
+                             MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (wouldBlock(errno)) break;
+      return -1;
+    }
+    q.sent += static_cast<size_t>(n);
+  }
+  while (!q.records.empty() && q.records.front().end <= q.sent) {
+    q.sentPlain += q.records.front().plain;
+    q.records.pop_front();
+  }
+  if (q.sent == q.out.size()) {
+    q.out.clear();
+    q.sent = 0;
+  } else {
+    writeWant_ = POLLOUT;
+  }
+  return 0;
+}
+
+// Braid's BIO: records are encrypted into the queue and sent kQueueBytes at a time. The caller
+// is told of bytes only once their records are out, so while any wait it offers them again (and
+// calls again): those are skipped, not encrypted twice.
+ssize_t TlsSession::sendvQueued(const iovec* iov, size_t count) {
+  BioState& q = *bio_;
+  SSL* ssl = static_cast<SSL*>(ssl_.get());
+  size_t offered = 0;
+  for (size_t k = 0; k < count; ++k) offered += iov[k].iov_len;
+  if (offered == 0) return 0;
+  if (flushQueued(false) < 0) return -1;
+  // What went out since the last call starts what the caller offers.
+  size_t total = std::min(q.sentPlain, offered);
+  q.sentPlain -= total;
+  unreported_ -= total;
+  if (unreported_ > 0) {  // bytes TLS has taken are still queued, or beyond this offer
+    if (total > 0) return static_cast<ssize_t>(total);
+    errno = EAGAIN;
+    return -1;
+  }
+  size_t i = 0, off = 0;  // the caller's next byte to encrypt: iov[i], offset off
+  auto skip = [&](size_t n) {
+    while (n > 0 && i < count) {
+      const size_t take = std::min(n, iov[i].iov_len - off);
+      n -= take;
+      off += take;
+      if (off == iov[i].iov_len) {
+        ++i;
+        off = 0;
+      }
+    }
+    while (i < count && iov[i].iov_len == 0) ++i;
+  };
+  skip(total);
+  if (!stage_) stage_.reset(new uint8_t[kRecordBytes]);
+  ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
+  bool blocked = false;
+  while (i < count && !blocked && total + unreported_ < kMaxBytesPerCall) {
+    const size_t left = iov[i].iov_len - off;
+    const uint8_t* data = static_cast<const uint8_t*>(iov[i].iov_base) + off;
+    size_t bytes = kRecordBytes;
+    if (left < kRecordBytes) {  // small pieces (headers, small messages) share one record
+      bytes = 0;
+      for (size_t k = i, o = off; k < count && bytes < kRecordBytes; ++k, o = 0) {
+        const size_t take = std::min(iov[k].iov_len - o, kRecordBytes - bytes);
+        std::memcpy(stage_.get() + bytes, static_cast<const uint8_t*>(iov[k].iov_base) + o, take);
+        bytes += take;
+      }
+      data = stage_.get();
+    }
+    size_t written = 0;
+    q.queue = true;
+    const int rc = SSL_write_ex(ssl, data, bytes, &written);
+    q.queue = false;
+    if (rc != 1 || written != bytes) {  // the queue never blocks: this is a failure
+      if (failFromSsl(rc, "TLS send") == 0) errno = EPIPE;
+      return -1;
+    }
+    q.records.push_back({q.out.size(), bytes});
+    unreported_ += bytes;
+    skip(bytes);
+    if (q.out.size() - q.sent >= kQueueBytes) {
+      if (flushQueued(i < count) < 0) return -1;
+      blocked = q.sent < q.out.size();
+    }
+  }
+  if (flushQueued(false) < 0) return -1;
+  const size_t out = std::min(q.sentPlain, unreported_);
+  q.sentPlain -= out;
+  unreported_ -= out;
+  total += out;
   if (total > 0) return static_cast<ssize_t>(total);
   errno = EAGAIN;
   return -1;

@@ -17,8 +17,11 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -52,10 +55,21 @@ Status currentTlsContext(std::shared_ptr<const TlsContext>* out);
 class TlsSession {
  public:
   enum class Role { Client, Server };
-  // What Braid's own BIO (tls.cc) needs of its session.
+  // What Braid's own BIO (tls.cc) needs of its session. While a send encrypts (queue) the BIO
+  // queues the records' ciphertext in `out` instead of sending each, and the send hands the
+  // kernel up to kQueueBytes at once; anything TLS writes while records wait joins the queue,
+  // so that records stay in order.
   struct BioState {
     int fd = -1;
-    bool more = false;  // more records follow in this sendv: MSG_MORE
+    bool queue = false;
+    std::vector<uint8_t> out;  // ciphertext not yet sent, from `sent` on
+    size_t sent = 0;
+    // The records in `out`: where each one's ciphertext ends, and its plaintext bytes.
+    struct Record {
+      size_t end, plain;
+    };
+    std::deque<Record> records;
+    size_t sentPlain = 0;  // plaintext of records wholly sent, not yet reported to the caller
   };
   // A session with `context`'s key; `peer` names the other end in errors.
   static Status create(std::shared_ptr<const TlsContext> context, int fd, Role role,
@@ -89,6 +103,8 @@ class TlsSession {
   ssize_t failFromSsl(int rc, const char* during);
   bool checkFirstBytes();
   ssize_t writeRecord(const uint8_t* data, size_t bytes, bool staged);
+  ssize_t sendvQueued(const iovec* iov, size_t count);
+  int flushQueued(bool more);
 
   struct SslDeleter {
     void operator()(void* ssl) const;
@@ -113,6 +129,10 @@ class TlsSession {
   std::unique_ptr<uint8_t[]> stage_;
   size_t pendingBytes_ = 0;
   size_t aheadBytes_ = 0;  // of that record, sent but not yet counted in a return value
+  // Braid's BIO: plaintext TLS has taken (its records queued or sent) that no return value has
+  // counted yet. The caller offers these bytes again first; they are counted once their
+  // records are out.
+  size_t unreported_ = 0;
 };
 
 }  // namespace braid::net
