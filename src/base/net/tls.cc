@@ -252,6 +252,54 @@ Status makeContext(const char* psk, std::shared_ptr<const TlsContext>* out) {
 
 bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
 
+// A send's position in the caller's iovecs, and the records it cuts them into.
+class IovCursor {
+ public:
+  IovCursor(const iovec* iov, size_t count) : iov_(iov), count_(count) { skipEmpty(); }
+  bool done() const { return i_ >= count_; }
+  size_t offered() const {
+    size_t n = 0;
+    for (size_t k = 0; k < count_; ++k) n += iov_[k].iov_len;
+    return n;
+  }
+  void skip(size_t n) {
+    while (n > 0 && i_ < count_) {
+      const size_t take = std::min(n, iov_[i_].iov_len - off_);
+      n -= take;
+      off_ += take;
+      if (off_ == iov_[i_].iov_len) {
+        ++i_;
+        off_ = 0;
+      }
+    }
+    skipEmpty();
+  }
+  // The next record's plaintext, *bytes of it: a whole record straight from the caller's
+  // buffer, or small pieces (headers, small messages) gathered into `stage` to share one.
+  const uint8_t* nextRecord(uint8_t* stage, size_t* bytes) const {
+    if (iov_[i_].iov_len - off_ >= kRecordBytes) {
+      *bytes = kRecordBytes;
+      return static_cast<const uint8_t*>(iov_[i_].iov_base) + off_;
+    }
+    size_t n = 0;
+    for (size_t k = i_, o = off_; k < count_ && n < kRecordBytes; ++k, o = 0) {
+      const size_t take = std::min(iov_[k].iov_len - o, kRecordBytes - n);
+      std::memcpy(stage + n, static_cast<const uint8_t*>(iov_[k].iov_base) + o, take);
+      n += take;
+    }
+    *bytes = n;
+    return stage;
+  }
+
+ private:
+  void skipEmpty() {
+    while (i_ < count_ && iov_[i_].iov_len == 0) ++i_;
+  }
+  const iovec* iov_;
+  size_t count_;
+  size_t i_ = 0, off_ = 0;  // the next byte: iov_[i_], offset off_
+};
+
 }  // namespace
 
 Status validatePsk(const char* psk, const char* what) {
@@ -520,21 +568,8 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
   SigpipeGuard guard(true);
   ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
   size_t total = 0;
-  size_t i = 0, off = 0;  // the caller's next byte: iov[i], offset off
-  auto skip = [&](size_t n) {
-    while (n > 0 && i < count) {
-      const size_t take = std::min(n, iov[i].iov_len - off);
-      n -= take;
-      off += take;
-      if (off == iov[i].iov_len) {
-        ++i;
-        off = 0;
-      }
-    }
-  };
-  while (i < count && iov[i].iov_len == 0) ++i;
-  size_t offered = 0;
-  for (size_t k = 0; k < count; ++k) offered += iov[k].iov_len;
+  IovCursor at(iov, count);
+  const size_t offered = at.offered();
   if (pendingBytes_ > 0) {
     // The record that would block before goes first, from the stage: TLS must be offered the
     // same bytes, which the caller offers again as the start of this call's.
@@ -551,33 +586,19 @@ ssize_t TlsSession::sendv(const iovec* iov, size_t count) {
     // Bytes already out that the caller has not been told of: they are the start of what it
     // offers (it may offer fewer than a record per call).
     const size_t take = std::min(aheadBytes_, offered);
-    skip(take);
+    at.skip(take);
     total += take;
     aheadBytes_ -= take;
     if (aheadBytes_ > 0) return static_cast<ssize_t>(total);
   }
-  while (i < count && total < kMaxBytesPerCall) {
-    ssize_t rc;
+  while (!at.done() && total < kMaxBytesPerCall) {
     size_t bytes;
-    const size_t left = iov[i].iov_len - off;
-    const uint8_t* base = static_cast<const uint8_t*>(iov[i].iov_base) + off;
-    if (left >= kRecordBytes) {  // a whole record straight from the caller's buffer
-      bytes = kRecordBytes;
-      rc = writeRecord(base, bytes, false);
-    } else {  // small pieces (headers, small messages) share one record
-      bytes = 0;
-      for (size_t k = i, o = off; k < count && bytes < kRecordBytes; ++k, o = 0) {
-        const size_t take = std::min(iov[k].iov_len - o, kRecordBytes - bytes);
-        std::memcpy(stage_.get() + bytes, static_cast<const uint8_t*>(iov[k].iov_base) + o, take);
-        bytes += take;
-      }
-      rc = writeRecord(stage_.get(), bytes, true);
-    }
+    const uint8_t* data = at.nextRecord(stage_.get(), &bytes);
+    const ssize_t rc = writeRecord(data, bytes, data == stage_.get());
     if (rc < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
     if (rc == 0) break;
-    skip(bytes);
+    at.skip(bytes);
     total += bytes;
-    while (i < count && iov[i].iov_len == 0) ++i;
   }
   if (total > 0) return static_cast<ssize_t>(total);
   errno = EAGAIN;
@@ -617,8 +638,8 @@ int TlsSession::flushQueued(bool more) {
 ssize_t TlsSession::sendvQueued(const iovec* iov, size_t count) {
   BioState& q = *bio_;
   SSL* ssl = static_cast<SSL*>(ssl_.get());
-  size_t offered = 0;
-  for (size_t k = 0; k < count; ++k) offered += iov[k].iov_len;
+  IovCursor at(iov, count);
+  const size_t offered = at.offered();
   if (offered == 0) return 0;
   if (flushQueued(false) < 0) return -1;
   // What went out since the last call starts what the caller offers.
@@ -630,37 +651,13 @@ ssize_t TlsSession::sendvQueued(const iovec* iov, size_t count) {
     errno = EAGAIN;
     return -1;
   }
-  size_t i = 0, off = 0;  // the caller's next byte to encrypt: iov[i], offset off
-  auto skip = [&](size_t n) {
-    while (n > 0 && i < count) {
-      const size_t take = std::min(n, iov[i].iov_len - off);
-      n -= take;
-      off += take;
-      if (off == iov[i].iov_len) {
-        ++i;
-        off = 0;
-      }
-    }
-    while (i < count && iov[i].iov_len == 0) ++i;
-  };
-  skip(total);
+  at.skip(total);
   if (!stage_) stage_.reset(new uint8_t[kRecordBytes]);
   ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
   bool blocked = false;
-  while (i < count && !blocked && total + unreported_ < kMaxBytesPerCall) {
-    const size_t left = iov[i].iov_len - off;
-    const uint8_t* data = static_cast<const uint8_t*>(iov[i].iov_base) + off;
-    size_t bytes = kRecordBytes;
-    if (left < kRecordBytes) {  // small pieces (headers, small messages) share one record
-      bytes = 0;
-      for (size_t k = i, o = off; k < count && bytes < kRecordBytes; ++k, o = 0) {
-        const size_t take = std::min(iov[k].iov_len - o, kRecordBytes - bytes);
-        std::memcpy(stage_.get() + bytes, static_cast<const uint8_t*>(iov[k].iov_base) + o, take);
-        bytes += take;
-      }
-      data = stage_.get();
-    }
-    size_t written = 0;
+  while (!at.done() && !blocked && total + unreported_ < kMaxBytesPerCall) {
+    size_t bytes, written = 0;
+    const uint8_t* data = at.nextRecord(stage_.get(), &bytes);
     q.queue = true;
     const int rc = SSL_write_ex(ssl, data, bytes, &written);
     q.queue = false;
@@ -670,9 +667,9 @@ ssize_t TlsSession::sendvQueued(const iovec* iov, size_t count) {
     }
     q.records.push_back({q.out.size(), bytes});
     unreported_ += bytes;
-    skip(bytes);
+    at.skip(bytes);
     if (q.out.size() - q.sent >= kQueueBytes) {
-      if (flushQueued(i < count) < 0) return -1;
+      if (flushQueued(!at.done()) < 0) return -1;
       blocked = q.sent < q.out.size();
     }
   }
