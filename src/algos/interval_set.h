@@ -6,7 +6,7 @@
 // tree of that size costs a cache miss per level of every search; here the intervals lie in
 // sorted blocks of at most kMaxBlock, found by a binary search over the blocks' first starts,
 // so a search touches two small contiguous arrays, and most searches start where the last one
-// ended. (braid-sim, rhd 1 GiB on 3,072 ranks, bench/sim_scale.sh: 123 s with std::map, 38 s.)
+// ended (what that buys at scale: bench/results/braid_sim_scale.md).
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -52,8 +52,8 @@ class IntervalSet {
     }
     if (head_ < blocks_.size()) {
       std::vector<Interval>& b = blocks_[head_];
-      auto keep = std::partition_point(b.begin(), b.end(),
-                                        [t](const Interval& i) { return i.end <= t; });
+      auto keep =
+          std::partition_point(b.begin(), b.end(), [t](const Interval& i) { return i.end <= t; });
       size_ -= static_cast<size_t>(keep - b.begin());
       b.erase(b.begin(), keep);
       firstBegin_[head_] = b.front().begin;
@@ -61,7 +61,8 @@ class IntervalSet {
     // Dropped blocks leave the vectors' heads; compact once they are half of them.
     if (head_ > 0 && 2 * head_ >= blocks_.size()) {
       blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(head_));
-      firstBegin_.erase(firstBegin_.begin(), firstBegin_.begin() + static_cast<std::ptrdiff_t>(head_));
+      firstBegin_.erase(firstBegin_.begin(),
+                        firstBegin_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
     }
   }
@@ -113,9 +114,9 @@ class IntervalSet {
       b = fingerBlock_ + 1;
     } else {
       const auto first = firstBegin_.begin() + static_cast<std::ptrdiff_t>(head_);
-      b = static_cast<size_t>(std::partition_point(first, firstBegin_.end(),
-                                                   [&](double x) { return !after(x); }) -
-                              firstBegin_.begin());
+      b = static_cast<size_t>(
+          std::partition_point(first, firstBegin_.end(), [&](double x) { return !after(x); }) -
+          firstBegin_.begin());
     }
     if (b == head_) return {b, 0};
     const std::vector<Interval>& v = blocks_[--b];

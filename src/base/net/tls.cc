@@ -103,15 +103,16 @@ bool kernelHasTls() {
 }
 
 // Braid's BIO: send and recv on the session's socket, non-blocking, without SIGPIPE. Records a
-// send encrypts are queued (BioState) and handed to the kernel in large writes by the send:
-// one system call per 16 KiB record cost the kernel about three times plaintext's CPU per byte
-// on the emulated 2-host cluster (bench/tls.py), most of it pushing small writes.
+// send encrypts are queued (BioState) and handed to the kernel in large writes by the send: a
+// system call per 16 KiB record costs the kernel about three times plaintext's CPU per byte
+// (bench/results/tls_netcluster_2hosts.md), most of it pushing small writes.
 using BioState = TlsSession::BioState;
 
 int bioWrite(BIO* b, const char* data, size_t len, size_t* written) {
   auto* st = static_cast<BioState*>(BIO_get_data(b));
   BIO_clear_retry_flags(b);
-  if (st->queue || st->sent < st->out.size()) {  // behind queued records: join them
+  // While a send encrypts, or behind records still queued, the bytes join the queue.
+  if (st->queue || st->sent < st->out.size()) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(data);  // uint8_t: copied as memcpy
     st->out.insert(st->out.end(), bytes, bytes + len);
     *written = len;
