@@ -620,13 +620,14 @@ int TlsSession::flushQueued(bool more) {
     }
     q.sent += static_cast<size_t>(n);
   }
-  while (!q.records.empty() && q.records.front().end <= q.sent) {
-    q.sentPlain += q.records.front().plain;
-    q.records.pop_front();
-  }
-  if (q.sent == q.out.size()) {
+  for (; q.firstRecord < q.records.size() && q.records[q.firstRecord].end <= q.sent;
+       ++q.firstRecord)
+    q.sentPlain += q.records[q.firstRecord].plain;
+  if (q.sent == q.out.size()) {  // every record is out
     q.out.clear();
     q.sent = 0;
+    q.records.clear();
+    q.firstRecord = 0;
   } else {
     writeWant_ = POLLOUT;
   }

@@ -18,7 +18,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,11 +63,13 @@ class TlsSession {
     bool queue = false;
     std::vector<uint8_t> out;  // ciphertext not yet sent, from `sent` on
     size_t sent = 0;
-    // The records in `out`: where each one's ciphertext ends, and its plaintext bytes.
+    // The records in `out` from `firstRecord` on: where each one's ciphertext ends, and its
+    // plaintext bytes (kept with their storage until `out` empties).
     struct Record {
       size_t end, plain;
     };
-    std::deque<Record> records;
+    std::vector<Record> records;
+    size_t firstRecord = 0;
     size_t sentPlain = 0;  // plaintext of records wholly sent, not yet reported to the caller
   };
   // A session with `context`'s key; `peer` names the other end in errors.

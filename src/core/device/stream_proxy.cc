@@ -506,17 +506,18 @@ Status Proxy::commit(std::unique_ptr<Batch> batch) {
     if (batch->failed.ok()) batch->failed = ops_->copyToDevice(o.dst, o.src, o.bytes, o.stream);
   Status result = batch->failed;
   // A batch the proxy stages leaves nothing on the streams after the wait: no event to record.
-  for (cudaStream_t s : batch->streams) {
-    if (batch->byProxy) break;
-    Event ev = nullptr;
-    Status rec = ops_->record(s, &ev);
-    if (rec.ok() && ev) {
-      batch->outputsDone.push_back(ev);
-      continue;
+  if (!batch->byProxy) {
+    for (cudaStream_t s : batch->streams) {
+      Event ev = nullptr;
+      Status rec = ops_->record(s, &ev);
+      if (rec.ok() && ev) {
+        batch->outputsDone.push_back(ev);
+        continue;
+      }
+      if (ev) ops_->destroy(ev);
+      batch->keepBlocks = true;
+      if (result.ok()) result = rec.withContext("recording the copies back");
     }
-    if (ev) ops_->destroy(ev);
-    batch->keepBlocks = true;
-    if (result.ok()) result = rec.withContext("recording the copies back");
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
