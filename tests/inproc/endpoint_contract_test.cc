@@ -23,6 +23,7 @@
 #include "transport_test_util.h"
 
 #if BRAID_HAVE_IBVERBS
+#include "transport/ib/ib_endpoint.h"
 #include "transport/ib/ib_transport.h"
 #endif
 
@@ -87,10 +88,10 @@ const Case kCases[] = {
       {"BRAID_TCP_SLICE_BYTES", "4096"},
       {"BRAID_TLS_PSK", "contract-test-key-0123456789abcdef"}}},
     // ib (verbs): runs where an RDMA port is active (tests/rdma boots one); skipped elsewhere.
-    {"ib", "slots256K", (256 << 10) - 16, {}},
+    {"ib", "slots256K", (256 << 10) - 32, {}},
     {"ib",
      "slots4K_3qps",
-     4096 - 16,
+     4096 - 32,
      {{"BRAID_IB_SLOT_BYTES", "4096"}, {"NCCL_IB_QPS_PER_CONNECTION", "3"}}},
 };
 
@@ -270,13 +271,19 @@ TEST_P(EndpointContract, AWaitingEndpointCanBeSleptOnUntilThePeerSends) {
 }
 
 // Registration (transport/memory.h): a handle, where the transport gives one, holds the memory
-// it was asked for; shared memory gives one exactly for memory ncclMemAlloc handed out.
+// it was asked for; shared memory gives one exactly for memory ncclMemAlloc handed out, ib for
+// any memory (a memory region on its device).
 TEST_P(EndpointContract, RegisteredMemoryHandlesHoldTheirBuffer) {
   std::unique_ptr<Transport> t = make();
+  const std::string name = GetParam().transport;
   std::vector<char> plain(1 << 16);
   MemoryHandle h;
   ASSERT_TRUE(t->registerMemory(plain.data(), plain.size(), &h).ok());
-  EXPECT_FALSE(h.valid()) << "ordinary memory cannot be shared by reference";
+  EXPECT_EQ(h.valid(), name == "ib") << "ordinary memory is shared by reference by ib alone";
+  if (h.valid()) {
+    EXPECT_TRUE(h.contains(reinterpret_cast<uint64_t>(plain.data()), plain.size()));
+    t->deregisterMemory(h);
+  }
   void* shared = nullptr;
   ASSERT_TRUE(sharedAlloc(1 << 20, &shared).ok());
   char* inside = static_cast<char*>(shared) + 4096;
@@ -285,14 +292,167 @@ TEST_P(EndpointContract, RegisteredMemoryHandlesHoldTheirBuffer) {
     EXPECT_TRUE(h.contains(reinterpret_cast<uint64_t>(inside), 8192));
     t->deregisterMemory(h);
   }
-  EXPECT_EQ(h.valid(), std::string(GetParam().transport) == "shm");
+  EXPECT_EQ(h.valid(), name == "shm" || name == "ib");
   EXPECT_TRUE(sharedFree(shared));
+}
+
+// Messages between registered buffers (ncclMemAlloc'ed and registered on both ranks, as
+// nccl-tests' -R 1 does), at sizes around the transport's buffering and its direct-write
+// threshold, arrive intact, whichever rank posts its receives first.
+TEST_P(EndpointContract, RegisteredBuffersCarryEveryMessageIntact) {
+  Pair p = connectPair();
+  ASSERT_TRUE(p.e0 && p.e1);
+  const size_t b = GetParam().buffer;
+  const std::vector<size_t> sizes = {
+      0, 1, 4096, 65535, 65536, 65537, b - 1, b, b + 1, 3 * b + 5, (size_t{9} << 20) + 3, 5};
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  auto run = [&](Endpoint& ep, int rank) -> Status {
+    Transport& t = rank == 0 ? *p.t0 : *p.t1;
+    void *out = nullptr, *in = nullptr;
+    BRAID_TRY(sharedAlloc(total, &out));
+    BRAID_TRY(sharedAlloc(total, &in));
+    MemoryHandle ho, hi;
+    BRAID_TRY(t.registerMemory(out, total, &ho));
+    BRAID_TRY(t.registerMemory(in, total, &hi));
+    auto* o = static_cast<uint8_t*>(out);
+    auto* i = static_cast<uint8_t*>(in);
+    size_t at = 0;
+    for (size_t m = 0; m < sizes.size(); at += sizes[m++])
+      for (size_t k = 0; k < sizes[m]; ++k) o[at + k] = braid::testing::patternByte(rank, m, k);
+    auto postRecvs = [&]() -> Status {
+      size_t pos = 0;
+      for (size_t m = 0; m < sizes.size(); pos += sizes[m++])
+        BRAID_TRY(ep.postRecv(i + pos, sizes[m], nullptr));
+      return Status::Ok();
+    };
+    // Rank 0 posts its receives first (the peer can know of them before it sends); rank 1 its
+    // sends, and moves them a while before it posts its receives.
+    if (rank == 0) BRAID_TRY(postRecvs());
+    at = 0;
+    for (size_t m = 0; m < sizes.size(); at += sizes[m++]) BRAID_TRY(ep.postSend(o + at, sizes[m]));
+    if (rank == 1) {
+      for (int k = 0; k < 200; ++k) BRAID_TRY(ep.progress());
+      BRAID_TRY(postRecvs());
+    }
+    BRAID_TRY(drive(ep, sizes.size(), sizes.size()));
+    at = 0;
+    for (size_t m = 0; m < sizes.size(); at += sizes[m++])
+      for (size_t k = 0; k < sizes[m]; ++k)
+        if (i[at + k] != braid::testing::patternByte(1 - rank, m, k))
+          return {ncclInternalError,
+                  strfmt("message %zu (%zu bytes): wrong byte at offset %zu", m, sizes[m], k)};
+    if (ho.valid()) t.deregisterMemory(ho);
+    if (hi.valid()) t.deregisterMemory(hi);
+    sharedFree(out);
+    sharedFree(in);
+    return Status::Ok();
+  };
+  onBoth(p, run);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, EndpointContract, ::testing::ValuesIn(kCases),
                          [](const auto& info) {
                            return std::string(info.param.transport) + "_" + info.param.label;
                          });
+
+#if BRAID_HAVE_IBVERBS
+// The ib transport's direct writes (ib/ib_endpoint.h): between registered buffers a message
+// offered before it is sent goes wholly by direct writes, one offered while it is under way goes
+// partly through the slots and the rest directly, and an offer of another size is not used (the
+// receiver reports the mismatch).
+class IbDirect : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("BRAID_IB_DIRECT_MIN_BYTES", "65536", 1);
+    if (!ibPortHere()) GTEST_SKIP() << "no active RDMA port here (tests/rdma runs this)";
+    const TransportEntry* e = find("ib");
+    ASSERT_NE(e, nullptr);
+    std::unique_ptr<Transport> t0, t1;
+    ASSERT_TRUE(e->create(&t0).ok());
+    ASSERT_TRUE(e->create(&t1).ok());
+    p_ = braid::testing::connectLocally(std::move(t0), std::move(t1));
+    ASSERT_TRUE(p_.e0 && p_.e1);
+    send_ = dynamic_cast<ib::IbEndpoint*>(p_.e0.get());
+    recv_ = dynamic_cast<ib::IbEndpoint*>(p_.e1.get());
+    ASSERT_TRUE(send_ && recv_);
+  }
+  void TearDown() override { unsetenv("BRAID_IB_DIRECT_MIN_BYTES"); }
+
+  // A registered buffer of `bytes` on rank `rank`'s transport.
+  std::vector<uint8_t>& buffer(int rank, size_t bytes) {
+    bufs_.push_back(std::make_unique<std::vector<uint8_t>>(bytes));
+    std::vector<uint8_t>& v = *bufs_.back();
+    MemoryHandle h;
+    EXPECT_TRUE((rank == 0 ? p_.t0 : p_.t1)->registerMemory(v.data(), v.size(), &h).ok());
+    EXPECT_TRUE(h.valid());
+    return v;
+  }
+  // Progresses both ends in turn until the receiver has `recvs` receives or either fails.
+  Status both(uint64_t recvs) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (recv_->recvsCompleted() < recvs) {
+      BRAID_TRY(send_->progress());
+      BRAID_TRY(recv_->progress());
+      if (std::chrono::steady_clock::now() > deadline)
+        return {ncclSystemError, "test loop timed out"};
+    }
+    return Status::Ok();
+  }
+  void spin(Endpoint& ep, int rounds) {
+    for (int k = 0; k < rounds; ++k) ASSERT_TRUE(ep.progress().ok());
+  }
+
+  Pair p_;
+  ib::IbEndpoint* send_ = nullptr;
+  ib::IbEndpoint* recv_ = nullptr;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> bufs_;
+};
+
+TEST_F(IbDirect, AnOfferMadeBeforeTheSendTakesTheWholeMessage) {
+  const size_t bytes = (size_t{9} << 20) + 3;
+  std::vector<uint8_t>& out = buffer(0, bytes);
+  std::vector<uint8_t>& in = buffer(1, bytes);
+  braid::testing::fillPattern(out, 0, 1);
+  ASSERT_TRUE(recv_->postRecv(in.data(), in.size(), nullptr).ok());
+  spin(*recv_, 10);   // writes the offer
+  spin(*send_, 100);  // reads it
+  ASSERT_TRUE(send_->postSend(out.data(), out.size()).ok());
+  ASSERT_TRUE(both(1).ok());
+  EXPECT_EQ(braid::testing::firstMismatch(in, 0, 1), -1);
+  EXPECT_EQ(recv_->directBytesReceived(), bytes);
+  EXPECT_EQ(send_->directBytesSent(), bytes);
+  ASSERT_TRUE(braid::testing::drive(*send_, 1, 0).ok());
+}
+
+TEST_F(IbDirect, AnOfferMadeDuringTheSendTakesTheRest) {
+  const size_t bytes = (size_t{9} << 20) + 3;
+  std::vector<uint8_t>& out = buffer(0, bytes);
+  std::vector<uint8_t>& in = buffer(1, bytes);
+  braid::testing::fillPattern(out, 0, 2);
+  ASSERT_TRUE(send_->postSend(out.data(), out.size()).ok());
+  spin(*send_, 1);  // fragments into every slot the receiver has
+  ASSERT_TRUE(recv_->postRecv(in.data(), in.size(), nullptr).ok());
+  ASSERT_TRUE(both(1).ok());
+  EXPECT_EQ(braid::testing::firstMismatch(in, 0, 2), -1);
+  EXPECT_GT(recv_->directBytesReceived(), 0u);
+  EXPECT_LT(recv_->directBytesReceived(), bytes);
+  EXPECT_EQ(send_->directBytesSent(), recv_->directBytesReceived());
+}
+
+TEST_F(IbDirect, AnOfferOfAnotherSizeIsNotUsedAndTheMismatchIsReported) {
+  const size_t bytes = size_t{1} << 20;
+  std::vector<uint8_t>& out = buffer(0, bytes);
+  std::vector<uint8_t>& in = buffer(1, bytes + 1);
+  ASSERT_TRUE(recv_->postRecv(in.data(), in.size(), nullptr).ok());
+  spin(*recv_, 10);
+  spin(*send_, 100);
+  ASSERT_TRUE(send_->postSend(out.data(), out.size()).ok());
+  const Status st = both(1);
+  EXPECT_EQ(st.code(), ncclInvalidUsage) << st.message();
+  EXPECT_EQ(send_->directBytesSent(), 0u);
+}
+#endif
 
 // Every registered transport has a line in kCases.
 TEST(EndpointContractCases, CoverEveryRegisteredTransport) {

@@ -2,9 +2,9 @@
 // (ncclCommRegister, ncclCommWindowRegister). Registering a buffer registers it with each of the
 // communicator's transports (Transport::registerMemory, transport/memory.h) and keeps their
 // handles until it is deregistered; a transport that cannot share the memory gives none. Shared
-// memory shares ncclMemAlloc allocations only, and does so whether or not they are registered,
-// so on host memory registration changes nothing on the data path yet. The records also let
-// the API reject handles Braid never issued.
+// memory shares ncclMemAlloc allocations only, and does so whether or not they are registered;
+// the ib transport registers any buffer (a memory region) and then writes messages between
+// registered buffers in place. The records also let the API reject handles Braid never issued.
 #pragma once
 
 #include <cstddef>

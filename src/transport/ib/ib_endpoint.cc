@@ -18,11 +18,17 @@ namespace braid::transport::ib {
 namespace {
 
 constexpr uint64_t kKindShift = 56;
-constexpr int kCreditSendsMax = 4;  // IbEndpoint::kMaxCreditSends, for the queue sizes
+constexpr int kCreditSendsMax = 4;   // IbEndpoint::kMaxCreditSends, for the queue sizes
+constexpr int kDirectWritesMax = 4;  // IbEndpoint::kMaxDirectWrites
+constexpr int kOffers = IbEndpoint::kOffers;
 
-int sendDepth(const Settings& s) { return s.slots + kCreditSendsMax + 2; }
-// Every slot may hold an unpolled fragment and every freed slot an unpolled credit message.
-int recvDepth(const Settings& s) { return 2 * s.slots + 2; }
+// A fragment per slot, the credit messages, the close, the direct writes and the offers.
+int sendDepth(const Settings& s) {
+  return s.slots + kCreditSendsMax + 2 + kDirectWritesMax + kOffers;
+}
+// Every slot may hold an unpolled fragment and every freed slot an unpolled credit message;
+// every offer slot an unpolled offer.
+int recvDepth(const Settings& s) { return 2 * s.slots + 2 + kOffers; }
 
 uint64_t wrId(uint64_t kind, uint64_t value) { return kind << kKindShift | value; }
 
@@ -58,7 +64,8 @@ Status Connection::create(std::shared_ptr<Device> device, const Settings& s, int
   c->cq_ = v->createCq(ctx, cqe, nullptr, c->channel_, 0);
   if (!c->cq_) return systemError("ib: ibv_create_cq(%d): %s", cqe, std::strerror(errno));
 
-  c->memoryBytes_ = 2 * static_cast<size_t>(s.slots) * s.slotBytes;
+  c->memoryBytes_ =
+      2 * static_cast<size_t>(s.slots) * s.slotBytes + 2 * kOffers * IbEndpoint::kOfferBytes;
   if (posix_memalign(reinterpret_cast<void**>(&c->memory_), 4096, c->memoryBytes_) != 0)
     return systemError("ib: cannot allocate %zu bytes of slots", c->memoryBytes_);
   c->mr_ = v->regMr(c->device_->pd, c->memory_, c->memoryBytes_,
@@ -76,7 +83,7 @@ Status Connection::create(std::shared_ptr<Device> device, const Settings& s, int
     init.qp_type = IBV_QPT_RC;
     init.cap.max_send_wr = static_cast<uint32_t>(sendDepth(s));
     init.cap.max_recv_wr = static_cast<uint32_t>(recvDepth(s));
-    init.cap.max_send_sge = 1;
+    init.cap.max_send_sge = 2;  // a fragment's header, and its payload in the caller's buffer
     init.cap.max_recv_sge = 1;
     ibv_qp* qp = v->createQp(c->device_->pd, &init);
     if (!qp) return systemError("ib: ibv_create_qp: %s", std::strerror(errno));
@@ -165,14 +172,19 @@ Status Connection::connect(const Handle& remote) {
   return Status::Ok();
 }
 
-IbEndpoint::IbEndpoint(std::unique_ptr<Connection> connection, int peerRank)
+IbEndpoint::IbEndpoint(std::unique_ptr<Connection> connection, int peerRank,
+                       std::shared_ptr<const MemoryRegions> regions)
     : c_(std::move(connection)),
+      regions_(std::move(regions)),
       peer_(peerRank),
       slots_(c_->settings_.slots),
       slotBytes_(c_->settings_.slotBytes),
+      offerArrived_(kOffers),
+      offerWriting_(kOffers),
       writing_(static_cast<size_t>(slots_)),
       arrived_(static_cast<size_t>(slots_)) {
   static_assert(kMaxCreditSends == kCreditSendsMax);
+  static_assert(kMaxDirectWrites == kDirectWritesMax);
 }
 
 IbEndpoint::~IbEndpoint() {
@@ -197,9 +209,12 @@ IbEndpoint::~IbEndpoint() {
 
 void IbEndpoint::settle(int ms) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  auto inFlight = [](const std::vector<uint8_t>& v) {
+    return std::any_of(v.begin(), v.end(), [](uint8_t w) { return w != 0; });
+  };
   auto pending = [&] {
     if (closeSent_ && !closeDone_) return true;
-    return std::any_of(writing_.begin(), writing_.end(), [](uint8_t w) { return w != 0; });
+    return inFlight(writing_) || inFlight(offerWriting_);
   };
   while (!failed_ && pending() && std::chrono::steady_clock::now() < end)
     if (!poll().ok()) break;
@@ -209,6 +224,10 @@ uint8_t* IbEndpoint::recvSlot(size_t i) const { return c_->memory_ + i * slotByt
 uint8_t* IbEndpoint::sendSlot(size_t i) const {
   return c_->memory_ + (static_cast<size_t>(slots_) + i) * slotBytes_;
 }
+uint8_t* IbEndpoint::offerIn(size_t j) const {
+  return c_->memory_ + 2 * static_cast<size_t>(slots_) * slotBytes_ + j * kOfferBytes;
+}
+uint8_t* IbEndpoint::offerOut(size_t j) const { return offerIn(kOffers + j); }
 
 Status IbEndpoint::fail(Status st) {
   if (!failed_) {
@@ -230,13 +249,25 @@ Status IbEndpoint::postRecvWr(int qp) {
 
 Status IbEndpoint::postSend(const void* data, size_t bytes) {
   if (failed_) return error_;
-  sends_.push_back({static_cast<const uint8_t*>(data), bytes});
+  SendOp op{};
+  op.data = static_cast<const uint8_t*>(data);
+  op.bytes = bytes;
+  op.seq = sendPosted_++;
+  sends_.push_back(op);
+  inPlace_.push_back(0);
   return Status::Ok();
 }
 
 Status IbEndpoint::postRecv(void* data, size_t bytes, RecvSink* sink, bool /*streamed*/) {
   if (failed_) return error_;
-  recvs_.push_back({static_cast<uint8_t*>(data), bytes, sink});
+  RecvOp op{};
+  op.data = static_cast<uint8_t*>(data);
+  op.bytes = bytes;
+  op.sink = sink;
+  op.seq = recvPosted_++;
+  const size_t min = std::max<size_t>(c_->settings_.directMinBytes, 1);
+  op.offerable = !sink && regions_ && bytes >= min && regions_->find(data, bytes, &op.keys);
+  recvs_.push_back(op);
   return Status::Ok();
 }
 
@@ -244,21 +275,45 @@ Status IbEndpoint::handle(const ibv_wc& wc) {
   const uint64_t kind = wc.wr_id >> kKindShift;
   const uint64_t value = wc.wr_id & ((uint64_t{1} << kKindShift) - 1);
   if (wc.status != IBV_WC_SUCCESS) {
-    const char* what = kind == kData     ? "an RDMA write to"
-                       : kind == kCredit ? "a credit message to"
-                       : kind == kClose  ? "the close message to"
-                                         : "a receive from";
+    const char* what = kind == kData || kind == kDataInPlace ? "an RDMA write to"
+                       : kind == kDirect                     ? "a direct RDMA write to"
+                       : kind == kOffer                      ? "an offer to"
+                       : kind == kCredit                     ? "a credit message to"
+                       : kind == kClose                      ? "the close message to"
+                                                             : "a receive from";
     return fail(remoteError("ib: %s rank %d failed: %s (status %d, vendor error 0x%x)", what, peer_,
                             verbs()->wcStatusStr(wc.status), static_cast<int>(wc.status),
                             wc.vendor_err));
   }
   switch (kind) {
     case kData: writing_[value] = 0; break;
+    case kDataInPlace:
+      writing_[value & 0xff] = 0;
+      --inPlace_[(value >> 8) - sendBase_];
+      break;
+    case kDirect:
+      --directWrites_;
+      --inPlace_[value - sendBase_];
+      break;
+    case kOffer: offerWriting_[value] = 0; break;
     case kCredit: --creditSends_; break;
     case kClose: closeDone_ = true; break;
     case kRecv: {
       const uint32_t imm = ntohl(wc.imm_data);
-      if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+      if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && (imm & kOfferBit)) {
+        const uint32_t j = imm & ~kOfferBit;
+        if (j != offersRead_ % kOffers || offerArrived_[j])
+          return fail(remoteError("ib: rank %d wrote offer slot %u out of turn", peer_, j));
+        // Read it now: the peer writes the slot again only after this side's fragments say so.
+        const uint8_t* p = offerIn(j);
+        Offer o{};
+        std::memcpy(&o.seq, p, 8);
+        std::memcpy(&o.addr, p + 8, 8);
+        std::memcpy(&o.bytes, p + 16, 8);
+        std::memcpy(&o.rkey, p + 24, 4);
+        offers_.push_back(o);
+        ++offersRead_;
+      } else if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
         if (imm >= static_cast<uint32_t>(slots_) || arrived_[imm])
           return fail(
               remoteError("ib: rank %d wrote into receive slot %u out of turn", peer_, imm));
@@ -289,7 +344,18 @@ Status IbEndpoint::poll() {
     const int n = ibv_poll_cq(c_->cq_, 32, wcs);
     if (n < 0) return fail(systemError("ib: ibv_poll_cq for rank %d failed", peer_));
     for (int i = 0; i < n; ++i) BRAID_TRY(handle(wcs[i]));
-    if (n < 32) return Status::Ok();
+    if (n < 32) {
+      retireSends();
+      return Status::Ok();
+    }
+  }
+}
+
+void IbEndpoint::retireSends() {
+  const uint64_t unposted = sends_.empty() ? sendPosted_ : sends_.front().seq;
+  while (sendBase_ < unposted && inPlace_.front() == 0) {
+    inPlace_.pop_front();
+    ++sendBase_;
   }
 }
 
@@ -299,11 +365,13 @@ Status IbEndpoint::deliver() {
     if (!arrived_[slot]) break;
     RecvOp& op = recvs_.front();
     const uint8_t* p = recvSlot(slot);
-    uint64_t message = 0;
-    uint32_t index = 0, payload = 0;
+    uint64_t message = 0, directFrom = 0;
+    uint32_t index = 0, payload = 0, offersRead = 0;
     std::memcpy(&message, p, 8);
     std::memcpy(&index, p + 8, 4);
     std::memcpy(&payload, p + 12, 4);
+    std::memcpy(&directFrom, p + 16, 8);
+    std::memcpy(&offersRead, p + 24, 4);
     if (index != static_cast<uint32_t>(consumed_) || payload > slotBytes_ - kHeaderBytes)
       return fail(remoteError("ib: rank %d wrote a fragment out of order (%u, expected %u)", peer_,
                               index, static_cast<uint32_t>(consumed_)));
@@ -315,13 +383,22 @@ Status IbEndpoint::deliver() {
     if (payload > op.bytes - op.done)
       return fail(
           remoteError("ib: rank %d wrote past the end of a %zu-byte message", peer_, op.bytes));
-    if (payload) {
+    // The peer's count of offers read, modulo 2^32 (it only grows, by at most kOffers).
+    peerOffersRead_ += static_cast<uint32_t>(offersRead - static_cast<uint32_t>(peerOffersRead_));
+    if (directFrom != kNoDirect) {
+      if (!op.offerable || payload != 0 || directFrom != op.done || op.seq >= offerNext_)
+        return fail(remoteError(
+            "ib: rank %d wrote directly into a receive it was not offered (message %llu)", peer_,
+            static_cast<unsigned long long>(op.seq)));
+      directReceived_ += op.bytes - op.done;
+      op.done = op.bytes;
+    } else if (payload) {
       if (op.sink)
         op.sink->consume(op.done, p + kHeaderBytes, payload);
       else
         std::memcpy(op.data + op.done, p + kHeaderBytes, payload);
     }
-    op.done += payload;
+    op.done += directFrom != kNoDirect ? 0 : payload;
     arrived_[slot] = 0;
     ++consumed_;
     ++freed_;
@@ -329,6 +406,52 @@ Status IbEndpoint::deliver() {
       recvs_.pop_front();
       ++recvBase_;
     }
+  }
+  return Status::Ok();
+}
+
+bool IbEndpoint::canOffer() const {
+  if (offersSent_ >= peerOffersRead_ + kOffers || offerWriting_[offersSent_ % kOffers])
+    return false;
+  for (uint64_t seq = std::max(offerNext_, recvBase_); seq < recvPosted_; ++seq)
+    if (recvs_[seq - recvBase_].offerable) return true;
+  return false;
+}
+
+Status IbEndpoint::sendOffers() {
+  offerNext_ = std::max(offerNext_, recvBase_);
+  while (offerNext_ < recvPosted_) {
+    const RecvOp& op = recvs_[offerNext_ - recvBase_];
+    if (!op.offerable) {
+      ++offerNext_;
+      continue;
+    }
+    const size_t j = offersSent_ % kOffers;
+    if (offersSent_ >= peerOffersRead_ + kOffers || offerWriting_[j]) break;
+    uint8_t* p = offerOut(j);
+    const uint64_t addr = reinterpret_cast<uint64_t>(op.data), bytes = op.bytes;
+    std::memcpy(p, &op.seq, 8);
+    std::memcpy(p + 8, &addr, 8);
+    std::memcpy(p + 16, &bytes, 8);
+    std::memcpy(p + 24, &op.keys.rkey, 4);
+    ibv_sge sge{reinterpret_cast<uint64_t>(p), static_cast<uint32_t>(kOfferBytes), c_->mr_->lkey};
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    wr.wr_id = wrId(kOffer, j);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(kOfferBit | static_cast<uint32_t>(j));
+    wr.wr.rdma.remote_addr =
+        c_->remote_.slotsAddr + 2 * static_cast<uint64_t>(slots_) * slotBytes_ + j * kOfferBytes;
+    wr.wr.rdma.rkey = c_->remote_.rkey;
+    const int rc = ibv_post_send(c_->qps_[0], &wr, &bad);
+    if (rc != 0)
+      return fail(systemError("ib: offer to rank %d: ibv_post_send: %s", peer_, std::strerror(rc)));
+    offerWriting_[j] = 1;
+    ++offersSent_;
+    ++offerNext_;
   }
   return Status::Ok();
 }
@@ -350,46 +473,125 @@ Status IbEndpoint::returnCredits() {
   return Status::Ok();
 }
 
+bool IbEndpoint::canWriteFragment() const {
+  return written_ < granted_ + static_cast<uint64_t>(slots_) &&
+         !writing_[written_ % static_cast<uint64_t>(slots_)];
+}
+
+// Matches the front send with the peer's offers: those for earlier receives are stale (their
+// messages went through the slots) and dropped; one for this send, of its size, makes the rest
+// of it a direct write, where the send's own buffer is registered.
+void IbEndpoint::takeOffer(SendOp& op) {
+  while (!offers_.empty() && offers_.front().seq < op.seq) offers_.pop_front();
+  if (op.direct || offers_.empty() || offers_.front().seq != op.seq) return;
+  const Offer o = offers_.front();
+  offers_.pop_front();
+  if (!op.registered || o.bytes != op.bytes) return;  // a mismatch: the fragments report it
+  op.direct = true;
+  op.directFrom = op.done;
+  op.remoteAddr = o.addr;
+  op.remoteKey = o.rkey;
+}
+
+// One fragment from `op`: `payload` bytes from op.done (copied into the send slot, or gathered
+// from a registered buffer in place), or, ending a direct write, none.
+Status IbEndpoint::writeFragment(SendOp& op, size_t payload, uint64_t directFrom) {
+  const size_t slot = written_ % static_cast<uint64_t>(slots_);
+  uint8_t* p = sendSlot(slot);
+  const uint64_t message = op.bytes;
+  const uint32_t index = static_cast<uint32_t>(written_);
+  const uint32_t length = static_cast<uint32_t>(payload);
+  const uint32_t offersRead = static_cast<uint32_t>(offersRead_);
+  std::memcpy(p, &message, 8);
+  std::memcpy(p + 8, &index, 4);
+  std::memcpy(p + 12, &length, 4);
+  std::memcpy(p + 16, &directFrom, 8);
+  std::memcpy(p + 24, &offersRead, 4);
+  std::memset(p + 28, 0, 4);
+  // From a registered buffer (sends of BRAID_IB_DIRECT_MIN_BYTES and more) the payload is
+  // gathered in place; the send then completes when the write does.
+  const bool inPlace = payload > 0 && op.registered;
+  ibv_sge sge[2] = {
+      {reinterpret_cast<uint64_t>(p), static_cast<uint32_t>(kHeaderBytes), c_->mr_->lkey},
+      {reinterpret_cast<uint64_t>(op.data + op.done), length, op.keys.lkey}};
+  if (inPlace) {
+    ++inPlace_[op.seq - sendBase_];
+  } else {
+    if (payload) std::memcpy(p + kHeaderBytes, op.data + op.done, payload);
+    sge[0].length = static_cast<uint32_t>(kHeaderBytes + payload);
+  }
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = inPlace ? wrId(kDataInPlace, op.seq << 8 | slot) : wrId(kData, slot);
+  wr.sg_list = sge;
+  wr.num_sge = inPlace ? 2 : 1;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.imm_data = htonl(static_cast<uint32_t>(slot));
+  wr.wr.rdma.remote_addr = c_->remote_.slotsAddr + slot * slotBytes_;
+  wr.wr.rdma.rkey = c_->remote_.rkey;
+  const size_t qp = written_ % c_->qps_.size();
+  const int rc = ibv_post_send(c_->qps_[qp], &wr, &bad);
+  if (rc != 0) {
+    if (inPlace) --inPlace_[op.seq - sendBase_];
+    return fail(
+        systemError("ib: RDMA write to rank %d: ibv_post_send: %s", peer_, std::strerror(rc)));
+  }
+  writing_[slot] = 1;
+  ++written_;
+  op.done += payload;
+  return Status::Ok();
+}
+
+// The next piece of a direct write, on the queue pair the fragment that ends it will take.
+Status IbEndpoint::writeDirect(SendOp& op) {
+  const size_t bytes = std::min(op.bytes - op.done, kDirectChunk);
+  ibv_sge sge{reinterpret_cast<uint64_t>(op.data + op.done), static_cast<uint32_t>(bytes),
+              op.keys.lkey};
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = wrId(kDirect, op.seq);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = op.remoteAddr + op.done;
+  wr.wr.rdma.rkey = op.remoteKey;
+  const size_t qp = written_ % c_->qps_.size();
+  const int rc = ibv_post_send(c_->qps_[qp], &wr, &bad);
+  if (rc != 0)
+    return fail(systemError("ib: direct RDMA write to rank %d: ibv_post_send: %s", peer_,
+                            std::strerror(rc)));
+  ++inPlace_[op.seq - sendBase_];
+  ++directWrites_;
+  directSent_ += bytes;
+  op.done += bytes;
+  return Status::Ok();
+}
+
 Status IbEndpoint::pushSends() {
   const size_t room = slotBytes_ - kHeaderBytes;
+  const size_t min = std::max<size_t>(c_->settings_.directMinBytes, 1);
   while (!sends_.empty() && !peerClosed_) {
-    const size_t slot = written_ % static_cast<uint64_t>(slots_);
-    if (written_ >= granted_ + static_cast<uint64_t>(slots_) || writing_[slot]) break;
     SendOp& op = sends_.front();
-    const size_t payload = std::min(op.bytes - op.done, room);
-    uint8_t* p = sendSlot(slot);
-    const uint64_t message = op.bytes;
-    const uint32_t index = static_cast<uint32_t>(written_);
-    const uint32_t length = static_cast<uint32_t>(payload);
-    std::memcpy(p, &message, 8);
-    std::memcpy(p + 8, &index, 4);
-    std::memcpy(p + 12, &length, 4);
-    if (payload) std::memcpy(p + kHeaderBytes, op.data + op.done, payload);
-    ibv_sge sge{reinterpret_cast<uint64_t>(p), static_cast<uint32_t>(kHeaderBytes + payload),
-                c_->mr_->lkey};
-    ibv_send_wr wr{};
-    ibv_send_wr* bad = nullptr;
-    wr.wr_id = wrId(kData, slot);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(static_cast<uint32_t>(slot));
-    wr.wr.rdma.remote_addr = c_->remote_.slotsAddr + slot * slotBytes_;
-    wr.wr.rdma.rkey = c_->remote_.rkey;
-    const size_t qp = written_ % c_->qps_.size();
-    const int rc = ibv_post_send(c_->qps_[qp], &wr, &bad);
-    if (rc != 0)
-      return fail(
-          systemError("ib: RDMA write to rank %d: ibv_post_send: %s", peer_, std::strerror(rc)));
-    writing_[slot] = 1;
-    ++written_;
-    op.done += payload;
-    if (op.done == op.bytes) {
-      sends_.pop_front();
-      ++sendBase_;
+    if (!op.looked) {
+      op.looked = true;
+      op.registered = regions_ && op.bytes >= min && regions_->find(op.data, op.bytes, &op.keys);
     }
+    takeOffer(op);
+    if (op.direct && op.done < op.bytes) {
+      if (directWrites_ >= kMaxDirectWrites) break;
+      BRAID_TRY(writeDirect(op));
+      continue;
+    }
+    if (!canWriteFragment()) break;
+    if (op.direct)
+      BRAID_TRY(writeFragment(op, 0, op.directFrom));
+    else
+      BRAID_TRY(writeFragment(op, std::min(op.bytes - op.done, room), kNoDirect));
+    if (op.done == op.bytes) sends_.pop_front();
   }
+  retireSends();
   return Status::Ok();
 }
 
@@ -408,6 +610,7 @@ Status IbEndpoint::progress() {
   BRAID_TRY(poll());
   BRAID_TRY(deliver());
   BRAID_TRY(returnCredits());
+  BRAID_TRY(sendOffers());
   BRAID_TRY(pushSends());
   // A closed peer: once everything it wrote has arrived and been handed over, what is still
   // waiting can never complete.
@@ -424,9 +627,18 @@ void IbEndpoint::addWakeups(WaitSet& set) {
   const bool deliverable =
       !recvs_.empty() && arrived_[consumed_ % static_cast<uint64_t>(slots_)] != 0;
   const bool creditable = freed_ > 0 && creditSends_ < kMaxCreditSends;
-  const bool writable = !sends_.empty() && written_ < granted_ + static_cast<uint64_t>(slots_) &&
-                        !writing_[written_ % static_cast<uint64_t>(slots_)];
-  if (failed_ || deliverable || creditable || writable || !stash_.empty()) {
+  // The front send can move: a direct write with room for another piece, or else a free slot
+  // or an offer for it not yet taken.
+  bool writable = false;
+  if (!sends_.empty()) {
+    const SendOp& op = sends_.front();
+    if (op.direct && op.done < op.bytes)
+      writable = directWrites_ < kMaxDirectWrites;
+    else
+      writable =
+          canWriteFragment() || (!op.direct && !offers_.empty() && offers_.front().seq <= op.seq);
+  }
+  if (failed_ || deliverable || creditable || writable || canOffer() || !stash_.empty()) {
     set.cannotSleep();
     return;
   }

@@ -1,6 +1,7 @@
 #include "transport/ib/ib_transport.h"
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -32,6 +33,10 @@ const Var kNcclIbPkey = {"NCCL_IB_PKEY", "0", "partition key index (0-65535)"};
 const Var kBraidIbSlotBytes = {"BRAID_IB_SLOT_BYTES", "262144",
                                "ib transport: bytes of each of a connection's 8 receive slots, "
                                "the largest piece one RDMA write carries (4096 to 64 MiB)"};
+const Var kBraidIbDirectMinBytes = {
+    "BRAID_IB_DIRECT_MIN_BYTES", "65536",
+    "ib transport: messages of this size and more between buffers registered on both ranks "
+    "(ncclCommRegister) are written straight into the receiver's buffer"};
 }  // namespace braid::env
 
 namespace braid::transport {
@@ -64,6 +69,9 @@ Status settingsFromEnv(Settings* out) {
   int slot = 0;
   BRAID_TRY(readInt(env::kBraidIbSlotBytes, 4096, 64 << 20, &slot));
   s.slotBytes = static_cast<size_t>(slot);
+  int directMin = 0;
+  BRAID_TRY(readInt(env::kBraidIbDirectMinBytes, 0, INT32_MAX, &directMin));
+  s.directMinBytes = static_cast<size_t>(directMin);
   *out = s;
   return Status::Ok();
 }
@@ -71,7 +79,9 @@ Status settingsFromEnv(Settings* out) {
 class IbTransport final : public Transport {
  public:
   IbTransport(std::shared_ptr<Device> device, const Settings& settings)
-      : device_(std::move(device)), settings_(settings) {}
+      : device_(std::move(device)),
+        settings_(settings),
+        regions_(device_ ? std::make_shared<ib::MemoryRegions>(device_) : nullptr) {}
 
   std::string_view name() const override { return "ib"; }
   void advertise(PeerInfo* self) const override { self->ibPorts = device_ ? 1 : 0; }
@@ -83,6 +93,18 @@ class IbTransport final : public Transport {
   LinkCost linkCost() const override {
     const double gbps = device_ && device_->port.gbps > 0 ? device_->port.gbps : 100;
     return {2.0, 1.0 / (gbps * 125.0)};
+  }
+
+  // Any buffer can be registered (ncclCommRegister): one memory region on the device each.
+  Status registerMemory(const void* base, size_t bytes, MemoryHandle* handle) override {
+    if (!regions_) {
+      *handle = {};
+      return Status::Ok();
+    }
+    return regions_->add(base, bytes, handle);
+  }
+  void deregisterMemory(const MemoryHandle& handle) override {
+    if (regions_) regions_->remove(handle);
   }
 
   Status listen(const PeerInfo& /*self*/, const PeerInfo& peer, Blob* handle) override {
@@ -131,13 +153,15 @@ class IbTransport final : public Transport {
       pending_.erase(it);
     }
     BRAID_TRY(c->connect(h));
-    *endpoint = std::make_unique<IbEndpoint>(std::move(c), peer.rank);
+    *endpoint = std::make_unique<IbEndpoint>(std::move(c), peer.rank, regions_);
     return Status::Ok();
   }
 
  private:
   std::shared_ptr<Device> device_;
   const Settings settings_;
+  // Shared with the endpoints, which may outlive the transport.
+  std::shared_ptr<ib::MemoryRegions> regions_;
   std::mutex mu_;
   std::map<int, std::unique_ptr<Connection>> pending_;
 };
@@ -186,11 +210,17 @@ Status createIbTransport(std::unique_ptr<Transport>* out) {
   return Status::Ok();
 }
 
-const env::Var* const kIbVariables[] = {&env::kNcclIbDisable,  &env::kNcclIbHca,
-                                        &env::kNcclIbGidIndex, &env::kNcclIbTc,
-                                        &env::kNcclIbSl,       &env::kNcclIbTimeout,
-                                        &env::kNcclIbRetryCnt, &env::kNcclIbQpsPerConnection,
-                                        &env::kNcclIbPkey,     &env::kBraidIbSlotBytes};
+const env::Var* const kIbVariables[] = {&env::kNcclIbDisable,
+                                        &env::kNcclIbHca,
+                                        &env::kNcclIbGidIndex,
+                                        &env::kNcclIbTc,
+                                        &env::kNcclIbSl,
+                                        &env::kNcclIbTimeout,
+                                        &env::kNcclIbRetryCnt,
+                                        &env::kNcclIbQpsPerConnection,
+                                        &env::kNcclIbPkey,
+                                        &env::kBraidIbSlotBytes,
+                                        &env::kBraidIbDirectMinBytes};
 
 }  // namespace
 
