@@ -86,6 +86,11 @@ trap 'exit 130' INT TERM
 # read .ko.xz or .ko.zst) and guest-init.sh as /init. ib_uverbs: /dev/infiniband/uverbs0 for
 # libibverbs. rdma_ucm: rdma_cm for programs like rping.
 modules=(virtio_pci virtio_net 9pnet_virtio 9p overlay crc32_generic rdma_rxe ib_uverbs rdma_ucm)
+# tls: kernel TLS (kTLS), which the host here lacks, for Braid's encrypted TCP (rdma_ktls), with
+# what its AES-GCM needs: without them setting the keys fails (ENOENT) and OpenSSL keeps the
+# record layer, since nothing here loads a crypto module on demand.
+ktls=(ctr ghash_generic gcm tls)
+"$modprobe" --show-depends -S "$kver" -a "${ktls[@]}" >/dev/null 2>&1 && modules+=("${ktls[@]}")
 root=$work/initramfs
 mkdir -p "$root/bin" "$root/lib/modules"
 cp "$busybox" "$root/bin/busybox"
