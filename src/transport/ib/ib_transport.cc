@@ -30,9 +30,10 @@ const Var kNcclIbQpsPerConnection = {
     "NCCL_IB_QPS_PER_CONNECTION", "1",
     "queue pairs per peer; fragments of large messages are spread over them (1-16)"};
 const Var kNcclIbPkey = {"NCCL_IB_PKEY", "0", "partition key index (0-65535)"};
-const Var kBraidIbSlotBytes = {"BRAID_IB_SLOT_BYTES", "262144",
-                               "ib transport: bytes of each of a connection's 8 receive slots, "
-                               "the largest piece one RDMA write carries (4096 to 64 MiB)"};
+const Var kBraidIbSlotBytes = {
+    "BRAID_IB_SLOT_BYTES", "262144",
+    "ib transport: bytes of each of a connection's 8 receive slots, "
+    "the largest piece a write through the slots carries (4096 to 64 MiB)"};
 const Var kBraidIbDirectMinBytes = {
     "BRAID_IB_DIRECT_MIN_BYTES", "65536",
     "ib transport: messages of this size and more between buffers registered on both ranks "
