@@ -402,6 +402,14 @@ class IbDirect : public ::testing::Test {
   void spin(Endpoint& ep, int rounds) {
     for (int k = 0; k < rounds; ++k) ASSERT_TRUE(ep.progress().ok());
   }
+  // The receiver writes its offer, and the sender progresses until it has read it.
+  void offer() {
+    spin(*recv_, 1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (send_->offersReceived() == 0 && std::chrono::steady_clock::now() < deadline)
+      ASSERT_TRUE(send_->progress().ok());
+    ASSERT_EQ(send_->offersReceived(), 1u);
+  }
 
   Pair p_;
   ib::IbEndpoint* send_ = nullptr;
@@ -415,8 +423,7 @@ TEST_F(IbDirect, AnOfferMadeBeforeTheSendTakesTheWholeMessage) {
   std::vector<uint8_t>& in = buffer(1, bytes);
   braid::testing::fillPattern(out, 0, 1);
   ASSERT_TRUE(recv_->postRecv(in.data(), in.size(), nullptr).ok());
-  spin(*recv_, 10);   // writes the offer
-  spin(*send_, 100);  // reads it
+  offer();
   ASSERT_TRUE(send_->postSend(out.data(), out.size()).ok());
   ASSERT_TRUE(both(1).ok());
   EXPECT_EQ(braid::testing::firstMismatch(in, 0, 1), -1);
@@ -445,8 +452,7 @@ TEST_F(IbDirect, AnOfferOfAnotherSizeIsNotUsedAndTheMismatchIsReported) {
   std::vector<uint8_t>& out = buffer(0, bytes);
   std::vector<uint8_t>& in = buffer(1, bytes + 1);
   ASSERT_TRUE(recv_->postRecv(in.data(), in.size(), nullptr).ok());
-  spin(*recv_, 10);
-  spin(*send_, 100);
+  offer();
   ASSERT_TRUE(send_->postSend(out.data(), out.size()).ok());
   const Status st = both(1);
   EXPECT_EQ(st.code(), ncclInvalidUsage) << st.message();

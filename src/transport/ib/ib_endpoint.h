@@ -124,9 +124,11 @@ class IbEndpoint final : public Endpoint {
   void addWakeups(WaitSet& set) override;
   std::string describe() const override;
 
-  // Payload bytes this endpoint sent by direct writes, and received by them (for tests).
+  // Payload bytes this endpoint sent by direct writes, and received by them, and the offers it
+  // has read from the peer (for tests).
   uint64_t directBytesSent() const { return directSent_; }
   uint64_t directBytesReceived() const { return directReceived_; }
+  uint64_t offersReceived() const { return offersRead_; }
 
   static constexpr size_t kHeaderBytes = 32;
   static constexpr int kOffers = 8;  // offer slots each way
