@@ -121,6 +121,14 @@ def nccl_busbw(lines):
     return rates, wrong
 
 
+def fail(run, what, out):
+    """Stops, keeping the whole output of the failed guest run beside `out` (a run takes long)."""
+    with open(out + ".failed.log", "w") as fh:
+        fh.write(run.stdout + run.stderr)
+    sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])
+    sys.exit(f"{what} exited with {run.returncode}; its output is in {out}.failed.log")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default="64K,256K,1M,4M,16M,64M")
@@ -135,8 +143,7 @@ def main():
            str(args.timeout), "--", "bash", "-c", guest_script(sizes)]
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if run.returncode != 0:
-        sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])
-        sys.exit(f"guest.sh exited with {run.returncode}")
+        fail(run, "guest.sh", args.out)
     s = sections(run.stdout)
     two = None
     if args.two_guests:
@@ -144,8 +151,7 @@ def main():
                "--timeout", str(args.timeout), "--", "bash", "-c", two_guest_script(sizes)]
         run2 = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if run2.returncode != 0:
-            sys.stderr.write(run2.stdout[-4000:] + run2.stderr[-4000:])
-            sys.exit(f"guest.sh --guests 2 exited with {run2.returncode}")
+            fail(run2, "guest.sh --guests 2", args.out)
         mine = "\n".join(l[4:] for l in run2.stdout.splitlines() if l.startswith("[0] "))
         two = sections(mine)
     braid = {f"{b} {t}": nccl_busbw(s.get(f"{b} {t}", []))
