@@ -398,7 +398,7 @@ Status IbEndpoint::deliver() {
       else
         std::memcpy(op.data + op.done, p + kHeaderBytes, payload);
     }
-    op.done += directFrom != kNoDirect ? 0 : payload;
+    op.done += payload;  // none after a direct write (checked above)
     arrived_[slot] = 0;
     ++consumed_;
     ++freed_;
