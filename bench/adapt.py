@@ -65,6 +65,8 @@ def run(args, label, env, reshape, uplink, seconds):
                 events.append({"kind": "plan", "before_call": len(calls), "what": m[2]})
             elif " is late: " in m[2] or "on time again" in m[2]:
                 events.append({"kind": "late", "before_call": len(calls), "what": m[2]})
+            elif "is on a slow host" in m[2] or "no longer slow" in m[2]:
+                events.append({"kind": "slow", "before_call": len(calls), "what": m[2]})
         elif (m := CHOICE.match(line)) and m[1] == large:
             events.append({"kind": "algorithm", "before_call": len(calls), "what": m[2]})
     return {"label": label, "env": env, "command": cmd, "calls": calls, "events": events}

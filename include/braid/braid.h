@@ -188,6 +188,11 @@ typedef struct {
    * where adaptation runs (docs/adaptation.md). */
   int64_t lateRank;
   uint64_t lateUs;
+  /* A host the topology probe (at init, or run again when the communicator re-planned) found
+   * slower than the others, by its lowest rank, and the fastest of its links the probe
+   * measured, in Gbit/s; -1 and 0 when none (docs/adaptation.md). */
+  int64_t slowRank;
+  double slowGbps;
 } braidCommStats_t;
 
 ncclResult_t braidCommGetStats(ncclComm_t comm, braidCommStats_t* stats);

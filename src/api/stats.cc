@@ -105,6 +105,8 @@ braidCommStats_t commStats(ncclComm* comm) {
   out.planChanges = comm->adapt.epoch();
   out.lateRank = comm->adapt.lateRank();
   out.lateUs = static_cast<uint64_t>(comm->adapt.lateUs());
+  out.slowRank = comm->adapt.slowRank();
+  out.slowGbps = comm->adapt.slowGbps();
   return out;
 }
 
@@ -124,8 +126,9 @@ std::string jsonLine(ncclComm* comm, const char* event) {
       "\"nranks\":%d,\"host\":\"%s\",\"pid\":%d,\"calls\":%llu,\"failedCalls\":%llu,"
       "\"timedCalls\":%llu,\"callNs\":%llu,\"bytesSent\":%llu,\"bytesReceived\":%llu,"
       "\"messagesSent\":%llu,\"messagesReceived\":%llu,\"errors\":%llu,\"planChanges\":%llu,"
-      "\"lateRank\":%lld,\"lateUs\":%llu,\"peerFields\":[\"peer\",\"bytesSent\","
-      "\"bytesReceived\",\"messagesSent\",\"messagesReceived\",\"errors\",\"busyNs\","
+      "\"lateRank\":%lld,\"lateUs\":%llu,\"slowRank\":%lld,\"slowGbps\":%.3f,"
+      "\"peerFields\":[\"peer\",\"bytesSent\",\"bytesReceived\",\"messagesSent\","
+      "\"messagesReceived\",\"errors\",\"busyNs\","
       "\"stallNs\",\"arrivalSkewNs\",\"skewCalls\",\"measuredUsPerMiB\",\"modelUsPerMiB\","
       "\"level\",\"tcpRetransmits\",\"tcpRttUs\",\"tcpCwnd\"],\"peers\":[",
       now, event, static_cast<void*>(comm), static_cast<ull>(comm->commHash), comm->rank,
@@ -134,7 +137,8 @@ std::string jsonLine(ncclComm* comm, const char* event) {
       static_cast<ull>(s.bytesSent), static_cast<ull>(s.bytesReceived),
       static_cast<ull>(s.messagesSent), static_cast<ull>(s.messagesReceived),
       static_cast<ull>(s.errors), static_cast<ull>(s.planChanges),
-      static_cast<long long>(s.lateRank), static_cast<ull>(s.lateUs));
+      static_cast<long long>(s.lateRank), static_cast<ull>(s.lateUs),
+      static_cast<long long>(s.slowRank), s.slowGbps);
   bool first = true;
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;

@@ -191,11 +191,13 @@ Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHost
   for (int r = net.nranks() - 1; r >= 0; --r) leaders[static_cast<size_t>(hostOfRank[r])] = r;
 
   // Rank 0 leads host 0 (hosts are numbered by first appearance). The wire format of the
-  // result: ok flag, racks per host, rack count, threshold, two link costs.
+  // result: ok flag, racks per host, rack count, threshold, two link costs, the slow host.
   struct Wire {
     int32_t ok, racks;
     double threshold;
     algos::LinkCost intra, inter;
+    int32_t slowHost;
+    double slowHostGbps, othersGbps;
   } wire{};
   std::vector<int32_t> rackOfHost(hosts.size(), 0);
   if (net.rank() == 0) {
@@ -203,7 +205,8 @@ Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHost
     if (!st.ok())
       BRAID_WARN("topology probe failed, treating hosts as one flat network: %s",
                  st.message().c_str());
-    wire = {st.ok(), racks->racks, racks->thresholdGbps, racks->intraRack, racks->interRack};
+    wire = {st.ok(),          racks->racks,    racks->thresholdGbps, racks->intraRack,
+            racks->interRack, racks->slowHost, racks->slowHostGbps,  racks->othersGbps};
     if (st.ok()) std::copy(racks->rackOfHost.begin(), racks->rackOfHost.end(), rackOfHost.begin());
     for (int r = 1; r < net.nranks(); ++r) {
       BRAID_TRY(net.sendControl(r, kTagRacks, &wire, sizeof wire));
@@ -222,6 +225,9 @@ Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHost
   racks->thresholdGbps = wire.threshold;
   racks->intraRack = wire.intra;
   racks->interRack = wire.inter;
+  racks->slowHost = wire.slowHost;
+  racks->slowHostGbps = wire.slowHostGbps;
+  racks->othersGbps = wire.othersGbps;
   *ran = true;
   return Status::Ok();
 }

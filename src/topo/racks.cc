@@ -53,6 +53,37 @@ bool usable(const PairSample& s, int nhosts) {
          s.link.bandwidthGbps > 0 && std::isfinite(s.link.bandwidthGbps);
 }
 
+// Sets out->slowHost (racks.h) from the pairs the racks were found from.
+void nameSlowHost(std::span<const PairSample> valid, const RackOptions& options,
+                  RackClustering* out) {
+  const std::vector<int>& rackOf = out->rackOfHost;
+  std::vector<int> size(static_cast<size_t>(out->racks), 0);
+  for (int r : rackOf) ++size[static_cast<size_t>(r)];
+  if (*std::max_element(size.begin(), size.end()) < 2) return;  // no baseline: every host alone
+  for (int h = 0; h < static_cast<int>(rackOf.size()); ++h) {
+    if (size[static_cast<size_t>(rackOf[static_cast<size_t>(h)])] != 1) continue;
+    double fastest = 0;
+    std::vector<double> others, othersAcross;
+    for (const PairSample& s : valid) {
+      const double bw = s.link.bandwidthGbps;
+      if (s.a == h || s.b == h) {
+        fastest = std::max(fastest, bw);
+        continue;
+      }
+      others.push_back(bw);
+      if (rackOf[static_cast<size_t>(s.a)] != rackOf[static_cast<size_t>(s.b)])
+        othersAcross.push_back(bw);
+    }
+    if (fastest <= 0 || others.empty()) continue;
+    // A rack of one whose links are as fast as the uplinks between the other racks is a rack.
+    if (!othersAcross.empty() && fastest * options.minGapRatio > median(othersAcross)) continue;
+    if (out->slowHost >= 0 && fastest >= out->slowHostGbps) continue;
+    out->slowHost = h;
+    out->slowHostGbps = fastest;
+    out->othersGbps = median(others);
+  }
+}
+
 }  // namespace
 
 RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples,
@@ -98,6 +129,7 @@ RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples,
         .push_back(s);
   out.intraRack = inside.empty() ? medianLink(across) : medianLink(inside);
   out.interRack = across.empty() ? out.intraRack : medianLink(across);
+  nameSlowHost(valid, options, &out);
   return out;
 }
 

@@ -40,6 +40,13 @@ struct RackClustering {
   double thresholdGbps = 0;   // pairs at or above it are in one rack (0: no split found)
   algos::LinkCost intraRack;  // median of measured pairs inside a rack
   algos::LinkCost interRack;  // median of measured pairs across racks (= intraRack if none)
+  // A host alone in its rack while other hosts share one, whose fastest measured link is slower
+  // by minGapRatio or more than the median link between the other racks (where there are
+  // others): its own link is slow, or it is a rack of one behind a slow uplink. The others wait
+  // for it in every call that crosses it, so it is named (-1: none; the slowest if several).
+  int slowHost = -1;
+  double slowHostGbps = 0;  // its fastest measured pair
+  double othersGbps = 0;    // the median measured pair between the other hosts
 };
 
 RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples,

@@ -10,10 +10,10 @@ fi
 
 # netns_scratch NAME [FILE...]: this test's own cluster prefix in $P (parallel tests and a
 # developer's cluster never collide) and a log file in $LOG; at exit the cluster, the log and
-# the FILEs given are removed.
+# the FILEs (or folders) given are removed.
 netns_scratch() {
   P="bnc${1:0:1}$(( $$ % 100000 ))-"
   LOG=$(mktemp "/tmp/braid-$1-test.XXXXXX")
   NETNS_REMOVE=("$LOG" "${@:2}")
-  trap '"$NETCLUSTER" --cleanup --prefix "$P" >/dev/null 2>&1; rm -f "${NETNS_REMOVE[@]}"' EXIT
+  trap '"$NETCLUSTER" --cleanup --prefix "$P" >/dev/null 2>&1; rm -rf "${NETNS_REMOVE[@]}"' EXIT
 }

@@ -118,6 +118,66 @@ TEST(Racks, BadSamplesAreIgnored) {
   EXPECT_EQ(c.rackOfHost, (std::vector<int>{0, 0, 1, 1}));
 }
 
+// A slow host (racks.h): alone in its rack while the others share racks, its links slower by
+// minGapRatio or more than those between the other racks. Probed as the runtime probes, with
+// `slow` a factor on every pair of host `host` (its own link), on top of the racks' rates.
+RackClustering probeWithSlowHost(std::vector<int> rack, int host, double slow, unsigned seed) {
+  Synthetic s{std::move(rack)};
+  s.rng.seed(seed);
+  MeasureFn fn = [&](int a, int b, LinkSample* out) {
+    *out = s.measure(a, b);
+    if (a == host || b == host) out->bandwidthGbps = std::min(out->bandwidthGbps, slow);
+    return Status::Ok();
+  };
+  RackClustering c;
+  EXPECT_TRUE(probeRacks(static_cast<int>(s.rack.size()), fn, {}, &c).ok());
+  return c;
+}
+
+TEST(SlowHost, OneHostsSlowLinkAmongFastOnesIsNamed) {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    RackClustering c = probeWithSlowHost({0, 0, 0, 0, 0, 0, 0, 0}, 3, 10, seed);
+    EXPECT_EQ(c.slowHost, 3) << "seed " << seed;
+    EXPECT_LE(c.slowHostGbps, 10);
+    EXPECT_GT(c.othersGbps, 70);  // in-rack pairs, 100 +- 20%
+  }
+}
+
+TEST(SlowHost, ASlowHostInOneOfTwoRacksIsNamed) {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    // Uplinks at 12.5 (the others' cross-rack median), host 6's link at 5: 2.5x slower.
+    RackClustering c = probeWithSlowHost({0, 1, 0, 1, 0, 1, 0, 1}, 6, 5, seed);
+    EXPECT_EQ(c.racks, 3) << "seed " << seed;
+    EXPECT_EQ(c.slowHost, 6) << "seed " << seed;
+    EXPECT_LE(c.slowHostGbps, 5);
+  }
+}
+
+TEST(SlowHost, RacksAndARackOfOneAsFastAsTheUplinksNameNobody) {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    EXPECT_EQ(probeWithSlowHost({0, 0, 0, 0, 1, 1, 1, 1}, -1, 0, seed).slowHost, -1);
+    EXPECT_EQ(probeWithSlowHost({0, 0, 0, 0, 0, 0, 0, 0}, -1, 0, seed).slowHost, -1);
+    // Host 6 is a rack of its own, behind an uplink like the other racks'.
+    RackClustering c = probeWithSlowHost({0, 0, 0, 1, 1, 1, 2}, -1, 0, seed);
+    EXPECT_EQ(c.racks, 3) << "seed " << seed;
+    EXPECT_EQ(c.slowHost, -1) << "seed " << seed;
+  }
+}
+
+// Of two slow hosts the slower is named (the one the others wait for longest); host 5's links
+// are no slower than the uplinks to host 2's rack of one.
+TEST(SlowHost, OfTwoTheSlowerIsNamed) {
+  std::vector<PairSample> samples;
+  auto rate = [](int a, int b) { return a == 2 || b == 2 ? 5.0 : a == 5 || b == 5 ? 10.0 : 100.0; };
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b) samples.push_back({a, b, {3, rate(a, b)}});
+  RackClustering c = clusterRacks(6, samples);
+  EXPECT_EQ(c.racks, 3);
+  EXPECT_EQ(c.slowHost, 2);
+  EXPECT_EQ(c.slowHostGbps, 5);  // its fastest pair
+  EXPECT_EQ(c.othersGbps, 100);
+}
+
 struct ProbeCase {
   std::vector<int> rack;
   int racks;

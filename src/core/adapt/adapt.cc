@@ -169,6 +169,28 @@ void Adaptation::observe(double us, double priceUs, size_t bytes) {
       {static_cast<float>(ratio), static_cast<float>(perMiB), static_cast<float>(us), gapUs_});
 }
 
+void Adaptation::probed(ncclComm* comm, const SlowHost& slow, int64_t call) {
+  const int before = slowRank();
+  slowRank_.store(slow.rank, std::memory_order_relaxed);
+  slowGbps_.store(slow.rank >= 0 ? slow.gbps : 0, std::memory_order_relaxed);
+  const std::string when =
+      call < 0 ? std::string("init") : strfmt("call %lld", static_cast<long long>(call));
+  const void* c = static_cast<void*>(comm);
+  if (slow.rank >= 0 && slow.rank != before) {
+    BRAID_WARN(
+        "adapt: comm %p rank %d: %s: %s%s is on a slow host: the probe measured its "
+        "host's links to the others at %.2f Gbit/s at most, and %.2f between the others "
+        "(a slow link at that host, or a rack of one behind a slow uplink); the others "
+        "wait for it in every call that crosses it",
+        c, comm->rank, when.c_str(), loss::describeRank(comm, slow.rank).c_str(),
+        slow.ranks > 1 ? strfmt(" (and %d more ranks)", slow.ranks - 1).c_str() : "", slow.gbps,
+        slow.othersGbps);
+  } else if (slow.rank < 0 && before >= 0) {
+    BRAID_INFO(kTuning, "adapt: comm %p rank %d: %s: rank %d's host is no longer slow", c,
+               comm->rank, when.c_str(), before);
+  }
+}
+
 Vote Adaptation::takeVote(bool canProbe) {
   Vote v;
   v.canProbe = canProbe;
@@ -250,13 +272,15 @@ Status beforeCall(ncclComm* comm, const Call& call) {
   BRAID_TRY(async::drain(comm));
   algos::Topology measured;
   bool probed = false;
-  BRAID_TRY(comm->measureTopology(&measured, &probed));
+  SlowHost slow;
+  BRAID_TRY(comm->measureTopology(&measured, &probed, &slow));
   if (!probed) {
     BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: the probe did not run; plan kept", c,
                comm->rank, ull(index));
     a.rule_.replanned(false);
     return Status::Ok();
   }
+  a.probed(comm, slow, static_cast<int64_t>(index));
   const bool sameRacks = measured.groupOf == comm->topology.groupOf;
   BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: plan epoch %u: %s%s%s", c, comm->rank,
              ull(index), a.epoch() + 1, describeRacks(measured).c_str(),

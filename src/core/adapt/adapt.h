@@ -77,6 +77,15 @@ struct Vote {
   uint32_t canProbe = 0;  // 1: this rank can take part in a probe now (no device-memory calls)
 };
 
+// A host whose links the probe found slower than the others' (topo::RackClustering::slowHost),
+// given by the lowest of its ranks: rank -1 when none.
+struct SlowHost {
+  int rank = -1;
+  int ranks = 0;          // how many ranks the host has
+  double gbps = 0;        // its fastest measured link
+  double othersGbps = 0;  // the median measured link between the other hosts
+};
+
 // A rank the others wait for: -1 when none.
 struct Straggler {
   int rank = -1;
@@ -132,6 +141,14 @@ class Adaptation {
   // The plan changes so far (braidCommGetStats reads it from any thread).
   uint32_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
 
+  // After every probe, at init (call -1) and at a re-plan (its call index), on every rank alike:
+  // names the slow host the probe found (NCCL_DEBUG=WARN), or says that the one named before is
+  // no longer slow. Whether or not the communicator adapts (the init probe runs either way).
+  void probed(ncclComm* comm, const SlowHost& slow, int64_t call);
+  // The slow host's lowest rank, -1 for none, and its links' rate (braidCommGetStats).
+  int slowRank() const { return slowRank_.load(std::memory_order_relaxed); }
+  double slowGbps() const { return slowGbps_.load(std::memory_order_relaxed); }
+
  private:
   friend Status beforeCall(ncclComm* comm, const Call& call);
   // This rank's vote from what it observed since the last one, which it forgets.
@@ -146,6 +163,8 @@ class Adaptation {
   uint64_t votedAt_ = 0;     // largeCalls_ at the last vote
   std::atomic<uint32_t> epoch_{0};  // plan changes adopted (re-plans and reverts)
   std::atomic<int> lateRank_{-1};
+  std::atomic<int> slowRank_{-1};
+  std::atomic<double> slowGbps_{0};
   std::atomic<int64_t> lastEndNs_{0};  // 0: no call ended yet
   float gapUs_ = 0;                    // before the large call begun last (under mu_)
   std::atomic<double> lateUs_{0};

@@ -176,14 +176,17 @@ Status ncclComm::buildTopology() {
   });
   BRAID_TRY(hostStatus);
   bool probed = false;
-  BRAID_TRY(measureTopology(&topology, &probed));
+  braid::adapt::SlowHost slow;
+  BRAID_TRY(measureTopology(&topology, &probed, &slow));
+  adapt.probed(this, slow, -1);
   if (ranksPerCore > 1.0)
     BRAID_INFO(kGraph, "%.2f ranks per core on the most crowded machine: every alpha priced x%.2f",
                ranksPerCore, ranksPerCore);
   return braid::adapt::agreeAtInit(this, probed);
 }
 
-Status ncclComm::measureTopology(braid::algos::Topology* out, bool* probed) {
+Status ncclComm::measureTopology(braid::algos::Topology* out, bool* probed,
+                                 braid::adapt::SlowHost* slow) {
   braid::topo::CommTopologyInputs in;
   for (const auto& p : peers)
     in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
@@ -194,6 +197,18 @@ Status ncclComm::measureTopology(braid::algos::Topology* out, bool* probed) {
   braid::CommProbeNetwork probeNet(*this);
   BRAID_TRY(braid::topo::probeTopology(probeNet, in.rankHosts, &racks, probed));
   if (*probed) in.probedRacks = &racks;
+  if (slow) {
+    *slow = {};
+    std::vector<int> hostOfRank;
+    braid::topo::distinctHosts(in.rankHosts, &hostOfRank);
+    for (int r = 0; *probed && racks.slowHost >= 0 && r < nranks; ++r) {
+      if (hostOfRank[static_cast<size_t>(r)] != racks.slowHost) continue;
+      if (slow->rank < 0) slow->rank = r;
+      ++slow->ranks;
+    }
+    slow->gbps = racks.slowHostGbps;
+    slow->othersGbps = racks.othersGbps;
+  }
   braid::topo::CommTopology built;
   BRAID_TRY(braid::topo::buildCommTopology(in, &built));
   *out = std::move(built.topology);
