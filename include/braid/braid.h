@@ -163,6 +163,14 @@ typedef struct {
   uint32_t tcpRttUs;
   uint32_t tcpCwnd;
   int level;
+  /* TCP: the path's own time per MiB, from TCP_INFO: the time the kernel had this side's data
+   * to send with the receiver's window open, over the bytes the peer acknowledged meanwhile,
+   * between two reads that saw 256 KiB or more acknowledged, decaying as measuredUsPerMiB. It
+   * leaves out the algorithm's waits (nothing queued on the socket), so it is the link's rate
+   * under the traffic it carried, comparable with modelUsPerMiB; 0 until measured and on other
+   * transports. The kernel times this in scheduler ticks (1-4 ms), so it is good over many
+   * calls, not one. */
+  double tcpPathUsPerMiB;
 } braidPeerStats_t;
 
 typedef struct {

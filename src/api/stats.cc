@@ -57,6 +57,7 @@ void addPeer(const braid::LinkStats& link, braidPeerStats_t* out) {
     out->tcpRttUs = static_cast<uint32_t>(link.rttUs.get());
     out->tcpCwnd = static_cast<uint32_t>(link.cwnd.get());
   }
+  if (out->tcpPathUsPerMiB == 0) out->tcpPathUsPerMiB = link.pathUsPerMiB.get();
 }
 
 braidPeerStats_t peerStats(const std::vector<ncclComm*>& carriers, int peer) {
@@ -130,7 +131,7 @@ std::string jsonLine(ncclComm* comm, const char* event) {
       "\"peerFields\":[\"peer\",\"bytesSent\",\"bytesReceived\",\"messagesSent\","
       "\"messagesReceived\",\"errors\",\"busyNs\","
       "\"stallNs\",\"arrivalSkewNs\",\"skewCalls\",\"measuredUsPerMiB\",\"modelUsPerMiB\","
-      "\"level\",\"tcpRetransmits\",\"tcpRttUs\",\"tcpCwnd\"],\"peers\":[",
+      "\"level\",\"tcpRetransmits\",\"tcpRttUs\",\"tcpCwnd\",\"tcpPathUsPerMiB\"],\"peers\":[",
       now, event, static_cast<void*>(comm), static_cast<ull>(comm->commHash), comm->rank,
       comm->nranks, host.c_str(), static_cast<int>(me.pid), static_cast<ull>(s.calls),
       static_cast<ull>(s.failedCalls), static_cast<ull>(s.timedCalls), static_cast<ull>(s.callNs),
@@ -144,12 +145,13 @@ std::string jsonLine(ncclComm* comm, const char* event) {
     if (p == comm->rank) continue;
     const braidPeerStats_t ps = peerStats(all, p);
     out += braid::strfmt(
-        "%s[%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.3f,%.3f,%d,%llu,%u,%u]",
+        "%s[%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.3f,%.3f,%d,%llu,%u,%u,%.3f]",
         first ? "" : ",", p, static_cast<ull>(ps.bytesSent), static_cast<ull>(ps.bytesReceived),
         static_cast<ull>(ps.messagesSent), static_cast<ull>(ps.messagesReceived),
         static_cast<ull>(ps.errors), static_cast<ull>(ps.busyNs), static_cast<ull>(ps.stallNs),
         static_cast<ull>(ps.arrivalSkewNs), static_cast<ull>(ps.skewCalls), ps.measuredUsPerMiB,
-        ps.modelUsPerMiB, ps.level, static_cast<ull>(ps.tcpRetransmits), ps.tcpRttUs, ps.tcpCwnd);
+        ps.modelUsPerMiB, ps.level, static_cast<ull>(ps.tcpRetransmits), ps.tcpRttUs, ps.tcpCwnd,
+        ps.tcpPathUsPerMiB);
     first = false;
   }
   // The per-tag counts (userProfilerTag), as [tag, calls, failedCalls, timedCalls, callNs, bytes].

@@ -48,6 +48,12 @@ struct LinkSample {
   uint64_t retransmits = 0;  // segments sent again, since the connection opened (summed)
   uint32_t rttUs = 0;        // smoothed round-trip time (the slowest socket)
   uint32_t cwnd = 0;         // congestion window in segments (summed)
+  // Bytes the peer acknowledged (summed) and microseconds the path had this side's data to carry
+  // and the receiver's window open (the longest socket's), since the connection opened; their
+  // ratio is the path's own rate, whatever the caller waited for between messages. 0 where the
+  // kernel does not report them.
+  uint64_t bytesAcked = 0;
+  uint64_t sendingUs = 0;
 };
 
 // A reliable, bidirectional, FIFO message channel to one peer. Non-blocking; never throws.

@@ -206,6 +206,7 @@ TEST(Telemetry, OtherTransportsLeaveTheTcpFieldsZero) {
     EXPECT_EQ(seen[r].tcpRttUs, 0u) << "rank " << r;
     EXPECT_EQ(seen[r].tcpCwnd, 0u) << "rank " << r;
     EXPECT_EQ(seen[r].tcpRetransmits, 0u) << "rank " << r;
+    EXPECT_EQ(seen[r].tcpPathUsPerMiB, 0.0) << "rank " << r;
   }
 }
 

@@ -91,6 +91,14 @@ struct LinkStats {
   Counter retransmits;
   Counter rttUs;
   Counter cwnd;
+  // The path's own rate: microseconds per MiB acknowledged while the kernel had this side's data
+  // to send and the receiver's window open, between two samples that saw kModelMinBytes or more
+  // acknowledged, decaying as usPerMiB. Unlike usPerMiB it leaves out every wait of the
+  // algorithm (nothing queued in the socket), so it says what the link does, not how a schedule
+  // used it. 0 until measured, and on transports without a kernel path.
+  Gauge pathUsPerMiB;
+  uint64_t ackedAtSample = 0;  // the sample's counters last time (the executor's thread only)
+  uint64_t sendingUsAtSample = 0;
 
   // One timed call's figures on this connection, and the model's price for the pair now.
   struct Call {
@@ -103,6 +111,17 @@ struct LinkStats {
     retransmits.set(sample.retransmits);
     rttUs.set(sample.rttUs);
     cwnd.set(sample.cwnd);
+    if (sample.bytesAcked >= ackedAtSample + kModelMinBytes &&
+        sample.sendingUs > sendingUsAtSample) {
+      const double v = static_cast<double>(sample.sendingUs - sendingUsAtSample) * 1048576.0 /
+                       static_cast<double>(sample.bytesAcked - ackedAtSample);
+      const double before = pathUsPerMiB.get();
+      pathUsPerMiB.set(before == 0 ? v : before + kModelWeight * (v - before));
+    }
+    if (sample.bytesAcked >= ackedAtSample + kModelMinBytes || sample.bytesAcked < ackedAtSample) {
+      ackedAtSample = sample.bytesAcked;
+      sendingUsAtSample = sample.sendingUs;
+    }
   }
 
   void sent(size_t bytes) {

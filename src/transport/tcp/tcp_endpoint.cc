@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "transport/tcp/tcp_info.h"
 #include "transport/tcp/tcp_wire.h"
 #include "transport/wait.h"
 
@@ -47,13 +48,16 @@ bool TcpEndpoint::sample(LinkSample* out) const {
   LinkSample sum;
   bool any = false;
   for (const StreamSockets& stream : fds_) {
-    tcp_info info{};
-    socklen_t len = sizeof info;
-    if (getsockopt(stream.send.fd(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) continue;
+    TcpInfo info;
+    if (!readTcpInfo(stream.send.fd(), &info)) continue;
     any = true;
-    sum.retransmits += info.tcpi_total_retrans;
-    sum.rttUs = std::max(sum.rttUs, info.tcpi_rtt);
-    sum.cwnd += info.tcpi_snd_cwnd;
+    sum.retransmits += info.retransmits;
+    sum.rttUs = std::max(sum.rttUs, info.rttUs);
+    sum.cwnd += info.cwnd;
+    // A message is striped over the streams, which send side by side: their bytes add up, their
+    // sending time is the longest of theirs.
+    sum.bytesAcked += info.bytesAcked;
+    sum.sendingUs = std::max(sum.sendingUs, info.sendingUs);
   }
   if (any) *out = sum;
   return any;
