@@ -198,7 +198,9 @@ def main():
               f"- fixed / adaptive, restored calls 10-19: {f['restored 10-19'] / a['restored 10-19']:.2f}x",
               "", "Conditions: the 8 ranks, their shapers and their TCP stacks share the machine's "
               f"{os.cpu_count()} cores. The cost model prices the flat ring on the fast network at about a "
-              "quarter of what it measures here and hierpipe about right, so on the restored network "
+              "quarter of what it measures here and hierpipe about right: with ranks alternating racks "
+              "every ring hop crosses a rack uplink that four flows share, which the probe (one pair at "
+              "a time) does not see (docs/adaptation.md, \"Per connection\"). So on the restored network "
               "the re-probe's plan (the ring) measures slower than the one it replaced and is undone.",
               "", "Plan changes of the adaptive run (rank 0's log; every rank logs the same call):", ""]
     adaptive = runs[0]
