@@ -66,8 +66,10 @@ struct ProbeOptions {
 // every known rack measure the hosts still unplaced, until every host is placed or the budget or
 // maxPairs runs out (the racks are then those the measurements made so far support). Before a
 // split is accepted, the fastest measured pair between each two racks (the pairs nearest the
-// split) is measured again, the faster of the two counting. `samples` (optional) receives each
-// measured pair once.
+// split) is measured again, the faster of the two counting; and a split whose fast side is a
+// single pair (a shaper's burst can lift one measurement above every link) is accepted only if
+// that pair measures fast again, the slower of the two counting. `samples` (optional) receives
+// each measured pair once.
 Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options,
                   RackClustering* out, std::vector<PairSample>* samples = nullptr);
 
