@@ -216,6 +216,19 @@ INSTANTIATE_TEST_SUITE_P(
         ProbeCase{{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, 4},  // four racks of three
         ProbeCase{{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2}, 3}));
 
+// `s`'s measurements, except that the first of the pair (a, b) (lower host first) comes out at
+// `gbps`; *spoiled says whether it happened.
+MeasureFn spoilFirst(Synthetic& s, int a, int b, double gbps, bool* spoiled) {
+  return [&s, a, b, gbps, spoiled](int x, int y, LinkSample* out) {
+    *out = s.measure(x, y);
+    if (std::min(x, y) == a && std::max(x, y) == b && !*spoiled) {
+      *spoiled = true;
+      out->bandwidthGbps = gbps;
+    }
+    return Status::Ok();
+  };
+}
+
 // One in-rack pair measured at an uplink's rate the first time (a loaded machine): with racks
 // interleaved, that pair is host 2's only one inside its rack, so the first clustering leaves
 // host 2 alone. The probe measures it again and finds the two real racks.
@@ -224,14 +237,7 @@ TEST(Probe, OneBadMeasurementDoesNotMakeARack) {
     Synthetic s{{0, 1, 0, 1, 0, 1, 0, 1}};
     s.rng.seed(seed);
     bool spoiled = false;
-    MeasureFn noisy = [&](int a, int b, LinkSample* out) {
-      *out = s.measure(a, b);
-      if (std::min(a, b) == 0 && std::max(a, b) == 2 && !spoiled) {
-        spoiled = true;
-        out->bandwidthGbps = s.across;
-      }
-      return Status::Ok();
-    };
+    MeasureFn noisy = spoilFirst(s, 0, 2, s.across, &spoiled);
     RackClustering c;
     std::vector<PairSample> samples;
     ASSERT_TRUE(probeRacks(8, noisy, {}, &c, &samples).ok());
@@ -275,14 +281,7 @@ TEST(Probe, OneBurstDoesNotMakeARack) {
     Synthetic s{{0, 0, 0, 0, 0, 0, 0, 0}};
     s.rng.seed(seed);
     bool spoiled = false;
-    MeasureFn noisy = [&](int a, int b, LinkSample* out) {
-      *out = s.measure(a, b);
-      if (std::min(a, b) == 0 && std::max(a, b) == 1 && !spoiled) {
-        spoiled = true;
-        out->bandwidthGbps = 2 * s.inside;
-      }
-      return Status::Ok();
-    };
+    MeasureFn noisy = spoilFirst(s, 0, 1, 2 * s.inside, &spoiled);
     RackClustering c;
     ASSERT_TRUE(probeRacks(8, noisy, {}, &c).ok());
     EXPECT_TRUE(spoiled);
