@@ -170,10 +170,10 @@ Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& opti
 
   std::set<int> leaders{0};
   RackClustering racks = clusterRacks(nhosts, samples, options.racks);
-  // The other way round: a shaper's burst can make one pair measure faster than any link
-  // (seen: 3.06 Gbit/s on an emulated cluster of 2 Gbit/s links), and that pair alone above the
-  // split makes a rack of two and leaves every other host alone. A split whose fast side is a
-  // single pair is accepted only if that pair measures fast again; the slower of the two counts.
+  // The other way round: a shaper's burst can make one pair measure faster than any link, and
+  // that pair alone above the split makes a rack of two and leaves every other host alone. A split
+  // whose fast side is a single pair is accepted only if that pair measures fast again; the slower
+  // of the two counts.
   std::set<size_t> remeasured;  // indices into samples, each measured again at most once
   auto confirmLoneFastPair = [&]() -> Status {
     size_t fast = samples.size(), above = 0;

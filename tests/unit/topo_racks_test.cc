@@ -272,8 +272,8 @@ TEST(Probe, BadMeasurementsDoNotCutARackInTwo) {
   }
 }
 
-// One pair measured faster than any link (a shaper's burst: seen on an emulated cluster of
-// 2 Gbit/s links at 3.06 Gbit/s) is the only pair above the split: the first clustering makes
+// One pair measured faster than any link (a shaper's burst, as seen on the emulated cluster) is
+// the only pair above the split: the first clustering makes
 // it a rack of two and leaves every other host alone, and the probe then spent its whole
 // measurement limit placing them. Measured again it is as fast as the others: one rack.
 TEST(Probe, OneBurstDoesNotMakeARack) {
