@@ -17,8 +17,7 @@ bool readTcpInfo(int fd, TcpInfo* out) {
   out->rttUs = info.tcpi_rtt;
   out->cwnd = info.tcpi_snd_cwnd;
   // Kernels before 4.10 end the struct before the chrono fields.
-  out->timed = len >= offsetof(tcp_info, tcpi_rwnd_limited) + sizeof info.tcpi_rwnd_limited;
-  if (out->timed) {
+  if (len >= offsetof(tcp_info, tcpi_rwnd_limited) + sizeof info.tcpi_rwnd_limited) {
     out->bytesAcked = info.tcpi_bytes_acked;
     out->sendingUs = info.tcpi_busy_time - std::min(info.tcpi_rwnd_limited, info.tcpi_busy_time);
   }

@@ -13,10 +13,9 @@ struct TcpInfo {
   uint32_t cwnd = 0;         // congestion window, segments
   // Bytes the peer acknowledged, and microseconds the socket had data to send that the
   // receiver's window let it send (TCP_INFO's busy time less its receive-window-limited time),
-  // both since the connection opened; `timed` false where the kernel does not report them.
+  // both since the connection opened; 0 where the kernel does not report them.
   uint64_t bytesAcked = 0;
   uint64_t sendingUs = 0;
-  bool timed = false;
 };
 
 // False where getsockopt fails.
