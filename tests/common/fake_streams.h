@@ -143,9 +143,12 @@ class FakeStreamOps final : public device::StreamOps {
   }
   Status waitFlag(cudaStream_t s, uint32_t value) override {
     ++counters_->waits;
-    uint32_t* flag = &flag_;
-    FakeStream::of(s)->push(
-        [flag, value] { return int32_t(__atomic_load_n(flag, __ATOMIC_ACQUIRE) - value) >= 0; });
+    // The wait holds the flag: these operations may be destroyed (the proxy's end) before the
+    // stream's thread sees the value written last, as cudaFreeHost waits for the device first.
+    std::shared_ptr<uint32_t> flag = flag_;
+    FakeStream::of(s)->push([flag, value] {
+      return int32_t(__atomic_load_n(flag.get(), __ATOMIC_ACQUIRE) - value) >= 0;
+    });
     return Status::Ok();
   }
   Status query(device::Event e, bool* done) override {
@@ -204,7 +207,7 @@ class FakeStreamOps final : public device::StreamOps {
     return Status::Ok();
   }
   void destroyStream(cudaStream_t) override {}  // its thread goes with these operations
-  uint32_t* flag() override { return &flag_; }
+  uint32_t* flag() override { return flag_.get(); }
   const char* describe() const override { return "fake streams (host threads)"; }
 
  private:
@@ -218,7 +221,7 @@ class FakeStreamOps final : public device::StreamOps {
   std::vector<std::unique_ptr<FakeStream>> ownStreams_;
   Counters own_;
   Counters* counters_;
-  uint32_t flag_ = 0;
+  std::shared_ptr<uint32_t> flag_ = std::make_shared<uint32_t>(0);
   std::vector<std::pair<const char*, size_t>> device_;
   bool kernels_;
   bool failToDevice_ = false;
