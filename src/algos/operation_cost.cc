@@ -358,6 +358,7 @@ class OperationSim {
     arrival_.assign(c.messages, -1.0);
     launched_.assign(c.pairs.size(), 0);
     linkFree_.assign(c.pairs.size(), 0.0);
+    resumePending_.assign(c.pairs.size(), 0);
     levelBytes_.assign(static_cast<size_t>(topo.levels()) + 1, 0.0);
     for (uint32_t g : c.roots) {
       const int r =
@@ -382,7 +383,12 @@ class OperationSim {
       const Event e = events_.top();
       events_.pop();
       now_ = e.time;
-      becomeReady(e.rank, e.step, e.time);
+      if (e.resume) {
+        resumePending_[c_.pairOf[e.step]] = 0;
+        launch(c_.pairOf[e.step]);
+      } else {
+        becomeReady(e.rank, e.step, e.time);
+      }
     }
     bool matched = finished_ == c_.kind.size();
     for (const Compiled::Pair& p : c_.pairs) matched = matched && p.sends.size() == p.recvs.size();
@@ -441,11 +447,15 @@ class OperationSim {
     double time;
     int rank;
     uint32_t step;
+    // Not a step becoming ready: `step`'s connection has sent its last message and may start
+    // the next (launch).
+    bool resume = false;
     // Ties go by rank, then step: the order does not depend on the heap's, and a rank's image
     // a block away meets its ties as the rank does (OperationOptions::symmetry).
     bool operator>(const Event& o) const {
       if (time != o.time) return time > o.time;
-      return rank != o.rank ? rank > o.rank : step > o.step;
+      if (rank != o.rank) return rank > o.rank;
+      return step != o.step ? step > o.step : resume > o.resume;
     }
   };
 
@@ -479,12 +489,25 @@ class OperationSim {
     }
   }
 
-  // Starts the pair's messages in order while their sends are ready.
+  // Starts the pair's next message if its send is ready and the connection is idle. A
+  // connection sends one message at a time, as a socket or a queue pair does: the next is
+  // booked on the ports when the last has left (a resume event), not as soon as it is ready, so
+  // connections that share a port interleave their messages there as a NIC interleaves
+  // connections, instead of the first to be ready booking its whole backlog ahead of the rest
+  // (a double binary tree's leaf sends, all ready at the start, held its NIC for the whole up
+  // phase while the other tree's pipeline waited behind them).
   void launch(uint32_t pairIndex) {
     const Compiled::Pair& p = c_.pairs[pairIndex];
     size_t& launched = launched_[pairIndex];
     while (launched < p.sends.size() && ready_[p.sends[launched]]) {
       const uint32_t g = p.sends[launched];
+      if (linkFree_[pairIndex] > now_) {
+        if (!resumePending_[pairIndex]) {
+          resumePending_[pairIndex] = 1;
+          events_.push({linkFree_[pairIndex], p.from, g, true});
+        }
+        return;
+      }
       const double b = c_.value[g];
       const int level = p.level;
       const LinkCost& link = topo_.link[static_cast<size_t>(level)];
@@ -569,7 +592,8 @@ class OperationSim {
   std::vector<double> codecFree_;  // per simulated rank
   std::vector<double> arrival_;    // per message, -1 until sent
   std::vector<size_t> launched_;   // per pair
-  std::vector<double> linkFree_;   // per pair
+  std::vector<double> linkFree_;   // per pair: when its last message has left
+  std::vector<char> resumePending_;  // per pair: a resume event is queued
   std::vector<double> levelBytes_;
   std::vector<std::vector<Port>> ports_;  // [level][port class, out and in]
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
