@@ -5,8 +5,9 @@
 // needs both: here a message starts once its send is ready and its links are free, arrives
 // alpha + bytes x beta later (the link of the lowest level both ranks share), and occupies the
 // pair's link and, for every group it leaves or enters on the way (host, rack, ...), that
-// group's port in that direction for bytes x beta of the level above the group. A receive
-// completes when it is ready and its message has arrived (plus bytes x gamma to reduce).
+// group's port in that direction for bytes x beta of the level above the group; a pair sends
+// one message at a time. A receive completes when it is ready and its message has arrived (plus
+// bytes x gamma to reduce).
 // Two bounds from below where the machine, not the links, is the limit: ranks that outnumber
 // cores share the cores' work (Topology::alphaScale), and the ranks of a host share its memory
 // (Topology::memoryUsPerByte): every byte a step reads or writes in the call's buffers (a send's

@@ -141,19 +141,20 @@ TEST(OperationSim, HierarchicalAllReduceTakesItsClosedForm) {
 // climbs and descends d = ceil(log2 n) levels:
 //   tree: 2 B beta + 2 d (alpha + c beta)            (docs/scale.md)
 // A connection sends one message at a time, so a leaf's chunks, all ready at the start, do not
-// book its NIC ahead of the other tree's pipeline (which then waited behind them: 1.5-1.8 times
-// 2 B beta). The simulation stays above the form by up to a fifth: a message takes its two
-// ports at once, where a NIC shares its rate among connections (docs/scale.md).
+// book its NIC ahead of the other tree's pipeline (which then waited behind them: 1.5-1.9 times
+// 2 B beta). The simulation stays above the form, more so the deeper the tree (1.16-1.29 times
+// it): on every port four connections take turns, so a chunk's hop waits for the others'
+// messages where the form has it hop at the link's rate (docs/scale.md).
 TEST(OperationSim, DoubleBinaryTreeComesNearItsClosedForm) {
   const double alpha = 5, beta = 1.0 / 12.5e3;
   const size_t bytes = size_t{64} << 20, chunk = size_t{1} << 20;
-  for (int n : {8, 64, 256}) {
+  for (int n : {8, 64, 1024}) {
     const Topology flat = Topology::flat(n, {alpha, beta});
     const double nics = 2 * static_cast<double>(bytes) * beta;
     const double form = nics + 2 * std::ceil(std::log2(n)) * (alpha + chunk * beta);
     const algos::OperationReport r = simulate("tree", flat, bytes, true, chunk);
     EXPECT_GE(r.us, form) << n << " ranks";
-    EXPECT_LE(r.us, 1.25 * form) << n << " ranks";
+    EXPECT_LE(r.us, 1.3 * form) << n << " ranks";
     EXPECT_NEAR(r.busiestUs, nics, 1e-6 * nics) << n << " ranks: the busiest NIC carries 2 B";
   }
 }
