@@ -359,6 +359,7 @@ class OperationSim {
     launched_.assign(c.pairs.size(), 0);
     linkFree_.assign(c.pairs.size(), 0.0);
     resumePending_.assign(c.pairs.size(), 0);
+    way_.assign(2 * static_cast<size_t>(topo.levels()), 0);
     levelBytes_.assign(static_cast<size_t>(topo.levels()) + 1, 0.0);
     for (uint32_t g : c.roots) {
       const int r =
@@ -519,34 +520,34 @@ class OperationSim {
         return b * topo_.link[static_cast<size_t>(l) + 1].betaUsPerByte *
                c_.classWeight[static_cast<size_t>(l)][static_cast<size_t>(port / 2)];
       };
-      auto busyFor = [&](int l, double t) {
-        const int out = portOf(l, p.from, 0), in = portOf(l, p.to, 1);
-        return std::max(port(l, out).busyFor(t, length(l, out)),
-                        port(l, in).busyFor(t, length(l, in)));
-      };
-      double start = std::max(readyAt_[g], linkFree_[pairIndex]);
+      // way[2 l]: the port out of the sender's group at level l, way[2 l + 1]: into the
+      // receiver's.
+      int* way = way_.data();
       for (int l = 0; l < level; ++l) {
-        port(l, portOf(l, p.from, 0)).forget(now_);
-        port(l, portOf(l, p.to, 1)).forget(now_);
+        way[2 * l] = portOf(l, p.from, 0);
+        way[2 * l + 1] = portOf(l, p.to, 1);
+        port(l, way[2 * l]).forget(now_);
+        port(l, way[2 * l + 1]).forget(now_);
       }
-      for (bool moved = true; moved;) {
-        moved = false;
-        for (int l = 0; l < level; ++l) {
-          const double busy = busyFor(l, start);
-          const double t = std::max(port(l, portOf(l, p.from, 0)).earliest(start, busy),
-                                    port(l, portOf(l, p.to, 1)).earliest(start, busy));
-          if (t > start) start = t, moved = true;
-        }
+      auto busyFor = [&](int l, double t) {
+        return std::max(port(l, way[2 * l]).busyFor(t, length(l, way[2 * l])),
+                        port(l, way[2 * l + 1]).busyFor(t, length(l, way[2 * l + 1])));
+      };
+      // The earliest start from which every port is free: each port in turn moves the start to
+      // its earliest gap, until all of them in a row accept it.
+      double start = std::max(readyAt_[g], linkFree_[pairIndex]);
+      for (int k = 0, accepted = 0; accepted < 2 * level; k = k + 1 == 2 * level ? 0 : k + 1) {
+        const double t = port(k / 2, way[k]).earliest(start, busyFor(k / 2, start));
+        if (t > start)
+          start = t, accepted = 1;
+        else
+          ++accepted;
       }
       // The message takes as long as its slowest port (without shaping: the level's beta).
       double transfer = level == 0 ? b * link.betaUsPerByte : 0.0;
       for (int l = 0; l < level; ++l) transfer = std::max(transfer, busyFor(l, start));
       linkFree_[pairIndex] = start + transfer;
-      for (int l = 0; l < level; ++l) {
-        const int out = portOf(l, p.from, 0), in = portOf(l, p.to, 1);
-        port(l, out).book(start, length(l, out));
-        port(l, in).book(start, length(l, in));
-      }
+      for (int k = 0; k < 2 * level; ++k) port(k / 2, way[k]).book(start, length(k / 2, way[k]));
       const double arrival = start + link.alphaUs * topo_.alphaScale + transfer;
       if (level > 0) cpuWork_ += 2 * link.alphaUs + b * link.cpuUsPerByte;  // the kernel's work
       levelBytes_[static_cast<size_t>(level)] += b * (c_.n / c_.period);
@@ -594,6 +595,7 @@ class OperationSim {
   std::vector<size_t> launched_;   // per pair
   std::vector<double> linkFree_;   // per pair: when its last message has left
   std::vector<char> resumePending_;  // per pair: a resume event is queued
+  std::vector<int> way_;             // launch's ports of the message it places
   std::vector<double> levelBytes_;
   std::vector<std::vector<Port>> ports_;  // [level][port class, out and in]
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
