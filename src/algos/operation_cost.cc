@@ -153,8 +153,12 @@ bool isShifted(const Schedule& a, const Schedule& b, int shift, int n, size_t ty
 
 class Compiler {
  public:
-  Compiler(int n, int period, size_t typeSize, const Topology& topo, bool signaturesOnDataEdges)
-      : typeSize_(typeSize), topo_(topo), signaturesOnDataEdges_(signaturesOnDataEdges) {
+  Compiler(int n, int period, size_t typeSize, const Topology& topo, bool signaturesOnDataEdges,
+           size_t maxSteps)
+      : typeSize_(typeSize),
+        topo_(topo),
+        signaturesOnDataEdges_(signaturesOnDataEdges),
+        maxSteps_(maxSteps) {
     c_.n = n;
     c_.period = period;
     c_.rankBase.push_back(0);
@@ -214,8 +218,12 @@ class Compiler {
     if (topo_.signatures && topo_.alphaScale > 1.0) addLoneSignatures(r, s);
   }
 
-  // Whether the steps still fit the 32-bit step numbers.
-  bool fits() const { return c_.kind.size() < UINT32_MAX && c_.pairs.size() < UINT32_MAX; }
+  // Whether the steps still fit the 32-bit step numbers and the budget
+  // (OperationOptions::maxSteps).
+  bool fits() const {
+    return c_.kind.size() < UINT32_MAX && c_.pairs.size() < UINT32_MAX && !overBudget();
+  }
+  bool overBudget() const { return maxSteps_ > 0 && c_.kind.size() > maxSteps_; }
 
   Compiled finish(const std::vector<std::vector<int>>& perm) && {
     for (Compiled::Pair& p : c_.pairs) {
@@ -312,19 +320,22 @@ class Compiler {
   size_t typeSize_;
   const Topology& topo_;
   bool signaturesOnDataEdges_;
+  size_t maxSteps_;
   std::unordered_map<uint64_t, uint32_t> pairIndex_;
   uint32_t index_ = 0;
 };
 
 // The compiled schedules of every rank, or of one block when a period is found and checked
-// (OperationOptions::symmetry). Null when a schedule is too large to number.
+// (OperationOptions::symmetry). Null when a schedule is too large to number, or the simulated
+// ranks' steps exceed options.maxSteps (then *overBudget is set).
 std::unique_ptr<Compiled> compile(int n, const ScheduleSource& source, size_t typeSize,
-                                  const Topology& topo, const OperationOptions& options) {
+                                  const Topology& topo, const OperationOptions& options,
+                                  bool* overBudget) {
   Schedule storage, other;
   std::vector<std::vector<int>> perm;
   for (int period = 1; options.symmetry && period < n; ++period) {
     if (n % period != 0 || !groupShift(topo, period, &perm)) continue;
-    Compiler compiler(n, period, typeSize, topo, options.signaturesOnDataEdges);
+    Compiler compiler(n, period, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
     const int last = n / period - 1;
     bool same = true;
     for (int r = 0; r < period && same && compiler.fits(); ++r) {
@@ -337,9 +348,15 @@ std::unique_ptr<Compiled> compile(int n, const ScheduleSource& source, size_t ty
     }
     if (same && compiler.fits())
       return std::make_unique<Compiled>(std::move(compiler).finish(perm));
+    // A block that matched so far is over the budget: a longer period or every rank would be too.
+    if (same && compiler.overBudget()) {
+      *overBudget = true;
+      return nullptr;
+    }
   }
-  Compiler compiler(n, n, typeSize, topo, options.signaturesOnDataEdges);
+  Compiler compiler(n, n, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
   for (int r = 0; r < n && compiler.fits(); ++r) compiler.add(source(r, storage));
+  *overBudget = compiler.overBudget();
   if (!compiler.fits()) return nullptr;
   return std::make_unique<Compiled>(std::move(compiler).finish({}));
 }
@@ -616,7 +633,8 @@ double simulateOperation(int nranks, const ScheduleSource& source, size_t typeSi
   *report = OperationReport{};
   report->us = report->linksUs = std::numeric_limits<double>::infinity();
   if (nranks != topo.nranks() || nranks <= 0) return report->us;
-  const std::unique_ptr<Compiled> compiled = compile(nranks, source, typeSize, topo, options);
+  const std::unique_ptr<Compiled> compiled =
+      compile(nranks, source, typeSize, topo, options, &report->overBudget);
   if (!compiled) return report->us;
   report->period = compiled->period;
   report->steps = compiled->kind.size();

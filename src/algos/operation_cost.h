@@ -55,6 +55,10 @@ struct OperationOptions {
   // every block: each of them books it that many times over. Without such a period, or with
   // `symmetry` off, every rank is simulated.
   bool symmetry = false;
+  // Where above 0: the most steps the simulated ranks may have in all (a block's, or every
+  // rank's); beyond it nothing is simulated, and the report says overBudget. The selector's
+  // bound on what it simulates per candidate.
+  size_t maxSteps = 0;
 };
 
 // What a simulation found besides its time.
@@ -62,6 +66,7 @@ struct OperationReport {
   double us = 0;       // estimateMicroseconds's result
   double linksUs = 0;  // without the memory bound
   int period = 0;      // ranks simulated as one block (nranks: all of them)
+  bool overBudget = false;  // OperationOptions::maxSteps stopped it (us is infinity)
   size_t steps = 0;    // steps simulated
   // Per link level (Topology::link): the bytes of every message whose ranks share no lower
   // group, summed over all ranks (0: inside hosts, 1: between hosts of a rack, ...).

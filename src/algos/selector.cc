@@ -19,11 +19,11 @@ namespace {
 // Up to this many ranks the selector prices whole operations with every rank simulated (n
 // schedules per candidate, once per distinct call); above it, see priceOperation.
 constexpr int kWholeOperationRanks = 16;
-// Above it, the whole operation (with the symmetric-block shortcut) while the ranks times rank
-// 0's steps stay within this: at most about a second of simulation per candidate on the
+// Above it, the whole operation (with the symmetric-block shortcut) while the ranks it simulates
+// have at most this many steps in all: at most about a second of simulation per candidate on the
 // benchmark machine, once per distinct call (tests/unit/selector_test.cc's 256-rank Clos: 12
 // whole operations of every rank, up to 64 MiB, in 1.7 s).
-constexpr double kWholeOperationSteps = 1 << 21;
+constexpr size_t kWholeOperationSteps = size_t{1} << 21;
 // Prices this close are a tie (selector.h's rule). Where shaped links are priced in a steady
 // stream of calls, several schedules reach the slowest link's rate alike; the one-shot schedules
 // then queue their burst at that link, which the model does not price: on the emulated cluster
@@ -190,47 +190,35 @@ CollArgs rankView(const CollArgs& args, int r) {
   return v;
 }
 
-// Whether the whole operation of every one of `algos` is affordable to simulate (see
-// priceOperation): candidates of one call are all priced one way, as representatives price
-// lower than whole operations (a rank walked alone never waits for its predecessors). Above
-// kWholeOperationRanks, `firsts` gets each one's rank-0 schedule, which priceWhole reuses.
-bool wholeAffordable(std::span<const Algorithm* const> algos, const CollArgs& args,
-                     std::vector<Schedule>* firsts) {
-  if (args.nranks <= kWholeOperationRanks) return true;
-  for (const Algorithm* algo : algos) {
-    firsts->push_back(algo->build(rankView(args, 0)));
-    if (double(args.nranks) * double(firsts->back().steps.size()) > kWholeOperationSteps)
-      return false;
-  }
-  return true;
-}
-
-// `first`: rank 0's schedule when already built (above kWholeOperationRanks), else null.
-double priceWhole(const Algorithm& algo, const CollArgs& args, Schedule* first, double* linksUs) {
+// The whole operation's price (see priceOperation) in *us and *linksUs; false, with nothing
+// priced, where the ranks it would simulate (a symmetric block, or all of them) have more than
+// kWholeOperationSteps steps in all.
+bool priceWhole(const Algorithm& algo, const CollArgs& args, double* us, double* linksUs) {
   const int n = args.nranks;
   if (n <= kWholeOperationRanks) {
     std::vector<Schedule> all;
     all.reserve(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) all.push_back(algo.build(rankView(args, r)));
-    return estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology,
-                                needsEveryInput(args.coll), linksUs);
+    *us = estimateMicroseconds(std::span<const Schedule>(all), args.typeSize, *args.topology,
+                               needsEveryInput(args.coll), linksUs);
+    return true;
   }
-  Schedule own;
-  if (!first) own = algo.build(rankView(args, 0)), first = &own;
   OperationOptions options;
   options.signaturesOnDataEdges = needsEveryInput(args.coll);
   options.symmetry = true;
+  options.maxSteps = kWholeOperationSteps;
   OperationReport report;
-  const double us = simulateOperation(
+  simulateOperation(
       n,
       [&](int r, Schedule& storage) -> const Schedule& {
-        if (r == 0) return *first;
         storage = algo.build(rankView(args, r));
         return storage;
       },
       args.typeSize, *args.topology, options, &report);
-  if (linksUs) *linksUs = report.linksUs;
-  return us;
+  if (report.overBudget) return false;
+  *us = report.us;
+  *linksUs = report.linksUs;
+  return true;
 }
 
 }  // namespace
@@ -239,15 +227,15 @@ double priceWhole(const Algorithm& algo, const CollArgs& args, Schedule* first, 
 // (all ranks' schedules run together, links and uplinks shared) where that is affordable, else
 // the slowest of a few representative ranks on their own. Up to kWholeOperationRanks every rank
 // is simulated; above, the whole operation runs with the symmetric-block shortcut
-// (OperationOptions::symmetry) while the ranks times rank 0's steps stay within
-// kWholeOperationSteps, which bounds the work where no block is found (chooseAlgorithm asks
-// that of every candidate, so that all are priced one way).
+// (OperationOptions::symmetry) while the ranks it simulates have at most kWholeOperationSteps
+// steps in all, which bounds the work where no block is found (chooseAlgorithm prices every
+// candidate one way: representatives price lower than whole operations, a rank walked alone
+// never waiting for its predecessors).
 double priceOperation(const Algorithm& algo, const CollArgs& args, double* linksUs) {
-  const Algorithm* one[] = {&algo};
-  std::vector<Schedule> firsts;
-  return wholeAffordable(one, args, &firsts)
-             ? priceWhole(algo, args, firsts.empty() ? nullptr : &firsts[0], linksUs)
-             : priceRepresentatives(algo, args, linksUs);
+  double us = 0, links = 0;
+  if (!priceWhole(algo, args, &us, &links)) us = priceRepresentatives(algo, args, &links);
+  if (linksUs) *linksUs = links;
+  return us;
 }
 
 // Each representative alone, its messages priced with the ports they share: the flows that other
@@ -337,17 +325,17 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     return Status::Ok();
   }
   std::vector<Priced> priced;
-  std::vector<Schedule> firsts;
-  const bool whole = wholeAffordable(allowed, args, &firsts);
-  for (size_t i = 0; i < allowed.size(); ++i) {
-    const Algorithm* algo = allowed[i];
-    Priced p{algo};
-    p.us = whole ? priceWhole(*algo, args, firsts.empty() ? nullptr : &firsts[i], &p.linksUs)
-                 : priceRepresentatives(*algo, args, &p.linksUs);
-    out->reason += strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
-                          static_cast<int>(algo->name().size()), algo->name().data(), p.us);
+  bool whole = true;
+  for (const Algorithm* algo : allowed) {
+    priced.push_back(Priced{algo});
+    whole = whole && priceWhole(*algo, args, &priced.back().us, &priced.back().linksUs);
+  }
+  for (Priced& p : priced) {
+    if (!whole) p.us = priceRepresentatives(*p.algorithm, args, &p.linksUs);
+    out->reason +=
+        strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
+               static_cast<int>(p.algorithm->name().size()), p.algorithm->name().data(), p.us);
     if (p.linksUs < p.us) out->reason += strfmt(" (links %.1f)", p.linksUs);
-    priced.push_back(p);
   }
   const Priced& winner = priced[pickCheapest(priced)];
   out->algorithm = winner.algorithm;

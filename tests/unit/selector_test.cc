@@ -317,5 +317,45 @@ TEST(Selector, RepresentativeRanksSeeTheirSharedPorts) {
   EXPECT_GT(rhd, 2 * ring) << "rhd " << rhd << " us, ring " << ring << " us; " << describe(prices);
 }
 
+// Above 16 ranks the whole operation is priced while the ranks it simulates fit the selector's
+// budget (2^21 steps), counting a symmetric block's ranks, not all of them: 1,024 ranks, 8 a host,
+// 16 hosts a rack on 10 Gbit/s NICs, a non-blocking spine, 25 MiB. The ring has 1,024 times rank
+// 0's ~4,100 steps, over the budget, but a host's 8 ranks stand for all, so every candidate is
+// priced whole. Priced by representatives walked alone, which wait for no predecessor, tree
+// won at 1.39 times the ring's time (docs/scale.md).
+TEST(Selector, AThousandRanksArePricedWholeWhereABlockFitsTheBudget) {
+  constexpr int n = 1024, kHost = 8, kRackHosts = 16;
+  std::vector<int> host(n), rack(n / kHost);
+  for (int r = 0; r < n; ++r) host[static_cast<size_t>(r)] = r / kHost;
+  for (int h = 0; h < n / kHost; ++h) rack[static_cast<size_t>(h)] = h / kRackHosts;
+  const LinkCost local{2, 1.0 / 150e3}, nic{2, 1.0 / 1.25e3}, spine{4, 1.0 / (kRackHosts * 1.25e3)};
+  const Topology topo = Topology::hostsAndRacks(host, rack, local, nic, spine);
+  const CollArgs a = allReduce((size_t(25) << 20) / 4, n, topo);
+  Choice c;
+  ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &c).ok());
+  std::map<std::string, double> whole;
+  for (const Algorithm* algo : algorithms()) {
+    if (algo->compressed() || !algo->supports(a)) continue;
+    OperationOptions options;
+    options.symmetry = true;
+    OperationReport report;
+    simulateOperation(
+        n,
+        [&](int r, Schedule& storage) -> const Schedule& {
+          CollArgs v = a;
+          v.rank = r;
+          storage = algo->build(v);
+          return storage;
+        },
+        a.typeSize, topo, options, &report);
+    whole[std::string(algo->name())] = report.us;
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [name, us] : whole) best = std::min(best, us);
+  EXPECT_LE(whole.at(std::string(c.algorithm->name())), 1.02 * best)
+      << "chose " << c.algorithm->name() << "; whole operations: " << describe(whole)
+      << "selector: " << c.reason;
+}
+
 }  // namespace
 }  // namespace braid::algos
