@@ -30,11 +30,18 @@ constexpr int kTransfers = 4, kPings = 5;
 constexpr auto kIdle = std::chrono::milliseconds(3);
 constexpr std::chrono::milliseconds kPoll{10};
 constexpr double kMinBurstShare = 0.125;
+// A round under load times kLoadedTransfers messages of every flow: twice a lone pair's, as the
+// flows of a round share the cores and one flow's rate wanders more.
+constexpr int kLoadedTransfers = 2 * kTransfers;
 
-enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2 };
+constexpr uint64_t kTagReady = 0x70726479;
+constexpr uint64_t kTagGo = 0x7072676f;
+
+enum Op : int32_t { kDone = 0, kSend = 1, kReceive = 2, kExchange = 3 };
 struct Command {
   int32_t op;
-  int32_t peer;  // rank of the other leader
+  int32_t peer;  // rank of the other leader (kExchange: the one to send to)
+  int32_t from;  // kExchange: the leader to receive from
 };
 struct Result {
   double latencyUs;
@@ -65,6 +72,64 @@ Status transfer(ProbeNetwork& net, int peer, bool send, void* data, size_t bytes
     ep->addWakeups(wakeups);
     if (wakeups.method() == transport::WaitSet::Method::kFds) wakeups.sleep(kPoll);
   }
+}
+
+// `count` messages to `to` and as many from `from` at once (the same connection where they are
+// one rank), each side acknowledging what it received with one word; *sendUs: from the call
+// until `to` acknowledged. Timed at the sender, whose data cannot leave before it starts: a
+// receiver that starts late finds the bytes in its socket, and its own clock would run fast. A
+// receiver that reads late only makes the pair look slower.
+Status exchange(ProbeNetwork& net, int to, int from, std::vector<char>& out, std::vector<char>& in,
+                int count, double* sendUs) {
+  const auto t0 = Clock::now();
+  *sendUs = 0;
+  uint64_t sent = 0, received = 0, acked = 0, ackSent = 0, ackOut = 0, ackIn = 0;
+  for (int i = 0; i < count; ++i) {
+    BRAID_TRY(net.post(to, true, out.data(), out.size(), &sent));
+    BRAID_TRY(net.post(from, false, in.data(), in.size(), &received));
+  }
+  BRAID_TRY(net.post(to, false, &ackIn, sizeof ackIn, &acked));
+  transport::Endpoint* toEp = &net.endpoint(to);
+  transport::Endpoint* fromEp = &net.endpoint(from);
+  const Waiter waiter = net.waiter();
+  bool ackPosted = false, done = false;
+  while (!done) {
+    BRAID_TRY(toEp->progress());
+    if (fromEp != toEp) BRAID_TRY(fromEp->progress());
+    if (!ackPosted && fromEp->recvsCompleted() >= received) {
+      BRAID_TRY(net.post(from, true, &ackOut, sizeof ackOut, &ackSent));
+      ackPosted = true;
+    }
+    if (*sendUs <= 0 && toEp->recvsCompleted() >= acked)
+      *sendUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    done = ackPosted && *sendUs > 0 && toEp->sendsCompleted() >= sent &&
+           fromEp->sendsCompleted() >= ackSent;
+    BRAID_TRY(waiter.check("topology probe under load"));
+  }
+  return Status::Ok();
+}
+
+// A leader's part of one loaded round: one message each way (opens the windows), then, once
+// rank 0 says go (every leader has done its first), kTransfers each way; gives the rate at
+// which its own messages reached `to`. Rank 0 (host 0's leader) also says go.
+Status exchangeRound(ProbeNetwork& net, const std::vector<int>& leaders, int to, int from,
+                     double* gbps) {
+  std::vector<char> out(kTransferBytes), in(kTransferBytes);
+  double us = 0;
+  BRAID_TRY(exchange(net, to, from, out, in, 1, &us));
+  uint8_t token = 0;
+  if (net.rank() == 0) {
+    for (int leader : leaders)
+      if (leader != 0) BRAID_TRY(net.recvControl(leader, kTagReady, &token, 1));
+    for (int leader : leaders)
+      if (leader != 0) BRAID_TRY(net.sendControl(leader, kTagGo, &token, 1));
+  } else {
+    BRAID_TRY(net.sendControl(0, kTagReady, &token, 1));
+    BRAID_TRY(net.recvControl(0, kTagGo, &token, 1));
+  }
+  BRAID_TRY(exchange(net, to, from, out, in, kLoadedTransfers, &us));
+  *gbps = us > 0 ? kLoadedTransfers * kTransferBytes * 8.0 / (us * 1e3) : 0;
+  return Status::Ok();
 }
 
 // The calling thread's CPU time so far (user and system), in microseconds.
@@ -132,12 +197,41 @@ Status measureAsReceiver(ProbeNetwork& net, int peer) {
   return transfer(net, peer, true, &word, sizeof word);
 }
 
-// Rank 0's view of the probe: measure(a, b) commands the two hosts' leaders.
-Status drive(ProbeNetwork& net, const std::vector<int>& leaders, RackClustering* racks) {
+// Rank 0's part of the rounds under load: in round d every host h sends to host h + d and
+// receives from h - d (mod the hosts), all at once, for d = 1, 2, ... while the budget lasts
+// (each pair is measured both ways, in rounds d and hosts - d). Gives each flow's rate, a the
+// sender.
+Status driveLoaded(ProbeNetwork& net, const std::vector<int>& leaders,
+                   std::chrono::steady_clock::time_point deadline,
+                   std::vector<PairSample>* loaded) {
+  const int hosts = static_cast<int>(leaders.size());
+  for (int d = 1; d < hosts && Clock::now() < deadline; ++d) {
+    auto leaderAt = [&](int h) {
+      return leaders[static_cast<size_t>(((h % hosts) + hosts) % hosts)];
+    };
+    for (int h = 1; h < hosts; ++h) {
+      Command cmd{kExchange, leaderAt(h + d), leaderAt(h - d)};
+      BRAID_TRY(net.sendControl(leaders[static_cast<size_t>(h)], kTagCommand, &cmd, sizeof cmd));
+    }
+    double gbps = 0;
+    BRAID_TRY(exchangeRound(net, leaders, leaderAt(d), leaderAt(-d), &gbps));
+    loaded->push_back({0, d, {0, gbps, 0, 0}});
+    for (int h = 1; h < hosts; ++h) {
+      BRAID_TRY(net.recvControl(leaders[static_cast<size_t>(h)], kTagResult, &gbps, sizeof gbps));
+      loaded->push_back({h, (h + d) % hosts, {0, gbps, 0, 0}});
+    }
+  }
+  return Status::Ok();
+}
+
+// Rank 0's view of the probe: measure(a, b) commands the two hosts' leaders. Under load, the
+// pairs measured alone price the racks that the rounds under load found (where they found any).
+Status drive(ProbeNetwork& net, const std::vector<int>& leaders, bool underLoad,
+             RackClustering* racks) {
   MeasureFn measure = [&](int a, int b, LinkSample* sample) -> Status {
     const int sender = leaders[a], receiver = leaders[b];
     Result result{};
-    Command toReceiver{kReceive, sender}, toSender{kSend, receiver};
+    Command toReceiver{kReceive, sender, 0}, toSender{kSend, receiver, 0};
     if (receiver != 0)
       BRAID_TRY(net.sendControl(receiver, kTagCommand, &toReceiver, sizeof toReceiver));
     if (sender != 0) BRAID_TRY(net.sendControl(sender, kTagCommand, &toSender, sizeof toSender));
@@ -154,8 +248,25 @@ Status drive(ProbeNetwork& net, const std::vector<int>& leaders, RackClustering*
   };
   ProbeOptions options;
   options.budget = std::chrono::milliseconds(env::getInt(env::kBraidTopoProbe));
-  Status st = probeRacks(static_cast<int>(leaders.size()), measure, options, racks);
-  Command done{kDone, 0};
+  std::vector<PairSample> alone, loaded;
+  Status st = probeRacks(static_cast<int>(leaders.size()), measure, options, racks, &alone);
+  if (st.ok() && underLoad) {
+    st = driveLoaded(net, leaders, Clock::now() + options.budget, &loaded);
+    for (const PairSample& f : loaded)
+      BRAID_TRACE(kGraph, "probe under load: host %d -> host %d at %.3f Gbit/s", f.a, f.b,
+                  f.link.bandwidthGbps);
+    double threshold = 0;
+    std::vector<int> rackOfHost =
+        racksUnderLoad(static_cast<int>(leaders.size()), loaded, options.racks, &threshold);
+    BRAID_INFO(kGraph, "probe under load: %zu flows measured, %d racks (split at %.3g Gbit/s)",
+               loaded.size(),
+               rackOfHost.empty() ? 1 : *std::max_element(rackOfHost.begin(), rackOfHost.end()) + 1,
+               threshold);
+    if (st.ok() && !rackOfHost.empty())
+      *racks = priceRacks(static_cast<int>(leaders.size()), alone, std::move(rackOfHost), threshold,
+                          options.racks);
+  }
+  Command done{kDone, 0, 0};
   for (int leader : leaders)
     if (leader != 0) BRAID_TRY(net.sendControl(leader, kTagCommand, &done, sizeof done));
   return st;
@@ -167,7 +278,11 @@ Status serve(ProbeNetwork& net) {
     Command cmd{};
     BRAID_TRY(net.recvControl(0, kTagCommand, &cmd, sizeof cmd));
     if (cmd.op == kDone) return Status::Ok();
-    if (cmd.op == kReceive) {
+    if (cmd.op == kExchange) {
+      double gbps = 0;
+      BRAID_TRY(exchangeRound(net, {}, cmd.peer, cmd.from, &gbps));
+      BRAID_TRY(net.sendControl(0, kTagResult, &gbps, sizeof gbps));
+    } else if (cmd.op == kReceive) {
       BRAID_TRY(measureAsReceiver(net, cmd.peer));
     } else {
       Result result{};
@@ -180,7 +295,7 @@ Status serve(ProbeNetwork& net) {
 }  // namespace
 
 Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHosts,
-                     RackClustering* racks, bool* ran) {
+                     RackClustering* racks, bool* ran, bool underLoad) {
   *ran = false;
   std::vector<int> hostOfRank;
   const auto hosts = distinctHosts(rankHosts, &hostOfRank);
@@ -201,7 +316,7 @@ Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHost
   } wire{};
   std::vector<int32_t> rackOfHost(hosts.size(), 0);
   if (net.rank() == 0) {
-    Status st = drive(net, leaders, racks);
+    Status st = drive(net, leaders, underLoad, racks);
     if (!st.ok())
       BRAID_WARN("topology probe failed, treating hosts as one flat network: %s",
                  st.message().c_str());

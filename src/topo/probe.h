@@ -34,7 +34,11 @@ class ProbeNetwork {
 
 // Ok with *ran = false when there is nothing to probe (a map is set, BRAID_TOPO_PROBE is 0, or
 // fewer than 3 hosts): the caller then builds the topology without racks.
+// `underLoad`: after the pairs measured one at a time, rounds in which every host's leader sends
+// to another at once (topo::racksUnderLoad) group the hosts, where they find racks; the pairs
+// measured alone still price the links. An uplink that carries one pair at full rate but is
+// shared by a rack's flows is seen only so. The rounds take up to another BRAID_TOPO_PROBE.
 Status probeTopology(ProbeNetwork& net, const std::vector<std::string>& rankHosts,
-                     RackClustering* racks, bool* ran);
+                     RackClustering* racks, bool* ran, bool underLoad = false);
 
 }  // namespace braid::topo

@@ -25,6 +25,17 @@ struct UnionFind {
     a = find(a), b = find(b);
     if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
   }
+  // Each element's group, numbered in order of the group's lowest element.
+  std::vector<int> groups() {
+    std::vector<int> groupOfRoot(parent.size(), -1), out(parent.size());
+    int next = 0;
+    for (size_t x = 0; x < parent.size(); ++x) {
+      int& g = groupOfRoot[static_cast<size_t>(find(static_cast<int>(x)))];
+      if (g < 0) g = next++;
+      out[x] = g;
+    }
+    return out;
+  }
   std::vector<int> parent;
 };
 
@@ -112,25 +123,115 @@ RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples,
   UnionFind uf(nhosts);
   for (const PairSample& s : valid)
     if (s.link.bandwidthGbps >= threshold) uf.join(s.a, s.b);
-  std::vector<int> rackOfRoot(static_cast<size_t>(nhosts), -1);
-  int racks = 0;
-  for (int h = 0; h < nhosts; ++h) {
-    int& r = rackOfRoot[static_cast<size_t>(uf.find(h))];
-    if (r < 0) r = racks++;
-    out.rackOfHost[static_cast<size_t>(h)] = r;
-  }
-  if (racks == 1) return out;  // slow pairs inside one connected rack: outliers, not uplinks
-  out.racks = racks;
-  out.thresholdGbps = threshold;
-  std::vector<PairSample> inside, across;
+  std::vector<int> rackOfHost = uf.groups();
+  if (*std::max_element(rackOfHost.begin(), rackOfHost.end()) == 0)
+    return out;  // slow pairs inside one connected rack: outliers, not uplinks
+  return priceRacks(nhosts, valid, std::move(rackOfHost), threshold, options);
+}
+
+RackClustering priceRacks(int nhosts, std::span<const PairSample> alone,
+                          std::vector<int> rackOfHost, double thresholdGbps,
+                          const RackOptions& options) {
+  RackClustering out;
+  std::vector<PairSample> valid, inside, across;
+  for (const PairSample& s : alone)
+    if (usable(s, nhosts)) valid.push_back(s);
+  out.rackOfHost = std::move(rackOfHost);
+  out.rackOfHost.resize(static_cast<size_t>(std::max(nhosts, 0)), 0);
+  out.racks = nhosts > 0 ? *std::max_element(out.rackOfHost.begin(), out.rackOfHost.end()) + 1 : 0;
+  out.thresholdGbps = out.racks > 1 ? thresholdGbps : 0;
   for (const PairSample& s : valid)
     (out.rackOfHost[static_cast<size_t>(s.a)] == out.rackOfHost[static_cast<size_t>(s.b)] ? inside
                                                                                           : across)
         .push_back(s);
   out.intraRack = inside.empty() ? medianLink(across) : medianLink(inside);
   out.interRack = across.empty() ? out.intraRack : medianLink(across);
-  nameSlowHost(valid, options, &out);
+  if (out.racks > 1) nameSlowHost(valid, options, &out);
   return out;
+}
+
+std::vector<int> racksUnderLoad(int nhosts, std::span<const PairSample> loaded,
+                                const RackOptions& options, double* thresholdGbps) {
+  *thresholdGbps = 0;
+  // Each pair's faster measurement, either way: noise (a loaded core) only lowers a rate, and a
+  // pair meets the same sharing both ways round a ring (round d's flows reversed are round
+  // hosts - d's).
+  std::map<std::pair<int, int>, double> fastest;
+  for (const PairSample& s : loaded) {
+    if (!usable(s, nhosts)) continue;
+    auto [it, fresh] =
+        fastest.try_emplace({std::min(s.a, s.b), std::max(s.a, s.b)}, s.link.bandwidthGbps);
+    if (!fresh) it->second = std::max(it->second, s.link.bandwidthGbps);
+  }
+  // Where every host sends at once the cores may bound the fast flows too, and the two sides
+  // spread into each other: the split is the one that best separates the rates in two (on a log
+  // scale, the largest variance between the two sides), taken when the sides' geometric means
+  // are minGapRatio apart; a pair on the wrong side is outvoted below.
+  std::vector<double> logs;
+  for (const auto& [pair, gbps] : fastest) logs.push_back(std::log(gbps));
+  std::sort(logs.begin(), logs.end());
+  const double total = std::accumulate(logs.begin(), logs.end(), 0.0);
+  double best = 0, below = 0, threshold = 0, gap = 1;
+  for (size_t i = 1; i < logs.size(); ++i) {
+    below += logs[i - 1];
+    const double n0 = static_cast<double>(i), n1 = static_cast<double>(logs.size() - i);
+    const double m0 = below / n0, m1 = (total - below) / n1;
+    const double between = n0 * n1 * (m1 - m0) * (m1 - m0);
+    if (logs[i] > logs[i - 1] && between > best) {
+      best = between;
+      gap = std::exp(m1 - m0);
+      threshold = std::exp((logs[i] + logs[i - 1]) / 2);
+    }
+  }
+  if (gap < options.minGapRatio) return {};
+
+  // fast[a][b]: 1 fast, 0 slow, -1 not measured.
+  const size_t n = static_cast<size_t>(nhosts);
+  std::vector<std::vector<int8_t>> fast(n, std::vector<int8_t>(n, -1));
+  for (const auto& [pair, gbps] : fastest) {
+    const auto [a, b] = pair;
+    fast[static_cast<size_t>(a)][static_cast<size_t>(b)] =
+        fast[static_cast<size_t>(b)][static_cast<size_t>(a)] = gbps >= threshold;
+  }
+  UnionFind uf(nhosts);
+  for (const auto& [pair, gbps] : fastest) {
+    if (gbps < threshold) continue;
+    const std::vector<int8_t>& a = fast[static_cast<size_t>(pair.first)];
+    const std::vector<int8_t>& b = fast[static_cast<size_t>(pair.second)];
+    int agree = 0, disagree = 0;
+    for (size_t c = 0; c < n; ++c)
+      if (a[c] >= 0 && b[c] >= 0) (a[c] == b[c] ? agree : disagree)++;
+    if (agree > disagree || agree + disagree == 0) uf.join(pair.first, pair.second);
+  }
+  std::vector<int> rackOfHost = uf.groups();
+  if (rackOfHost.empty() || *std::max_element(rackOfHost.begin(), rackOfHost.end()) == 0) return {};
+  *thresholdGbps = threshold;
+
+  // A host slow with every other (its own link) takes the split for itself, and the racks among
+  // the others are below it: they are looked for again without the hosts left alone, which stay
+  // racks of their own.
+  std::vector<int> size(n, 0), others;
+  for (int r : rackOfHost) ++size[static_cast<size_t>(r)];
+  for (int h = 0; h < nhosts; ++h)
+    if (size[static_cast<size_t>(rackOfHost[static_cast<size_t>(h)])] > 1) others.push_back(h);
+  if (others.size() == n || others.size() < 3) return rackOfHost;
+  std::vector<int> index(n, -1);
+  for (size_t i = 0; i < others.size(); ++i)
+    index[static_cast<size_t>(others[i])] = static_cast<int>(i);
+  std::vector<PairSample> among;
+  for (const PairSample& s : loaded)
+    if (usable(s, nhosts) && index[static_cast<size_t>(s.a)] >= 0 &&
+        index[static_cast<size_t>(s.b)] >= 0)
+      among.push_back({index[static_cast<size_t>(s.a)], index[static_cast<size_t>(s.b)], s.link});
+  double inner = 0;
+  std::vector<int> sub = racksUnderLoad(static_cast<int>(others.size()), among, options, &inner);
+  if (sub.empty()) return rackOfHost;
+  // The hosts left alone keep a rack each; the others take the racks found among them.
+  UnionFind split(nhosts);
+  for (size_t i = 0; i < others.size(); ++i)
+    for (size_t j = i + 1; j < others.size(); ++j)
+      if (sub[i] == sub[j]) split.join(others[i], others[j]);
+  return split.groups();
 }
 
 Status probeRacks(int nhosts, const MeasureFn& measure, const ProbeOptions& options,

@@ -52,6 +52,30 @@ struct RackClustering {
 RackClustering clusterRacks(int nhosts, std::span<const PairSample> samples,
                             const RackOptions& options = {});
 
+// The racks that `rackOfHost` (numbered in order of their lowest host) describes, priced from
+// pairs measured one at a time (`alone`): the median pair inside a rack and across racks, and the
+// slow host as clusterRacks names it. What clusterRacks returns once it has found its groups.
+RackClustering priceRacks(int nhosts, std::span<const PairSample> alone,
+                          std::vector<int> rackOfHost, double thresholdGbps,
+                          const RackOptions& options = {});
+
+// Racks from pairs measured while every host sent at once (`loaded`: a = sender, b = receiver,
+// each host sending to one and receiving from one, as a ring or a shift does): an uplink that
+// carries one pair at full rate but not the flows of a whole rack shows only then. A pair's rate
+// is its faster measurement; the rates split in two where that separates them best (on a log
+// scale), if the two sides are minGapRatio apart. Loaded pairs are not all the evidence a lone
+// pair is: a pair that crosses an uplink no other flow of its round crossed runs fast, and
+// where the cores bound every flow a pair can land on the wrong side. So two hosts join one rack
+// only if their pair is fast and the hosts measured with both of them agree more often than not
+// on which side each of them is (hosts of one rack see every other host alike). A host slow with
+// all others (its own link) is a rack of its own, and the racks among the rest are looked for
+// again without it.
+// Gives the rack of each host, numbered in order of their lowest host, and the split's
+// threshold; empty where no split is found (rates all alike, or fast pairs outvoted into one
+// rack).
+std::vector<int> racksUnderLoad(int nhosts, std::span<const PairSample> loaded,
+                                const RackOptions& options, double* thresholdGbps);
+
 // Measures the link between two hosts (a short ping-pong and one timed transfer, say). The
 // probe calls it from one thread, one pair at a time.
 using MeasureFn = std::function<Status(int hostA, int hostB, LinkSample* out)>;

@@ -20,7 +20,8 @@ const Var kBraidClusterFile = {
 const Var kBraidTopoProbe = {
     "BRAID_TOPO_PROBE", "1000",
     "without a cluster map, spend at most this many milliseconds measuring a few host pairs to "
-    "group hosts into racks by bandwidth; 0: no probe (hosts only)"};
+    "group hosts into racks by bandwidth (a probe under load, docs/adaptation.md rule 8, up to as "
+    "much again); 0: no probe (hosts only)"};
 
 List topoVariables() {
   static const Var* const kList[] = {&kNcclHostid, &kNcclTopoDumpFile, &kNcclTopoFile,

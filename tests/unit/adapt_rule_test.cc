@@ -171,5 +171,52 @@ TEST(AdaptRule, SmallSkewsAndOneOddWindowNameNobody) {
   EXPECT_EQ(rule.straggler().rank, -1);
 }
 
+// Every rank's connections to other hosts ran at `path` x their price.
+std::vector<Vote> pathVotes(float path, int ranks = 4) {
+  std::vector<Vote> v = votes(1.0f, 1000, ranks);
+  for (Vote& x : v) x.pathRatio = path;
+  return v;
+}
+
+TEST(AdaptRule, PathsSlowerThanPricedProbeUnderLoadOnceUntilCallsMove) {
+  Rule rule;
+  settle(rule, 1.0f);
+  std::string why;
+  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kNone);
+  EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kProbeUnderLoad);
+  EXPECT_NE(why.find("4.00x"), std::string::npos) << why;
+  // What the probe found is judged as a re-plan is; the paths may stay slow under the new plan
+  // (its price is per link, its flows share one): no second probe for the same network.
+  rule.replanned(true);
+  settle(rule, 1.0f);
+  for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kNone);
+  // Calls that move re-plan, and the paths may then be checked again.
+  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(votes(2.0f), &why), Action::kNone);
+  EXPECT_EQ(rule.next(votes(2.0f), &why), Action::kReplan);
+  rule.replanned(true);
+  settle(rule, 1.0f);
+  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kNone);
+  EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kProbeUnderLoad);
+}
+
+TEST(AdaptRule, PathsNearTheirPriceOrUnmeasuredProbeNothing) {
+  Rule rule;
+  settle(rule, 1.0f);
+  std::string why;
+  for (int w = 0; w < 20; ++w) {
+    EXPECT_EQ(rule.next(pathVotes(w % 2 ? 1.45f : 0.7f), &why), Action::kNone);
+    EXPECT_EQ(rule.next(pathVotes(0.0f), &why), Action::kNone);  // no TCP figures yet
+    EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kNone);  // one window alone
+  }
+  // One rank of four whose paths are slow (its own link, say) does not move the median.
+  std::vector<Vote> one = pathVotes(1.0f);
+  one[2].pathRatio = 8.0f;
+  for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(one, &why), Action::kNone);
+  // Before the reference is set nothing is judged.
+  Rule fresh;
+  for (int w = 0; w <= kWarmupWindows; ++w)
+    EXPECT_EQ(fresh.next(pathVotes(4.0f), &why), Action::kNone);
+}
+
 }  // namespace
 }  // namespace braid::adapt

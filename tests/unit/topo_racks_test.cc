@@ -411,5 +411,158 @@ TEST_F(ProbeEnv, AFailedProbeFallsBackToHostsOnly) {
   EXPECT_EQ(t.topology.groupOf[0], (std::vector<int>{0, 1, 2}));
 }
 
+// Every host sends to host h + d and receives from h - d at once, for d = 1 .. rounds; a flow
+// inside a rack runs at the host link's rate, a flow between racks at its rate or the rack
+// uplinks' share, whichever is less: `uplink` over the flows leaving its sender's rack or entering
+// its receiver's rack in that round. Uplinks as fast as a host link are invisible to a pair
+// measured alone. Each rate times a factor in [1 - noise, 1].
+std::vector<PairSample> loadedRounds(const std::vector<int>& rack, double host, double uplink,
+                                     int rounds, double noise, unsigned seed, int slowHost = -1,
+                                     double slowGbps = 0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> jitter(1 - noise, 1);
+  const int n = static_cast<int>(rack.size());
+  const int racks = *std::max_element(rack.begin(), rack.end()) + 1;
+  std::vector<PairSample> out;
+  for (int d = 1; d <= rounds && d < n; ++d) {
+    std::vector<int> leaving(static_cast<size_t>(racks)), entering(static_cast<size_t>(racks));
+    for (int h = 0; h < n; ++h) {
+      const int to = (h + d) % n;
+      if (rack[static_cast<size_t>(h)] == rack[static_cast<size_t>(to)]) continue;
+      ++leaving[static_cast<size_t>(rack[static_cast<size_t>(h)])];
+      ++entering[static_cast<size_t>(rack[static_cast<size_t>(to)])];
+    }
+    for (int h = 0; h < n; ++h) {
+      const int to = (h + d) % n;
+      const int ra = rack[static_cast<size_t>(h)], rb = rack[static_cast<size_t>(to)];
+      double gbps = h == slowHost || to == slowHost ? slowGbps : host;
+      if (ra != rb)
+        gbps = std::min({host, uplink / leaving[static_cast<size_t>(ra)],
+                         uplink / entering[static_cast<size_t>(rb)]});
+      out.push_back({h, to, {0, gbps * jitter(rng)}});
+    }
+  }
+  return out;
+}
+
+TEST(RacksUnderLoad, UplinksThatOnlyARacksFlowsFillAreFound) {
+  const std::vector<std::vector<int>> clusters = {
+      {0, 1, 0, 1, 0, 1, 0, 1},        // ranks alternating two racks (bench/adapt.py's cluster)
+      {0, 0, 0, 0, 1, 1, 1, 1},        // two racks in order: crossing pairs next to each other
+      {0, 0, 0, 1, 1, 1, 2, 2},        // three racks, one of two hosts
+      {0, 1, 2, 0, 1, 2},              // three racks interleaved
+      {0, 0, 0, 0, 0, 1, 1, 1, 1, 1},  // ten hosts
+  };
+  for (const std::vector<int>& rack : clusters) {
+    for (unsigned seed = 1; seed <= 10; ++seed) {
+      const int n = static_cast<int>(rack.size());
+      std::vector<PairSample> loaded = loadedRounds(rack, 2, 2, n - 1, 0.15, seed);
+      double threshold = 0;
+      std::vector<int> got = racksUnderLoad(n, loaded, {}, &threshold);
+      EXPECT_EQ(got, canonical(rack)) << "hosts " << n << " seed " << seed;
+      EXPECT_GT(threshold, 0);
+    }
+  }
+}
+
+TEST(RacksUnderLoad, AHostWithASlowLinkIsARackOfItsOwnBesideTheRacks) {
+  // Host 3's link at a tenth: its flows are the slowest, the split below them is looked for again.
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    double threshold = 0;
+    std::vector<PairSample> loaded =
+        loadedRounds({0, 1, 0, 1, 0, 1, 0, 1}, 2, 2, 7, 0.15, seed, 3, 0.2);
+    EXPECT_EQ(racksUnderLoad(8, loaded, {}, &threshold), (std::vector<int>{0, 1, 0, 2, 0, 1, 0, 1}))
+        << seed;
+    // With one switch, host 3 alone.
+    loaded = loadedRounds({0, 0, 0, 0, 0, 0, 0, 0}, 2, 2, 7, 0.15, seed, 3, 0.2);
+    EXPECT_EQ(racksUnderLoad(8, loaded, {}, &threshold), (std::vector<int>{0, 0, 0, 1, 0, 0, 0, 0}))
+        << seed;
+  }
+}
+
+TEST(RacksUnderLoad, FlowsTheCoresSlowAtRandomAreOutvoted) {
+  // Every flow may lose up to half its rate (eight flows on two cores), five rounds of eight
+  // hosts, one host slow or none.
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    double threshold = 0;
+    EXPECT_EQ(racksUnderLoad(8, loadedRounds({0, 1, 0, 1, 0, 1, 0, 1}, 2, 2, 5, 0.45, seed), {},
+                             &threshold),
+              (std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1}))
+        << seed;
+    EXPECT_EQ(racksUnderLoad(8, loadedRounds({0, 1, 0, 1, 0, 1, 0, 1}, 2, 2, 5, 0.45, seed, 6, 0.2),
+                             {}, &threshold),
+              (std::vector<int>{0, 1, 0, 1, 0, 1, 2, 1}))
+        << seed;
+  }
+}
+
+TEST(RacksUnderLoad, AFewRoundsOfInterleavedRacksAreEnough) {
+  // Three rounds of eight hosts (the probe's budget ran out): every pair at distance 1-3.
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    std::vector<int> rack = {0, 1, 0, 1, 0, 1, 0, 1};
+    double threshold = 0;
+    EXPECT_EQ(racksUnderLoad(8, loadedRounds(rack, 2, 2, 3, 0.15, seed), {}, &threshold),
+              canonical(rack));
+  }
+}
+
+TEST(RacksUnderLoad, FlowsMeasuredOnTheEmulatedClusterWhereTheCoresBoundThem) {
+  // Gbit/s of every flow of seven rounds, as the probe measured them on tools/netcluster's 8
+  // hosts, 2 racks, ranks alternating, host links and uplinks 2 Gbit/s: a flow between racks
+  // shares its uplink with three others (0.5), and the flows inside a rack, eight at once on 2
+  // cores, run at 0.6-1.6. Taken one by one, some pairs fall on the wrong side of any split.
+  const double flows[][3] = {
+      {0, 1, 0.435}, {1, 2, 0.407}, {2, 3, 0.582}, {3, 4, 0.400}, {4, 5, 0.457}, {5, 6, 0.480},
+      {6, 7, 0.502}, {7, 0, 0.489}, {0, 2, 0.690}, {1, 3, 0.672}, {2, 4, 1.037}, {3, 5, 0.828},
+      {4, 6, 0.615}, {5, 7, 0.727}, {6, 0, 0.931}, {7, 1, 0.887}, {0, 3, 0.492}, {1, 4, 0.420},
+      {2, 5, 0.625}, {3, 6, 0.769}, {4, 7, 0.393}, {5, 0, 0.553}, {6, 1, 0.527}, {7, 2, 0.625},
+      {0, 4, 0.800}, {1, 5, 0.860}, {2, 6, 0.681}, {3, 7, 1.347}, {4, 0, 1.289}, {5, 1, 1.158},
+      {6, 2, 0.963}, {7, 3, 1.118}, {0, 5, 0.438}, {1, 6, 0.519}, {2, 7, 0.435}, {3, 0, 0.644},
+      {4, 1, 0.416}, {5, 2, 0.471}, {6, 3, 0.487}, {7, 4, 0.554}, {0, 6, 0.826}, {1, 7, 0.701},
+      {2, 0, 0.707}, {3, 1, 1.198}, {4, 2, 1.580}, {5, 3, 0.763}, {6, 4, 1.370}, {7, 5, 1.047},
+      {0, 7, 0.395}, {1, 0, 0.633}, {2, 1, 0.436}, {3, 2, 0.496}, {4, 3, 0.463}, {5, 4, 0.548},
+      {6, 5, 0.420}, {7, 6, 0.548}};
+  std::vector<PairSample> loaded;
+  for (const auto& f : flows)
+    loaded.push_back({static_cast<int>(f[0]), static_cast<int>(f[1]), {0, f[2]}});
+  double threshold = 0;
+  EXPECT_EQ(racksUnderLoad(8, loaded, {}, &threshold), (std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1}));
+}
+
+TEST(RacksUnderLoad, OneSwitchOrUplinksThatCarryEveryFlowFindNoRacks) {
+  double threshold = 1;
+  // One rack; then two racks whose uplinks carry all of a rack's flows at the host rate.
+  EXPECT_TRUE(
+      racksUnderLoad(8, loadedRounds({0, 0, 0, 0, 0, 0, 0, 0}, 2, 2, 7, 0.2, 3), {}, &threshold)
+          .empty());
+  EXPECT_EQ(threshold, 0);
+  EXPECT_TRUE(
+      racksUnderLoad(8, loadedRounds({0, 1, 0, 1, 0, 1, 0, 1}, 2, 8, 7, 0.2, 3), {}, &threshold)
+          .empty());
+  // Nothing measured, out-of-range hosts and rates that are not numbers are no evidence.
+  EXPECT_TRUE(racksUnderLoad(4, {}, {}, &threshold).empty());
+  std::vector<PairSample> bad = {
+      {0, 9, {0, 1}}, {-1, 2, {0, 5}}, {1, 1, {0, 5}}, {2, 3, {0, std::nan("")}}};
+  EXPECT_TRUE(racksUnderLoad(4, bad, {}, &threshold).empty());
+}
+
+TEST(RacksUnderLoad, PriceRacksTakesTheLinksFromPairsMeasuredAlone) {
+  // Pairs alone: inside a rack 2 Gbit/s, across 1.9 (the uplink carries one pair at full rate).
+  const std::vector<int> rack = {0, 1, 0, 1, 0, 1};
+  std::vector<PairSample> alone;
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b)
+      alone.push_back({a, b, {a % 2 == b % 2 ? 20.0 : 30.0, a % 2 == b % 2 ? 2.0 : 1.9}});
+  RackClustering c = priceRacks(6, alone, rack, 1.2);
+  EXPECT_EQ(c.racks, 2);
+  EXPECT_EQ(c.rackOfHost, rack);
+  EXPECT_DOUBLE_EQ(c.thresholdGbps, 1.2);
+  EXPECT_NEAR(8e-3 / c.intraRack.betaUsPerByte, 2.0, 1e-9);
+  EXPECT_NEAR(8e-3 / c.interRack.betaUsPerByte, 1.9, 1e-9);
+  EXPECT_DOUBLE_EQ(c.intraRack.alphaUs, 20.0);
+  EXPECT_DOUBLE_EQ(c.interRack.alphaUs, 30.0);
+  EXPECT_EQ(c.slowHost, -1);
+}
+
 }  // namespace
 }  // namespace braid::topo

@@ -65,10 +65,34 @@ unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); 
 
 }  // namespace
 
+// Vote::pathRatio: over the connections between hosts of one rack on the communicator's
+// topology (level 1; where the probe found no racks, every connection between hosts) that sent
+// kMinBytes or more since the last vote and that the kernel's figures and the cost model have
+// both priced. Their price is their link's own rate: nothing the topology knows of is shared on
+// the way. Across racks the cost model prices the flows' share of a rack's uplink, which the
+// per-connection price (a lone pair's link) does not say, so those connections are left out; and
+// so are those the plan no longer uses (their figures are an earlier plan's).
+float Adaptation::pathRatio(ncclComm* comm) {
+  std::vector<float> ratios;
+  sentAtVote_.resize(comm->channels.size(), 0);
+  for (size_t peer = 0; peer < comm->channels.size(); ++peer) {
+    const LinkStats& stats = comm->channels[peer].stats;
+    const uint64_t sent = stats.bytesSent.get();
+    const bool moved = sent - sentAtVote_[peer] >= kMinBytes;
+    sentAtVote_[peer] = sent;
+    const double path = stats.pathUsPerMiB.get(), model = stats.modelUsPerMiB.get();
+    if (moved && path > 0 && model > 0 &&
+        comm->topology.commonLevel(comm->rank, static_cast<int>(peer)) == 1)
+      ratios.push_back(static_cast<float>(path / model));
+  }
+  return ratios.empty() ? 0 : median(std::move(ratios));
+}
+
 Rule::Action Rule::next(const std::vector<Vote>& votes, std::string* why) {
-  std::vector<float> ratios, perMiB, callUs, gapUs;
+  std::vector<float> ratios, perMiB, callUs, gapUs, paths;
   for (const Vote& v : votes) {
     if (!v.canProbe) return Action::kNone;  // a probe now would cut across a rank's device calls
+    if (v.pathRatio > 0) paths.push_back(v.pathRatio);
     if (v.samples) {
       ratios.push_back(v.ratio);
       perMiB.push_back(v.usPerMiB);
@@ -107,11 +131,24 @@ Rule::Action Rule::next(const std::vector<Vote>& votes, std::string* why) {
   }
   const double off = now / reference_;
   off_ = off >= kOff || off <= 1 / kOff ? off_ + 1 : 0;
-  if (off_ < kPersist) return Action::kNone;
-  *why = strfmt("large calls ran %.2fx the cost model's price over the last %d, against %.2fx "
-                "when the plan was new",
-                now, kPersist * kWindow, reference_);
-  return Action::kReplan;
+  if (off_ >= kPersist) {
+    *why = strfmt(
+        "large calls ran %.2fx the cost model's price over the last %d, against %.2fx "
+        "when the plan was new",
+        now, kPersist * kWindow, reference_);
+    probedUnderLoad_ = false;
+    return Action::kReplan;
+  }
+  const double path = paths.empty() ? 0 : median(std::move(paths));
+  pathOff_ = path >= kOff ? pathOff_ + 1 : 0;
+  if (pathOff_ < kPersist || probedUnderLoad_) return Action::kNone;
+  probedUnderLoad_ = true;
+  *why = strfmt(
+      "connections between hosts of one rack moved data at %.2fx the time per MiB "
+      "their links are priced at (medians, %d windows): links shared by more flows than "
+      "the probe measured",
+      path, pathOff_);
+  return Action::kProbeUnderLoad;
 }
 
 Rule::Action Rule::watchLate(const std::vector<Vote>& votes, double medianCallUs,
@@ -157,6 +194,7 @@ void Rule::replanned(bool judge) {
   warmup_ = kWarmupWindows;
   reference_ = 0;
   off_ = 0;
+  pathOff_ = 0;
   judgeAgainst_ = judge ? lastUsPerMiB_ : 0;
 }
 
@@ -238,6 +276,7 @@ Status beforeCall(ncclComm* comm, const Call& call) {
 
   std::vector<Vote> votes(static_cast<size_t>(comm->nranks));
   votes[static_cast<size_t>(comm->rank)] = a.takeVote(comm->deviceProxy == nullptr);
+  votes[static_cast<size_t>(comm->rank)].pathRatio = a.pathRatio(comm);
   BRAID_TRY(comm->bootstrap->allGather(votes.data(), sizeof(Vote))
                 .withContext("adaptation: exchanging the ranks' measurements"));
   std::string why;
@@ -261,19 +300,22 @@ Status beforeCall(ncclComm* comm, const Call& call) {
                comm->rank, ull(index), a.epoch() + 1, why.c_str(),
                describeRacks(a.previous_).c_str());
     adopt(comm, a.previous_);
+    a.racksUnderLoad_ = false;  // what rounds under load found measured slower
     ++a.epoch_;
     a.rule_.replanned(false);
     return Status::Ok();
   }
-  BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: %s: probing the network again", c,
-             comm->rank, ull(index), why.c_str());
+  const bool underLoad = action == Rule::Action::kProbeUnderLoad;
+  BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: %s: probing the network again%s", c,
+             comm->rank, ull(index), why.c_str(), underLoad ? " under load" : "");
   // The probe posts on the connections directly: whatever a host stream queued on them runs
   // first.
   BRAID_TRY(async::drain(comm));
   algos::Topology measured;
   bool probed = false;
   SlowHost slow;
-  BRAID_TRY(comm->measureTopology(&measured, &probed, &slow));
+  // Once rounds under load found racks a lone pair does not show, every later probe has them.
+  BRAID_TRY(comm->measureTopology(&measured, &probed, &slow, underLoad || a.racksUnderLoad_));
   if (!probed) {
     BRAID_INFO(kTuning, "adapt: comm %p rank %d: call %llu: the probe did not run; plan kept", c,
                comm->rank, ull(index));
@@ -286,6 +328,7 @@ Status beforeCall(ncclComm* comm, const Call& call) {
              ull(index), a.epoch() + 1, describeRacks(measured).c_str(),
              sameRacks ? " (the same racks, re-priced)" : ", was ",
              sameRacks ? "" : describeRacks(comm->topology).c_str());
+  a.racksUnderLoad_ = (underLoad || a.racksUnderLoad_) && measured.levels() > 1;
   a.previous_ = comm->topology;
   adopt(comm, measured);
   ++a.epoch_;

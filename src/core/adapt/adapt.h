@@ -14,8 +14,10 @@
 // same Rule on the same votes, so all decide alike, and carries the decision out right there,
 // before the call that follows the exchange: re-plan (the ranks re-run the topology probe
 // together, adopt what it found and drop every schedule chosen on the old topology, so that call
-// and all after it are selected on the new one), undo a re-plan that measured slower, or name a
-// rank the others wait for (docs/adaptation.md).
+// and all after it are selected on the new one), re-plan from a probe with rounds under load
+// where the connections inside racks run slower than priced (links shared by more flows than
+// a lone pair shows), undo a re-plan that measured slower, or name a rank the others wait for
+// (docs/adaptation.md).
 #pragma once
 
 #include <atomic>
@@ -68,6 +70,14 @@ constexpr double kWorse = 1.25;
 // one starts or stops being late the reference is measured again.
 constexpr double kLateShare = 0.2;
 constexpr double kLateMinUs = 10000;
+// The probe measures one pair of hosts at a time, so an uplink that one pair does not fill but a
+// rack's flows together do looks like a rack's own links, and the cost model prices the plan on
+// links faster than its flows get. The connections' own paths say so once calls run: where the
+// ranks' median path ratio (Vote::pathRatio) is kOff or more, kPersist windows in a row, the
+// ranks probe again with rounds under load (topo::probeTopology), once per plan the network
+// gave (a re-plan because calls moved allows another; a probe under load or a revert does not).
+// kOff: a link priced right runs at 0.7-1.6x its price (the netns_link_rate test's bounds), a
+// link four flows share at about 4x (docs/adaptation.md).
 
 // One rank's vote.
 struct Vote {
@@ -77,6 +87,10 @@ struct Vote {
   float gapUs = 0;       // median time since this rank's previous call on the communicator ended
   uint32_t samples = 0;  // how many
   uint32_t canProbe = 0;  // 1: this rank can take part in a probe now (no device-memory calls)
+  // The median over this rank's connections to other hosts of the path's time per MiB under the
+  // job's traffic (TCP_INFO: LinkStats::pathUsPerMiB) over what the cost model prices for the
+  // pair (0: no connection has both yet).
+  float pathRatio = 0;
 };
 
 // A host whose links the probe found slower than the others' (topo::RackClustering::slowHost),
@@ -97,9 +111,10 @@ struct Straggler {
 // The agreed rule: fed the same votes, it decides the same on every rank. Pure (unit-tested).
 class Rule {
  public:
-  enum class Action { kNone, kReplan, kRevert, kLate, kOnTime };
+  enum class Action { kNone, kReplan, kProbeUnderLoad, kRevert, kLate, kOnTime };
   // What to do now (kLate: straggler() was just named; kOnTime: the one named is no longer
-  // late); *why says what was measured (for the log).
+  // late; kProbeUnderLoad: re-plan from a probe with rounds under load); *why says what was
+  // measured (for the log).
   Action next(const std::vector<Vote>& votes, std::string* why);
   // After a re-plan: a new reference is measured, and the new plan judged against the last
   // window of the old one. After a revert (or a probe that changed nothing) only the former.
@@ -115,6 +130,8 @@ class Rule {
   int warmup_ = kWarmupWindows;
   double reference_ = 0;  // 0: not yet measured
   int off_ = 0;           // windows in a row off the reference
+  int pathOff_ = 0;       // windows in a row whose paths ran kOff or more below their price
+  bool probedUnderLoad_ = false;  // since the last re-plan for calls that moved
   double lastUsPerMiB_ = 0;  // the latest window's
   double judgeAgainst_ = 0;  // the replaced plan's last window (0: nothing to judge)
   Straggler candidate_;      // the latest rank of this window, if late enough
@@ -155,6 +172,7 @@ class Adaptation {
   friend Status beforeCall(ncclComm* comm, const Call& call);
   // This rank's vote from what it observed since the last one, which it forgets.
   Vote takeVote(bool canProbe);
+  float pathRatio(ncclComm* comm);  // Vote::pathRatio (on the calling thread, at a vote)
 
   struct Sample {
     float ratio, usPerMiB, us, gapUs;
@@ -174,6 +192,10 @@ class Adaptation {
   std::mutex mu_;
   std::vector<Sample> samples_;  // observed since the last vote (bounded: see observe)
   algos::Topology previous_;     // what the last re-plan replaced (a revert goes back to it)
+  // The plan's racks came from a probe with rounds under load: later probes run them too (a lone
+  // pair does not show those racks), until a revert undoes that plan.
+  bool racksUnderLoad_ = false;
+  std::vector<uint64_t> sentAtVote_;  // per peer: its connection's bytesSent at the last vote
 };
 
 // Every collective call, on the calling thread, before it is planned (api/coll.cc): counts it

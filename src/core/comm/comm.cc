@@ -186,7 +186,7 @@ Status ncclComm::buildTopology() {
 }
 
 Status ncclComm::measureTopology(braid::algos::Topology* out, bool* probed,
-                                 braid::adapt::SlowHost* slow) {
+                                 braid::adapt::SlowHost* slow, bool underLoad) {
   braid::topo::CommTopologyInputs in;
   for (const auto& p : peers)
     in.rankHosts.emplace_back(p.hostName, strnlen(p.hostName, sizeof p.hostName));
@@ -195,7 +195,7 @@ Status ncclComm::measureTopology(braid::algos::Topology* out, bool* probed,
   braid::topo::RackClustering racks;
   *probed = false;
   braid::CommProbeNetwork probeNet(*this);
-  BRAID_TRY(braid::topo::probeTopology(probeNet, in.rankHosts, &racks, probed));
+  BRAID_TRY(braid::topo::probeTopology(probeNet, in.rankHosts, &racks, probed, underLoad));
   if (*probed) in.probedRacks = &racks;
   if (slow) {
     *slow = {};

@@ -163,11 +163,12 @@ struct ncclComm {
   braid::loss::Reports loss;
 
   // The topology as the cluster map or the probe finds it now, built as init builds it
-  // (*probed: the probe ran; *slow, where given: the host it found slow, if any). Collective:
-  // every rank calls it at the same point, with nothing of this communicator in flight on its
-  // connections (the probe posts on them directly).
+  // (*probed: the probe ran; *slow, where given: the host it found slow, if any; underLoad: the
+  // probe's rounds under load group the hosts, topo::probeTopology). Collective: every rank
+  // calls it at the same point, with nothing of this communicator in flight on its connections
+  // (the probe posts on them directly).
   braid::Status measureTopology(braid::algos::Topology* out, bool* probed,
-                                braid::adapt::SlowHost* slow = nullptr);
+                                braid::adapt::SlowHost* slow = nullptr, bool underLoad = false);
   // Re-planning when the network changes (core/adapt/adapt.h).
   braid::adapt::Adaptation adapt;
 
