@@ -205,15 +205,16 @@ std::vector<int> racksUnderLoad(int nhosts, std::span<const PairSample> loaded,
   }
   std::vector<int> rackOfHost = uf.groups();
   if (rackOfHost.empty() || *std::max_element(rackOfHost.begin(), rackOfHost.end()) == 0) return {};
-  *thresholdGbps = threshold;
 
   // A host slow with every other (its own link) takes the split for itself, and the racks among
   // the others are below it: they are looked for again without the hosts left alone, which stay
-  // racks of their own.
+  // racks of their own. Where no two hosts were found together nothing was learnt.
   std::vector<int> size(n, 0), others;
   for (int r : rackOfHost) ++size[static_cast<size_t>(r)];
   for (int h = 0; h < nhosts; ++h)
     if (size[static_cast<size_t>(rackOfHost[static_cast<size_t>(h)])] > 1) others.push_back(h);
+  if (others.empty()) return {};
+  *thresholdGbps = threshold;
   if (others.size() == n || others.size() < 3) return rackOfHost;
   std::vector<int> index(n, -1);
   for (size_t i = 0; i < others.size(); ++i)

@@ -539,6 +539,12 @@ TEST(RacksUnderLoad, OneSwitchOrUplinksThatCarryEveryFlowFindNoRacks) {
   EXPECT_TRUE(
       racksUnderLoad(8, loadedRounds({0, 1, 0, 1, 0, 1, 0, 1}, 2, 8, 7, 0.2, 3), {}, &threshold)
           .empty());
+  // Every host its own rack says nothing: four hosts in a cycle of fast pairs whose diagonals
+  // are slow, so every fast pair is outvoted by the two hosts measured with both.
+  const std::vector<PairSample> cycle = {{0, 1, {0, 4}}, {1, 2, {0, 4}}, {2, 3, {0, 4}},
+                                         {3, 0, {0, 4}}, {0, 2, {0, 1}}, {1, 3, {0, 1}}};
+  EXPECT_TRUE(racksUnderLoad(4, cycle, {}, &threshold).empty());
+  EXPECT_EQ(threshold, 0);
   // Nothing measured, out-of-range hosts and rates that are not numbers are no evidence.
   EXPECT_TRUE(racksUnderLoad(4, {}, {}, &threshold).empty());
   std::vector<PairSample> bad = {
