@@ -197,11 +197,11 @@ def main():
               f"- fixed / adaptive, degraded calls 10-19: {f['degraded 10-19'] / a['degraded 10-19']:.2f}x",
               f"- fixed / adaptive, restored calls 10-19: {f['restored 10-19'] / a['restored 10-19']:.2f}x",
               "", "Conditions: the 8 ranks, their shapers and their TCP stacks share the machine's "
-              f"{os.cpu_count()} cores. The cost model prices the flat ring on the fast network at about a "
-              "quarter of what it measures here and hierpipe about right: with ranks alternating racks "
-              "every ring hop crosses a rack uplink that four flows share, which the probe (one pair at "
-              "a time) does not see (docs/adaptation.md, \"Per connection\"). So on the restored network "
-              "the re-probe's plan (the ring) measures slower than the one it replaced and is undone.",
+              f"{os.cpu_count()} cores. With ranks alternating racks every hop of a flat ring crosses a "
+              "rack uplink that four flows share, which the init probe (one pair at a time) does not "
+              "see: it finds no racks, and the cost model prices the ring at about a quarter of what it "
+              "measures. The connections' path rates show it, and the ranks probe again under load "
+              "(docs/adaptation.md, rule 8), which finds the racks; later probes run those rounds too.",
               "", "Plan changes of the adaptive run (rank 0's log; every rank logs the same call):", ""]
     adaptive = runs[0]
     for e in adaptive["events"]:
