@@ -92,25 +92,34 @@ Status exchange(ProbeNetwork& net, int to, int from, std::vector<char>& out, std
   transport::Endpoint* toEp = &net.endpoint(to);
   transport::Endpoint* fromEp = &net.endpoint(from);
   const Waiter waiter = net.waiter();
-  bool ackPosted = false, done = false;
-  while (!done) {
+  bool ackPosted = false;
+  // Waits in poll() between moves where the endpoints allow it, as a lone pair's timed transfer
+  // does: every host moves data at once, and a leader spinning would take a core from the
+  // others' network stacks where hosts share one machine.
+  transport::WaitSet wakeups;
+  for (;;) {
     BRAID_TRY(toEp->progress());
     if (fromEp != toEp) BRAID_TRY(fromEp->progress());
     if (!ackPosted && fromEp->recvsCompleted() >= received) {
       BRAID_TRY(net.post(from, true, &ackOut, sizeof ackOut, &ackSent));
       ackPosted = true;
+      continue;  // move the acknowledgement before sleeping
     }
     if (*sendUs <= 0 && toEp->recvsCompleted() >= acked)
       *sendUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    done = ackPosted && *sendUs > 0 && toEp->sendsCompleted() >= sent &&
-           fromEp->sendsCompleted() >= ackSent;
+    if (ackPosted && *sendUs > 0 && toEp->sendsCompleted() >= sent &&
+        fromEp->sendsCompleted() >= ackSent)
+      return Status::Ok();
     BRAID_TRY(waiter.check("topology probe under load"));
+    wakeups.clear();
+    toEp->addWakeups(wakeups);
+    if (fromEp != toEp) fromEp->addWakeups(wakeups);
+    if (wakeups.method() == transport::WaitSet::Method::kFds) wakeups.sleep(kPoll);
   }
-  return Status::Ok();
 }
 
 // A leader's part of one loaded round: one message each way (opens the windows), then, once
-// rank 0 says go (every leader has done its first), kTransfers each way; gives the rate at
+// rank 0 says go (every leader has done its first), kLoadedTransfers each way; gives the rate at
 // which its own messages reached `to`. Rank 0 (host 0's leader) also says go.
 Status exchangeRound(ProbeNetwork& net, const std::vector<int>& leaders, int to, int from,
                      double* gbps) {
