@@ -2,11 +2,13 @@
 // (NCCL_HOSTID, so the init probe runs and adaptation is on) run a loop of 1 MiB AllReduces in
 // which rank 2 starts calls 9-23 30 ms late. Every rank must name rank 2 late at the same call,
 // report it in braidCommGetStats while it is late and not after, never re-plan for it (a
-// re-plan cannot help a late rank), and get every result exact.
+// re-plan cannot help a late rank), and get every result exact. And a rank silent at a vote is
+// named on every other rank within BRAID_TIMEOUT_MS.
 #include <gtest/gtest.h>
 #include <braid/braid.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <set>
@@ -20,6 +22,7 @@
 namespace {
 
 constexpr int kCalls = 36, kLateFrom = 9, kLateUntil = 24;  // rank 2 late in [from, until)
+constexpr int kWindowCalls = 3;  // braid::adapt::kWindow: large calls between two votes
 
 TEST(AdaptProcesses, ALateRankIsNamedAtTheSameCallOnEveryRankAndNothingReplans) {
   const std::string logPrefix = "/tmp/braid-adapt-mp-test." + std::to_string(getpid());
@@ -65,6 +68,44 @@ TEST(AdaptProcesses, ALateRankIsNamedAtTheSameCallOnEveryRankAndNothingReplans) 
   EXPECT_EQ(calls.size(), 1u) << "the ranks named rank 2 at different calls:\n" << logs;
   EXPECT_EQ(logs.find("probing the network again"), std::string::npos) << logs;
   EXPECT_NE(logs.find("rank 2's large calls no longer start late"), std::string::npos) << logs;
+}
+
+// A rank silent at a vote (its own work outlasts BRAID_TIMEOUT_MS just before one) is named on
+// every other rank: rank 0, which gathers the votes, names it silent, and the others name it
+// through rank 0's word; it names rank 0, whose decision it never gets.
+TEST(AdaptProcesses, ARankSilentAtAVoteIsNamedOnEveryOtherRank) {
+  constexpr int kTimeoutMs = 1000;
+  constexpr int kSilentBefore = 2 * kWindowCalls;  // a vote precedes every kWindowCalls-th call
+  auto results = braid::testing::runProcesses(
+      4,
+      [](int rank, ncclComm_t comm) {
+        std::vector<float> v(262144, 1.0f);  // 1 MiB: a call adaptation watches
+        for (int call = 0; call <= kSilentBefore; ++call) {
+          if (rank == 3 && call == kSilentBefore)
+            std::this_thread::sleep_for(std::chrono::milliseconds(3 * kTimeoutMs));
+          const ncclResult_t res =
+              ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, nullptr);
+          if (call < kSilentBefore) {
+            if (res != ncclSuccess) return 1;
+            continue;
+          }
+          if (res == ncclSuccess) return 2;
+          const std::string error = ncclGetLastError(comm);
+          fprintf(stderr, "rank %d: %s\n", rank, error.c_str());
+          // Rank 3 wakes to find no decision, or rank 0 gone already: it names rank 0 either way.
+          const std::string want = rank == 0 ? "rank 3 (host h3, pid" : "rank 0 (host h0, pid";
+          if (error.find("adaptation's vote before call") == std::string::npos ||
+              error.find(want) == std::string::npos)
+            return 3;
+          if (rank == 1 || rank == 2) {
+            if (error.find("got no vote from rank 3 (host h3, pid") == std::string::npos)
+              return 4;
+          }
+        }
+        return 0;
+      },
+      {{"NCCL_HOSTID", "h%r"}, {"BRAID_TIMEOUT_MS", std::to_string(kTimeoutMs)}});
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
 }
 
 }  // namespace

@@ -17,9 +17,9 @@ source "$(dirname "$0")/netns_common.sh"
 netns_scratch cut
 
 # Each rank reports and exits 0, so that netcluster does not stop the others before they fail
-# on their own. BRAID_ADAPT=0: adaptation's votes cross the bootstrap ring, and a cut that lands
-# on one fails it naming only the neighbour awaited (bootstrap.cc), not the data path tested here.
-BRAID_ADAPT=0 BRAID_TIMEOUT_MS=4000 timeout 240 "$NETCLUSTER" --prefix "$P" --hosts 4 --racks 1 --rack-gbit 2 \
+# on their own. Adaptation is on (four hosts: the probe runs): its votes go to rank 0 on h0, off
+# the cut link, so they pass and the call names the link.
+BRAID_TIMEOUT_MS=4000 timeout 240 "$NETCLUSTER" --prefix "$P" --hosts 4 --racks 1 --rack-gbit 2 \
   --reshape 4:cut=h1-h2 -- sh -c '"$0" "$@"; echo "loop exited $?"' "$LOOP" -b 8M -s 40 >"$LOG" 2>&1
 status=$?
 if [[ $status != 0 ]]; then tail -40 "$LOG"; echo "FAIL: the run exited $status"; exit 1; fi

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "base/env.h"
 #include "base/log.h"
@@ -62,6 +63,24 @@ void adopt(ncclComm* comm, const algos::Topology& t) {
 }
 
 unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+constexpr uint64_t kTagVote = 0x61647674;      // "advt"
+constexpr uint64_t kTagDecision = 0x61646463;  // "addc"
+// The ranks other than 0 wait this much longer than BRAID_TIMEOUT_MS for rank 0's decision, so
+// that its word on a rank it did not hear arrives before they give up on it (as the reports of
+// core/comm/peer_loss.h get a grace).
+constexpr int64_t kDecisionGraceMs = 300;
+
+// What rank 0 sends every rank after a vote: what the rule decided, or the rank it did not hear.
+struct Decision {
+  int32_t unheard = -1;  // a rank whose vote did not come (-1: none)
+  int32_t action = 0;    // Rule::Action
+  int32_t lateRank = -1;
+  int32_t reserved = 0;
+  double lateUs = 0;
+  char why[488] = {};  // the rule's reason for the log, or why the unheard rank's vote failed
+};
+static_assert(sizeof(Decision) == 512);
 
 }  // namespace
 
@@ -251,6 +270,71 @@ Vote Adaptation::takeVote(bool canProbe) {
   return v;
 }
 
+// The vote before call `index`: every rank sends rank 0 its vote over the bootstrap's
+// point-to-point connections, rank 0 runs the rule on all of them and sends every rank what it
+// decided, so every rank carries out the same decision before the same call. Rank 0 takes the
+// votes in rank order, each within BRAID_TIMEOUT_MS (they come at about the same time, so this is
+// one wait, and n - 1 reads, not a scan of every connection per vote). A rank whose vote does not
+// come is named on every rank: by rank 0 (it, or the link between the two, stopped), by the
+// others through rank 0's word, and that rank itself, which gets no decision, names rank 0 and
+// the link to it. A link between two other ranks is not on the vote's way, and the next call
+// names it on the data path.
+namespace {
+Status vote(ncclComm* comm, uint64_t index, const Vote& mine, Rule& rule, Decision* decision) {
+  const std::string where = strfmt("adaptation's vote before call %llu", ull(index));
+  Bootstrap& boot = *comm->bootstrap;
+  if (comm->rank != 0) {
+    BRAID_TRY(boot.send(0, kTagVote, &mine, sizeof mine)
+                  .withContext(strfmt("%s: sending %s this rank's vote", where.c_str(),
+                                      loss::describeRank(comm, 0).c_str())));
+    const int64_t wait = comm->timeoutMs > 0 ? comm->timeoutMs + kDecisionGraceMs : 0;
+    if (Status st = boot.recvWithin(0, kTagDecision, decision, sizeof *decision, wait); !st.ok())
+      return Status(st.code(), strfmt("%s: no decision from %s: it stopped or died, or the link "
+                                      "to it did (%s)",
+                                      where.c_str(), loss::describeRank(comm, 0).c_str(),
+                                      st.message().c_str()));
+    decision->why[sizeof decision->why - 1] = 0;
+    if (decision->unheard >= 0)
+      return remoteError(
+          "%s: %s got no vote from %s: it stopped or died, or the link between "
+          "them did (%s)",
+          where.c_str(), loss::describeRank(comm, 0).c_str(),
+          loss::describeRank(comm, decision->unheard).c_str(), decision->why);
+    return Status::Ok();
+  }
+  std::vector<Vote> votes(static_cast<size_t>(comm->nranks));
+  votes[0] = mine;
+  Status failed;
+  for (int r = 1; r < comm->nranks && failed.ok(); ++r) {
+    failed =
+        boot.recvWithin(r, kTagVote, &votes[static_cast<size_t>(r)], sizeof(Vote), comm->timeoutMs);
+    if (!failed.ok()) {
+      decision->unheard = r;
+      std::snprintf(decision->why, sizeof decision->why, "%s", failed.message().c_str());
+    }
+  }
+  if (failed.ok()) {
+    std::string why;
+    decision->action = static_cast<int32_t>(rule.next(votes, &why));
+    decision->lateRank = rule.straggler().rank;
+    decision->lateUs = rule.straggler().lateUs;
+    std::snprintf(decision->why, sizeof decision->why, "%s", why.c_str());
+  }
+  for (int r = 1; r < comm->nranks; ++r)
+    if (r != decision->unheard)
+      BRAID_TRY(boot.send(r, kTagDecision, decision, sizeof *decision)
+                    .withContext(strfmt("%s: sending %s the decision", where.c_str(),
+                                        loss::describeRank(comm, r).c_str())));
+  if (!failed.ok())
+    return Status(failed.code(),
+                  strfmt("%s: no vote from %s: it stopped or died, or the link between it and %s "
+                         "did (%s)",
+                         where.c_str(), loss::describeRank(comm, decision->unheard).c_str(),
+                         loss::describeRank(comm, 0).c_str(), failed.message().c_str()));
+  return Status::Ok();
+}
+}  // namespace
+
 Status beforeCall(ncclComm* comm, const Call& call) {
   Adaptation& a = comm->adapt;
   if (!a.enabled_ || call.coll == algos::Collective::Send || call.coll == algos::Collective::Recv)
@@ -274,14 +358,13 @@ Status beforeCall(ncclComm* comm, const Call& call) {
   }
   if (!due) return Status::Ok();
 
-  std::vector<Vote> votes(static_cast<size_t>(comm->nranks));
-  votes[static_cast<size_t>(comm->rank)] = a.takeVote(comm->deviceProxy == nullptr);
-  votes[static_cast<size_t>(comm->rank)].pathRatio = a.pathRatio(comm);
-  BRAID_TRY(comm->bootstrap->allGather(votes.data(), sizeof(Vote))
-                .withContext("adaptation: exchanging the ranks' measurements"));
-  std::string why;
-  const Rule::Action action = a.rule_.next(votes, &why);
-  const Straggler& late = a.rule_.straggler();
+  Vote mine = a.takeVote(comm->deviceProxy == nullptr);
+  mine.pathRatio = a.pathRatio(comm);
+  Decision decision;
+  BRAID_TRY(vote(comm, index, mine, a.rule_, &decision));
+  const std::string why = decision.why;
+  const auto action = static_cast<Rule::Action>(decision.action);
+  const Straggler late{decision.lateRank, decision.lateUs};
   a.lateRank_.store(late.rank, std::memory_order_relaxed);
   a.lateUs_.store(late.lateUs, std::memory_order_relaxed);
   if (action == Rule::Action::kNone) return Status::Ok();

@@ -9,10 +9,10 @@
 //
 // Every choice that changes messages must be made by every rank at the same call, without a
 // clock. Ranks count their collective calls (the same sequence on every rank, as NCCL requires)
-// and, after every kWindow-th large one, exchange one small Vote each through the bootstrap
-// (the medians of this rank's measurements since the last exchange). Every rank then runs the
-// same Rule on the same votes, so all decide alike, and carries the decision out right there,
-// before the call that follows the exchange: re-plan (the ranks re-run the topology probe
+// and, after every kWindow-th large one, send rank 0 one small Vote each through the bootstrap
+// (the medians of this rank's measurements since the last vote). Rank 0 runs the Rule on all of
+// them and sends every rank the decision, and every rank carries it out right there, before the
+// call that follows the vote: re-plan (the ranks re-run the topology probe
 // together, adopt what it found and drop every schedule chosen on the old topology, so that call
 // and all after it are selected on the new one), re-plan from a probe with rounds under load
 // where the connections inside racks run slower than priced (links shared by more flows than

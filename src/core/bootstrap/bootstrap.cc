@@ -116,7 +116,12 @@ class BootstrapImpl final : public Bootstrap {
 
   Status recv(int peer, uint64_t tag, void* data, size_t bytes) override {
     std::lock_guard<std::mutex> lock(mu_);
-    return finish(recvLocked(peer, tag, data, bytes));
+    return finish(recvLocked(peer, tag, data, bytes, opWaiter()));
+  }
+
+  Status recvWithin(int peer, uint64_t tag, void* data, size_t bytes, int64_t timeoutMs) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finish(recvLocked(peer, tag, data, bytes, Waiter(timeoutMs, &aborted_)));
   }
 
   Status poll(uint64_t tag, int* from, std::vector<uint8_t>* data) override {
@@ -253,11 +258,10 @@ class BootstrapImpl final : public Bootstrap {
         strfmt("bootstrap send to rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
   }
 
-  Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes) {
+  Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes, Waiter w) {
     if (peer < 0 || peer >= nranks_)
       return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
     if (bytes && !data) return invalidArgument("%s", "bootstrap recv: null data");
-    Waiter w = opWaiter();
     auto what =
         strfmt("bootstrap recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag));
     BRAID_TRY(w.check(what.c_str()));

@@ -44,6 +44,10 @@ class Bootstrap {
   // Point-to-point messages between ranks (used by split, shrink, mismatch checks).
   virtual Status send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
   virtual Status recv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
+  // recv, waiting at most `timeoutMs` without progress (0: no limit) instead of the bootstrap's
+  // own limit: for exchanges that are part of a collective call and wait as the call does.
+  virtual Status recvWithin(int peer, uint64_t tag, void* data, size_t bytes,
+                            int64_t timeoutMs) = 0;
   // Non-blocking: a message with `tag` from any rank, if one has arrived (*from = its rank),
   // else *from = -1, also while another thread's operation holds the bootstrap. Used to hear
   // about another rank's failure while waiting on data.
