@@ -199,6 +199,16 @@ TEST(AdaptRule, PathsSlowerThanPricedProbeUnderLoadOnceUntilCallsMove) {
   EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kProbeUnderLoad);
 }
 
+TEST(AdaptRule, PathsFasterThanPricedProbeUnderLoadToo) {
+  // The init probe measured the links slow (the machine was loaded then): every price is high.
+  Rule rule;
+  settle(rule, 1.0f);
+  std::string why;
+  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(pathVotes(0.25f), &why), Action::kNone);
+  EXPECT_EQ(rule.next(pathVotes(0.25f), &why), Action::kProbeUnderLoad);
+  EXPECT_NE(why.find("faster than the probe measured"), std::string::npos) << why;
+}
+
 TEST(AdaptRule, PathsNearTheirPriceOrUnmeasuredProbeNothing) {
   Rule rule;
   settle(rule, 1.0f);

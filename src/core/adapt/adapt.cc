@@ -159,14 +159,15 @@ Rule::Action Rule::next(const std::vector<Vote>& votes, std::string* why) {
     return Action::kReplan;
   }
   const double path = paths.empty() ? 0 : median(std::move(paths));
-  pathOff_ = path >= kOff ? pathOff_ + 1 : 0;
+  pathOff_ = path >= kOff || (path > 0 && path <= 1 / kOff) ? pathOff_ + 1 : 0;
   if (pathOff_ < kPersist || probedUnderLoad_) return Action::kNone;
   probedUnderLoad_ = true;
   *why = strfmt(
       "connections between hosts of one rack moved data at %.2fx the time per MiB "
-      "their links are priced at (medians, %d windows): links shared by more flows than "
-      "the probe measured",
-      path, pathOff_);
+      "their links are priced at (medians, %d windows): %s",
+      path, pathOff_,
+      path >= kOff ? "links shared by more flows than the probe measured"
+                   : "links faster than the probe measured (on a loaded machine, say)");
   return Action::kProbeUnderLoad;
 }
 

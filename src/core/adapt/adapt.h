@@ -76,6 +76,8 @@ constexpr double kLateMinUs = 10000;
 // ranks' median path ratio (Vote::pathRatio) is kOff or more, kPersist windows in a row, the
 // ranks probe again with rounds under load (topo::probeTopology), once per plan the network
 // gave (a re-plan because calls moved allows another; a probe under load or a revert does not).
+// The same at 1 / kOff or less: the probe measured the links slower than they are (it ran while
+// something else loaded the machine), and every price since is too high.
 // kOff: a link priced right runs at 0.7-1.6x its price (the netns_link_rate test's bounds), a
 // link four flows share at about 4x (docs/adaptation.md).
 
