@@ -178,12 +178,18 @@ std::vector<Vote> pathVotes(float path, int ranks = 4) {
   return v;
 }
 
+// The same votes kPersist windows in a row: nothing until the last, which gives the action
+// returned (its reason in *why).
+Action persisted(Rule& rule, const std::vector<Vote>& v, std::string* why) {
+  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(v, why), Action::kNone);
+  return rule.next(v, why);
+}
+
 TEST(AdaptRule, PathsSlowerThanPricedProbeUnderLoadOnceUntilCallsMove) {
   Rule rule;
   settle(rule, 1.0f);
   std::string why;
-  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kNone);
-  EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kProbeUnderLoad);
+  EXPECT_EQ(persisted(rule, pathVotes(4.0f), &why), Action::kProbeUnderLoad);
   EXPECT_NE(why.find("4.00x"), std::string::npos) << why;
   // What the probe found is judged as a re-plan is; the paths may stay slow under the new plan
   // (its price is per link, its flows share one): no second probe for the same network.
@@ -191,12 +197,10 @@ TEST(AdaptRule, PathsSlowerThanPricedProbeUnderLoadOnceUntilCallsMove) {
   settle(rule, 1.0f);
   for (int w = 0; w < 10; ++w) EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kNone);
   // Calls that move re-plan, and the paths may then be checked again.
-  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(votes(2.0f), &why), Action::kNone);
-  EXPECT_EQ(rule.next(votes(2.0f), &why), Action::kReplan);
+  EXPECT_EQ(persisted(rule, votes(2.0f), &why), Action::kReplan);
   rule.replanned(true);
   settle(rule, 1.0f);
-  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kNone);
-  EXPECT_EQ(rule.next(pathVotes(4.0f), &why), Action::kProbeUnderLoad);
+  EXPECT_EQ(persisted(rule, pathVotes(4.0f), &why), Action::kProbeUnderLoad);
 }
 
 TEST(AdaptRule, PathsFasterThanPricedProbeUnderLoadToo) {
@@ -204,8 +208,7 @@ TEST(AdaptRule, PathsFasterThanPricedProbeUnderLoadToo) {
   Rule rule;
   settle(rule, 1.0f);
   std::string why;
-  for (int w = 1; w < kPersist; ++w) EXPECT_EQ(rule.next(pathVotes(0.25f), &why), Action::kNone);
-  EXPECT_EQ(rule.next(pathVotes(0.25f), &why), Action::kProbeUnderLoad);
+  EXPECT_EQ(persisted(rule, pathVotes(0.25f), &why), Action::kProbeUnderLoad);
   EXPECT_NE(why.find("faster than the probe measured"), std::string::npos) << why;
 }
 
