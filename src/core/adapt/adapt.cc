@@ -295,6 +295,12 @@ Status vote(ncclComm* comm, uint64_t index, const Vote& mine, Rule& rule, Decisi
                                       where.c_str(), loss::describeRank(comm, 0).c_str(),
                                       st.message().c_str()));
     decision->why[sizeof decision->why - 1] = 0;
+    if (decision->action < 0 || decision->action > static_cast<int32_t>(Rule::Action::kOnTime) ||
+        decision->unheard < -1 || decision->unheard >= comm->nranks || decision->lateRank < -1 ||
+        decision->lateRank >= comm->nranks)
+      return internalError("%s: %s sent a decision this rank cannot read (action %d, rank %d)",
+                           where.c_str(), loss::describeRank(comm, 0).c_str(), decision->action,
+                           std::max(decision->unheard, decision->lateRank));
     if (decision->unheard >= 0)
       return remoteError(
           "%s: %s got no vote from %s: it stopped or died, or the link between "
