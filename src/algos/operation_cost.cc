@@ -71,17 +71,34 @@ class Port {
 // (every rank, or one block of them: OperationOptions::symmetry). Steps are numbered across
 // those ranks; a message is a pair's: from a simulated rank to any rank, matched in order.
 struct Compiled {
+  // A step as the simulation reads and updates it, in 32 bytes: at thousands of ranks the event
+  // loop visits millions of steps in no useful order, and a step's fields in one cache line cost
+  // one miss where an array per field cost one each (launch's loads were its hot spots).
+  struct Step {
+    // Messages: their bytes. Copies, reductions and codec steps: their duration in
+    // microseconds. Receives: the bytes, which a RecvReduce reduces after arrival.
+    double value = 0;
+    double readyAt = 0;            // simulation: when its last dependency completed
+    uint32_t dependentsBegin = 0;  // its dependents: [dependentsBegin, the next step's)
+    // Sends: their pair. Receives: their message's slot among the arrival times, or kNoMessage
+    // where the pair sends fewer messages than it receives.
+    uint32_t link = 0;
+    uint32_t unmet = 0;            // simulation: dependencies not met, kReady once it ran
+    uint32_t depCountAndKind = 0;  // dependencies in the low 24 bits, the StepKind above
+
+    uint32_t depCount() const { return depCountAndKind & kMaxDeps; }
+    StepKind kind() const { return static_cast<StepKind>(depCountAndKind >> 24); }
+    bool ready() const { return unmet == kReady; }
+  };
+  static constexpr uint32_t kMaxDeps = (1u << 24) - 1;
+  static constexpr uint32_t kNoMessage = UINT32_MAX;
+  static constexpr uint32_t kReady = UINT32_MAX;
+
   int n = 0;                     // ranks in the operation
   int period = 0;                // ranks simulated: 0 .. period - 1 (n: all)
   std::vector<size_t> rankBase;  // rank r's steps are [rankBase[r], rankBase[r + 1])
-  std::vector<StepKind> kind;
-  // Messages: their bytes. Copies, reductions and codec steps: their duration in microseconds.
-  // Receives: the bytes, which a RecvReduce reduces after arrival.
-  std::vector<double> value;
-  std::vector<uint32_t> pairOf;   // sends and receives: their pair
-  std::vector<uint32_t> message;  // ... and their index among its messages
-  std::vector<uint32_t> depCount;
-  std::vector<size_t> dependentsBegin;  // dependents of step g: [dependentsBegin[g], [g + 1])
+  // Every simulated step, and one more whose dependentsBegin ends the last step's dependents.
+  std::vector<Step> steps;
   std::vector<uint32_t> dependents;
   std::vector<uint32_t> roots;  // steps that wait for nothing
   struct Pair {
@@ -99,6 +116,7 @@ struct Compiled {
   std::vector<double> hostTraffic, hostFootprint;  // the memory bound's inputs, per host
   double loneSignatureUs = 0;                      // CPU work of signatures sent alone
 
+  size_t stepCount() const { return steps.size() - 1; }
   int simulated() const { return period; }
   // The simulated rank that stands for `rank`, and the shift between them.
   int standIn(int rank) const { return rank % period; }
@@ -162,7 +180,6 @@ class Compiler {
     c_.n = n;
     c_.period = period;
     c_.rankBase.push_back(0);
-    c_.dependentsBegin.push_back(0);
     c_.hostTraffic.assign(static_cast<size_t>(topo.groups(0)), 0.0);
     c_.hostFootprint = c_.hostTraffic;
   }
@@ -170,24 +187,23 @@ class Compiler {
   // Adds the next simulated rank's schedule.
   void add(const Schedule& s) {
     const int r = static_cast<int>(c_.rankBase.size()) - 1;
-    const size_t base = c_.kind.size();
+    const size_t base = c_.steps.size();
     for (size_t i = 0; i < s.steps.size(); ++i) {
       const Step& st = s.steps[i];
       const size_t g = base + i;
-      c_.kind.push_back(st.kind);
-      c_.depCount.push_back(st.depCount);
+      tooManyDeps_ = tooManyDeps_ || st.depCount > Compiled::kMaxDeps;
+      Compiled::Step& out = c_.steps.emplace_back();
+      out.depCountAndKind =
+          std::min(st.depCount, Compiled::kMaxDeps) | static_cast<uint32_t>(st.kind) << 24;
+      out.dependentsBegin = static_cast<uint32_t>(c_.dependents.size());
       if (st.depCount == 0) c_.roots.push_back(static_cast<uint32_t>(g));
       for (uint32_t k = s.dependentsBegin[i]; k < s.dependentsBegin[i + 1]; ++k)
         c_.dependents.push_back(static_cast<uint32_t>(base + s.dependents[k]));
-      c_.dependentsBegin.push_back(c_.dependents.size());
       double value = stepBytes(st, typeSize_);
-      uint32_t pair = UINT32_MAX, message = 0;
       switch (st.kind) {
         case StepKind::Send: {
-          Compiled::Pair& p = pairFor(r, st.peer);
-          message = static_cast<uint32_t>(p.sends.size());
-          p.sends.push_back(static_cast<uint32_t>(g));
-          pair = index_;
+          pairFor(r, st.peer).sends.push_back(static_cast<uint32_t>(g));
+          out.link = index_;
           break;
         }
         case StepKind::Recv:
@@ -196,11 +212,8 @@ class Compiler {
           // st.peer's stand-in to the rank as far back from r.
           const int from = c_.standIn(st.peer);
           const int to = (r - c_.shiftOf(st.peer) + c_.n) % c_.n;
-          Compiled::Pair& p = pairFor(from, to);
-          message = static_cast<uint32_t>(p.recvs.size());
-          p.recvs.push_back(static_cast<uint32_t>(g));
-          pair = index_;
-          break;
+          pairFor(from, to).recvs.push_back(static_cast<uint32_t>(g));
+          break;  // its link is set once every pair's messages are counted (finish)
         }
         case StepKind::Copy:
         case StepKind::Reduce:
@@ -209,25 +222,28 @@ class Compiler {
         case StepKind::DecodeAccumulate:
         case StepKind::Decode: value = codecStepUs(st, topo_.gammaUsPerByte); break;
       }
-      c_.value.push_back(value);
-      c_.pairOf.push_back(pair);
-      c_.message.push_back(message);
+      out.value = value;
     }
-    c_.rankBase.push_back(c_.kind.size());
+    c_.rankBase.push_back(c_.steps.size());
     if (topo_.memoryUsPerByte > 0) countMemoryTraffic(r, s);
     if (topo_.signatures && topo_.alphaScale > 1.0) addLoneSignatures(r, s);
   }
 
-  // Whether the steps still fit the 32-bit step numbers and the budget
-  // (OperationOptions::maxSteps).
+  // Whether the steps still fit the 32-bit step and dependent numbers, the 24-bit dependency
+  // counts, and the budget (OperationOptions::maxSteps).
   bool fits() const {
-    return c_.kind.size() < UINT32_MAX && c_.pairs.size() < UINT32_MAX && !overBudget();
+    return c_.steps.size() < UINT32_MAX && c_.dependents.size() < UINT32_MAX &&
+           c_.pairs.size() < UINT32_MAX && !tooManyDeps_ && !overBudget();
   }
-  bool overBudget() const { return maxSteps_ > 0 && c_.kind.size() > maxSteps_; }
+  bool overBudget() const { return maxSteps_ > 0 && c_.steps.size() > maxSteps_; }
 
   Compiled finish(const std::vector<std::vector<int>>& perm) && {
+    c_.steps.emplace_back().dependentsBegin = static_cast<uint32_t>(c_.dependents.size());
     for (Compiled::Pair& p : c_.pairs) {
       p.arrivalBase = c_.messages;
+      for (size_t i = 0; i < p.recvs.size(); ++i)
+        c_.steps[p.recvs[i]].link =
+            i < p.sends.size() ? static_cast<uint32_t>(p.arrivalBase + i) : Compiled::kNoMessage;
       c_.messages += p.sends.size();
     }
     const int levels = topo_.levels();
@@ -321,6 +337,7 @@ class Compiler {
   const Topology& topo_;
   bool signaturesOnDataEdges_;
   size_t maxSteps_;
+  bool tooManyDeps_ = false;
   std::unordered_map<uint64_t, uint32_t> pairIndex_;
   uint32_t index_ = 0;
 };
@@ -365,12 +382,12 @@ class OperationSim {
  public:
   // Token buckets per port: `credits` as a previous run left them (endCredits), or full.
   using Credits = std::vector<std::vector<double>>;
-  OperationSim(const Compiled& c, const Topology& topo, const Credits* credits)
-      : c_(c), topo_(topo) {
-    const size_t steps = c.kind.size();
-    unmet_ = c.depCount;
-    readyAt_.assign(steps, 0.0);
-    ready_.assign(steps, 0);
+  // Runs on `c`'s steps, which it resets: one simulation at a time per Compiled.
+  OperationSim(Compiled& c, const Topology& topo, const Credits* credits) : c_(c), topo_(topo) {
+    for (Compiled::Step& st : c.steps) {
+      st.readyAt = 0;
+      st.unmet = st.depCount();
+    }
     codecFree_.assign(static_cast<size_t>(c.simulated()), 0.0);
     arrival_.assign(c.messages, -1.0);
     launched_.assign(c.pairs.size(), 0);
@@ -402,13 +419,13 @@ class OperationSim {
       events_.pop();
       now_ = e.time;
       if (e.resume) {
-        resumePending_[c_.pairOf[e.step]] = 0;
-        launch(c_.pairOf[e.step]);
+        resumePending_[c_.steps[e.step].link] = 0;
+        launch(c_.steps[e.step].link);
       } else {
         becomeReady(e.rank, e.step, e.time);
       }
     }
-    bool matched = finished_ == c_.kind.size();
+    bool matched = finished_ == c_.stepCount();
     for (const Compiled::Pair& p : c_.pairs) matched = matched && p.sends.size() == p.recvs.size();
     if (!matched) return std::numeric_limits<double>::infinity();
     // Where ranks outnumber cores, the cores' total work bounds the time too: each message
@@ -478,29 +495,29 @@ class OperationSim {
   };
 
   void becomeReady(int r, uint32_t g, double t) {
-    ready_[g] = 1;
-    readyAt_[g] = t;
-    switch (c_.kind[g]) {
-      case StepKind::Send: launch(c_.pairOf[g]); break;
+    Compiled::Step& st = c_.steps[g];
+    st.unmet = Compiled::kReady;
+    st.readyAt = t;
+    switch (st.kind()) {
+      case StepKind::Send: launch(st.link); break;
       case StepKind::Recv:
       case StepKind::RecvReduce: {
-        const Compiled::Pair& p = c_.pairs[c_.pairOf[g]];
         // A receive without its send never completes.
-        if (c_.message[g] < p.sends.size()) {
-          const double arrival = arrival_[p.arrivalBase + c_.message[g]];
+        if (st.link != Compiled::kNoMessage) {
+          const double arrival = arrival_[st.link];
           if (arrival >= 0) completeRecv(r, g, arrival);
         }
         break;
       }
       case StepKind::Copy:
       case StepKind::Reduce:
-      case StepKind::FinishAvg: finish(r, g, t + c_.value[g]); break;
+      case StepKind::FinishAvg: finish(r, g, t + st.value); break;
       case StepKind::Encode:
       case StepKind::DecodeAccumulate:
       case StepKind::Decode: {
         // Codec steps share the rank's core: they queue behind each other.
         double& free = codecFree_[static_cast<size_t>(r)];
-        free = std::max(t, free) + c_.value[g];
+        free = std::max(t, free) + st.value;
         finish(r, g, free);
         break;
       }
@@ -517,7 +534,7 @@ class OperationSim {
   void launch(uint32_t pairIndex) {
     const Compiled::Pair& p = c_.pairs[pairIndex];
     size_t& launched = launched_[pairIndex];
-    while (launched < p.sends.size() && ready_[p.sends[launched]]) {
+    while (launched < p.sends.size() && c_.steps[p.sends[launched]].ready()) {
       const uint32_t g = p.sends[launched];
       if (linkFree_[pairIndex] > now_) {
         if (!resumePending_[pairIndex]) {
@@ -526,7 +543,7 @@ class OperationSim {
         }
         return;
       }
-      const double b = c_.value[g];
+      const double b = c_.steps[g].value;
       const int level = p.level;
       const LinkCost& link = topo_.link[static_cast<size_t>(level)];
       // Every port on the way must be free at once, each for its own level's beta (times the
@@ -552,7 +569,7 @@ class OperationSim {
       };
       // The earliest start from which every port is free: each port in turn moves the start to
       // its earliest gap, until all of them in a row accept it.
-      double start = std::max(readyAt_[g], linkFree_[pairIndex]);
+      double start = std::max(c_.steps[g].readyAt, linkFree_[pairIndex]);
       for (int k = 0, accepted = 0; accepted < 2 * level; k = k + 1 == 2 * level ? 0 : k + 1) {
         const double t = port(k / 2, way[k]).earliest(start, busyFor(k / 2, start));
         if (t > start)
@@ -572,7 +589,7 @@ class OperationSim {
       finish(p.from, g, arrival);
       const uint32_t recv = launched < p.recvs.size() ? p.recvs[launched] : UINT32_MAX;
       ++launched;
-      if (recv != UINT32_MAX && ready_[recv]) completeRecv(p.receiver, recv, arrival);
+      if (recv != UINT32_MAX && c_.steps[recv].ready()) completeRecv(p.receiver, recv, arrival);
     }
   }
 
@@ -587,26 +604,24 @@ class OperationSim {
   }
 
   void completeRecv(int r, uint32_t g, double arrival) {
-    const double reduce =
-        c_.kind[g] == StepKind::RecvReduce ? c_.value[g] * topo_.gammaUsPerByte : 0.0;
-    finish(r, g, std::max(readyAt_[g], arrival) + reduce);
+    const Compiled::Step& st = c_.steps[g];
+    const double reduce = st.kind() == StepKind::RecvReduce ? st.value * topo_.gammaUsPerByte : 0.0;
+    finish(r, g, std::max(st.readyAt, arrival) + reduce);
   }
 
   void finish(int r, uint32_t g, double t) {
     ++finished_;
     end_ = std::max(end_, t);
-    for (size_t k = c_.dependentsBegin[g]; k < c_.dependentsBegin[g + 1]; ++k) {
-      const uint32_t d = c_.dependents[k];
-      readyAt_[d] = std::max(readyAt_[d], t);
-      if (--unmet_[d] == 0) events_.push({readyAt_[d], r, d});
+    const uint32_t end = c_.steps[g + 1].dependentsBegin;
+    for (uint32_t k = c_.steps[g].dependentsBegin; k < end; ++k) {
+      Compiled::Step& d = c_.steps[c_.dependents[k]];
+      d.readyAt = std::max(d.readyAt, t);
+      if (--d.unmet == 0) events_.push({d.readyAt, r, c_.dependents[k]});
     }
   }
 
-  const Compiled& c_;
+  Compiled& c_;
   const Topology& topo_;
-  std::vector<uint32_t> unmet_;
-  std::vector<double> readyAt_;
-  std::vector<char> ready_;
   std::vector<double> codecFree_;  // per simulated rank
   std::vector<double> arrival_;    // per message, -1 until sent
   std::vector<size_t> launched_;   // per pair
@@ -637,7 +652,7 @@ double simulateOperation(int nranks, const ScheduleSource& source, size_t typeSi
       compile(nranks, source, typeSize, topo, options, &report->overBudget);
   if (!compiled) return report->us;
   report->period = compiled->period;
-  report->steps = compiled->kind.size();
+  report->steps = compiled->stepCount();
   auto sim = std::make_unique<OperationSim>(*compiled, topo, nullptr);
   double us = sim->run();
   const double depth = sim->deepestBucket();
