@@ -2,7 +2,7 @@
 // operation simulator (algos::simulateOperation, the model the selector uses), at any number of
 // ranks. docs/scale.md says what it models and how far to trust it.
 //
-//   braid-sim [fabric] [call] [--csv FILE] [--plot FILE.png] [--no-symmetry]
+//   braid-sim [fabric] [call] [--csv FILE] [--plot FILE.png] [--no-symmetry] [--why]
 // fabric, either a cluster map (the format BRAID_CLUSTER_FILE reads, every host in it used):
 //   --cluster FILE --ranks-per-host K
 // or a Clos of identical hosts (ranks numbered host by host, hosts rack by rack):
@@ -28,6 +28,7 @@
 //   --coll NAME -b MIN -e MAX -f FACTOR -d TYPE --algos a,b,...|auto --compress int8|topk:R
 // --plot FILE.png: time and busbw against size, a line per algorithm, drawn by braid-sim-plot
 // (beside this binary; matplotlib) from the CSV (--csv's, else FILE.csv).
+// --why: for `auto`, the selector's price of every candidate (its TUNING log line), on stderr.
 // Exit status 2 on a usage error, 1 when a call cannot be priced, with the reason on stderr.
 #include <spawn.h>
 #include <sys/resource.h>
@@ -256,6 +257,7 @@ int main(int argc, char** argv) {
   size_t minBytes = 1 << 20, maxBytes = 1 << 20;
   double factor = 2;
   bool symmetry = true;
+  bool why = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -312,6 +314,8 @@ int main(int argc, char** argv) {
       if (ok) fabric.alternate = std::strcmp(v, "alternate") == 0;
     } else if (a == "--no-symmetry")
       symmetry = false;
+    else if (a == "--why")
+      why = true;
     else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv" ||
              a == "--plot") {
       const char* v = value();
@@ -419,6 +423,7 @@ int main(int argc, char** argv) {
           return 1;
         }
         algo = choice.algorithm;
+        if (why) std::fprintf(stderr, "# auto, %zu bytes: %s\n", bytes, choice.reason.c_str());
       } else {
         for (const braid::algos::Algorithm* a : braid::algos::algorithms())
           if (a->name() == name && a->compressed() == (codec != nullptr) && a->supports(args))

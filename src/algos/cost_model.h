@@ -45,9 +45,14 @@ double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const Top
 // most crowded port: flows x bytes x beta of the level above that group, as the whole-operation
 // model (operation_cost.h) books ports. Null: every port carries the message alone.
 using FlowCount = double (*)(const void* context, size_t step, int level, bool out);
+// A receive at `step`: how long the hop takes, latency and transfer, as the ranks that play the
+// rank's part see it on average (the walk's wait for the sender, cost_model.cc). Null: the
+// rank's own hop.
+using HopUs = double (*)(const void* context, size_t step);
 struct Flows {
   FlowCount count = nullptr;
   const void* context = nullptr;
+  HopUs hop = nullptr;
 };
 double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const Topology& topology,
                             int rank, Flows flows);

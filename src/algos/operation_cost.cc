@@ -148,11 +148,6 @@ bool groupShift(const Topology& t, int period, std::vector<std::vector<int>>* pe
   return true;
 }
 
-double stepBytes(const Step& st, size_t typeSize) {
-  return static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize),
-                                      st.dst.count * unitBytes(st.dst.buffer, typeSize)));
-}
-
 // Whether `b` is `a` with every peer shifted by `shift` (the symmetry check).
 bool isShifted(const Schedule& a, const Schedule& b, int shift, int n, size_t typeSize) {
   if (a.steps.size() != b.steps.size() || a.deps != b.deps) return false;

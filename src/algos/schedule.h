@@ -3,6 +3,7 @@
 // Algorithms produce schedules as data; the executor (src/core/executor) runs any of them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +66,12 @@ struct Step {
   // its size in bytes).
   size_t elements = 0;
 };
+
+// The bytes a step moves or computes on: the larger of its two regions (a message's size).
+inline double stepBytes(const Step& st, size_t typeSize) {
+  return static_cast<double>(std::max(st.src.count * unitBytes(st.src.buffer, typeSize),
+                                      st.dst.count * unitBytes(st.dst.buffer, typeSize)));
+}
 
 struct Schedule {
   std::string algorithm;

@@ -139,48 +139,103 @@ namespace {
 // step i leaves the group the same way counts as a flow through the group's port at step i, and
 // the sample stands for the group. Ranks with other parts (a tree's leaves and inner nodes, a
 // hierarchy's leaders) are not counted: their steps do not line up.
+//
+// Where the sample is the whole group, what its ranks send out of it and receive into it over the
+// whole call, lined up or not, bounds the price from below (portBoundUs): the group's port passes
+// those bytes at the rate of the link above it, whatever the ranks' order. Without it a double
+// binary tree, whose inner nodes and leaves share each NIC, was priced below what its NIC alone
+// needs. A sample of a larger group bounds nothing: a rank at the group's edge, where a ring
+// enters it, stands for dozens that send nothing out.
 class GroupFlows {
  public:
   static constexpr int kFlowSamples = 8;
 
   template <typename ScheduleOf>
-  GroupFlows(const Topology& topo, int rank, ScheduleOf&& scheduleOf) {
+  GroupFlows(const Topology& topo, int rank, size_t typeSize, ScheduleOf&& scheduleOf) {
     const Schedule& mine = scheduleOf(rank);
     const size_t steps = mine.steps.size();
     const int levels = topo.levels();
     counts_.assign(static_cast<size_t>(levels) * 2, std::vector<double>(steps, 1.0));
+    hopUs_.assign(steps, 0.0);
+    addHops(topo, rank, mine, typeSize);
+    double hoppers = 1;  // ranks whose hops hopUs_ sums
     for (int l = 0; l < levels; ++l) {
       const std::vector<int>& groupOf = topo.groupOf[static_cast<size_t>(l)];
       std::vector<int> members;
       for (int q = 0; q < topo.nranks(); ++q)
         if (q != rank && groupOf[static_cast<size_t>(q)] == groupOf[static_cast<size_t>(rank)])
           members.push_back(q);
-      if (members.empty()) continue;
+      double crossing[2] = {0, 0};  // bytes into the group, out of it
+      addCrossing(topo, rank, mine, l, typeSize, crossing);
       const size_t samples = std::min<size_t>(members.size(), kFlowSamples);
-      const double weight = double(members.size()) / double(samples);
+      const double weight = samples ? double(members.size()) / double(samples) : 0.0;
+      const bool whole = samples == members.size();
       for (size_t k = 0; k < samples; ++k) {
         const int q = members[k * members.size() / samples];
         const Schedule& theirs = scheduleOf(q);
+        if (whole) addCrossing(topo, q, theirs, l, typeSize, crossing);
         if (theirs.steps.size() != steps) continue;
         bool same = true;
         for (size_t i = 0; i < steps && same; ++i)
           same = theirs.steps[i].kind == mine.steps[i].kind;
         if (!same) continue;
+        if (l == 0) {
+          addHops(topo, q, theirs, typeSize);
+          ++hoppers;
+        }
         for (size_t i = 0; i < steps; ++i) {
           const Step& st = theirs.steps[i];
           if (st.peer < 0 || topo.commonLevel(q, st.peer) <= l) continue;
           counts_[static_cast<size_t>(2 * l + (st.kind == StepKind::Send))][i] += weight;
         }
       }
+      if (!whole) continue;
+      // A shaped link passes its bucket's depth at once.
+      const LinkCost& up = topo.link[static_cast<size_t>(l) + 1];
+      for (double bytes : crossing)
+        boundUs_ = std::max(boundUs_, std::max(0.0, bytes - up.burstBytes) * up.betaUsPerByte);
     }
+    for (double& hop : hopUs_) hop /= hoppers;
   }
   static double count(const void* self, size_t step, int level, bool out) {
     const auto* f = static_cast<const GroupFlows*>(self);
     return f->counts_[static_cast<size_t>(2 * level + out)][step];
   }
+  // The longest any of the rank's group ports needs for the call's bytes (see above), in us.
+  double portBoundUs() const { return boundUs_; }
+  // cost_model.h's HopUs: a receive's hop averaged over the rank and the ranks of its host that
+  // play its part (their steps line up).
+  static double hop(const void* self, size_t step) {
+    return static_cast<const GroupFlows*>(self)->hopUs_[step];
+  }
 
  private:
+  // Adds the bytes rank q's schedule s sends out of (crossing[1]) and receives into
+  // (crossing[0]) its group at `level`.
+  static void addCrossing(const Topology& topo, int q, const Schedule& s, int level,
+                          size_t typeSize, double crossing[2]) {
+    for (const Step& st : s.steps) {
+      if (st.peer < 0 || topo.commonLevel(q, st.peer) <= level) continue;
+      if (st.kind == StepKind::Send)
+        crossing[1] += stepBytes(st, typeSize);
+      else if (st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce)
+        crossing[0] += stepBytes(st, typeSize);
+    }
+  }
+
+  // Adds rank q's receives' hops (latency and transfer on their links) to hopUs_.
+  void addHops(const Topology& topo, int q, const Schedule& s, size_t typeSize) {
+    for (size_t i = 0; i < s.steps.size(); ++i) {
+      const Step& st = s.steps[i];
+      if (st.peer < 0 || (st.kind != StepKind::Recv && st.kind != StepKind::RecvReduce)) continue;
+      const LinkCost& link = topo.link[static_cast<size_t>(topo.commonLevel(q, st.peer))];
+      hopUs_[i] += link.alphaUs + stepBytes(st, typeSize) * link.betaUsPerByte;
+    }
+  }
+
   std::vector<std::vector<double>> counts_;  // [2 level + out][step]
+  std::vector<double> hopUs_;                // per receive step
+  double boundUs_ = 0;
 };
 
 CollArgs rankView(const CollArgs& args, int r) {
@@ -253,9 +308,10 @@ double priceRepresentatives(const Algorithm& algo, const CollArgs& args, double*
   double worst = 0.0;
   for (int r : {0, n / 2, n - 1, args.root}) {
     if (r < 0 || r >= n) continue;
-    const GroupFlows flows(topo, r, scheduleOf);
-    worst = std::max(worst, estimateMicroseconds(scheduleOf(r), args.typeSize, topo, r,
-                                                 Flows{&GroupFlows::count, &flows}));
+    const GroupFlows flows(topo, r, args.typeSize, scheduleOf);
+    const double walked = estimateMicroseconds(scheduleOf(r), args.typeSize, topo, r,
+                                               Flows{&GroupFlows::count, &flows, &GroupFlows::hop});
+    worst = std::max({worst, walked, flows.portBoundUs()});
   }
   if (linksUs) *linksUs = worst;
   return worst;

@@ -274,6 +274,14 @@ std::map<std::string, double> wholePrices(const CollArgs& a) {
   return prices;
 }
 
+// priceRepresentatives for the uncompressed algorithm `name`.
+double representativePrice(std::string_view name, const CollArgs& a) {
+  for (const Algorithm* algo : algorithms())
+    if (algo->name() == name && !algo->compressed()) return priceRepresentatives(*algo, a);
+  ADD_FAILURE() << "no algorithm " << name;
+  return 0.0;
+}
+
 std::string describe(const std::map<std::string, double>& prices) {
   std::string out;
   for (const auto& [name, us] : prices) out += name + " " + std::to_string(us) + " us; ";
@@ -305,16 +313,40 @@ TEST(Selector, RepresentativeRanksSeeTheirSharedPorts) {
   const Topology topo = closOf256();
   CollArgs a = allReduce((size_t(64) << 20) / 4, 256, topo);
   const auto prices = wholePrices(a);
-  auto priced = [&](std::string_view name) {
-    for (const Algorithm* algo : algorithms())
-      if (algo->name() == name && !algo->compressed()) return priceRepresentatives(*algo, a);
-    return 0.0;
-  };
-  const double rhd = priced("rhd"), ring = priced("ring");
+  const double rhd = representativePrice("rhd", a), ring = representativePrice("ring", a);
   // The shared uplink is the bulk of rhd's time: seen, its representative price comes near the
   // whole operation's, and well above the ring's.
   EXPECT_GE(rhd, 0.5 * prices.at("rhd")) << describe(prices);
   EXPECT_GT(rhd, 2 * ring) << "rhd " << rhd << " us, ring " << ring << " us; " << describe(prices);
+}
+
+// A representative walked alone is still held to what its host's NIC must carry: the bytes every
+// rank of the host sends out of it and receives into it, whether or not their steps line up with
+// the representative's. A double binary tree's ranks play different parts in its two trees, so
+// no flow was counted on the NIC and the tree was priced at a fraction of its whole operation.
+TEST(Selector, RepresentativesAreHeldToTheirNicsBytes) {
+  const Topology topo = closOf256();
+  const size_t bytes = size_t(64) << 20;
+  const CollArgs a = allReduce(bytes / 4, 256, topo);
+  const auto prices = wholePrices(a);
+  const double tree = representativePrice("tree", a);
+  // Each rank's tree halves cross the NIC up and down: 2 B each way for the host's 8 ranks.
+  const double nic = 2.0 * static_cast<double>(bytes) / 12.5e3;
+  EXPECT_GE(tree, 0.99 * nic) << describe(prices);
+  EXPECT_LE(tree, prices.at("tree")) << "a bound from below, not a price above the whole";
+}
+
+// A representative's receive waits for its sender, taken to be where the representative is in
+// its own schedule: a ring's latency then accumulates step after step as in the whole
+// operation. Received at the port's rate instead, a latency-bound ring priced as if its steps
+// overlapped: at 256 ranks, 256 KiB, a fraction of its whole operation and below tree's.
+TEST(Selector, RepresentativesWaitForTheirSenders) {
+  const Topology topo = closOf256();
+  const CollArgs a = allReduce((size_t(256) << 10) / 4, 256, topo);
+  const auto prices = wholePrices(a);
+  const double ring = representativePrice("ring", a);
+  EXPECT_GE(ring, 0.6 * prices.at("ring")) << describe(prices);
+  EXPECT_GT(ring, representativePrice("tree", a)) << describe(prices);
 }
 
 // Above 16 ranks the whole operation is priced while the ranks it simulates fit the selector's
