@@ -84,7 +84,7 @@ struct Compiled {
     // where the pair sends fewer messages than it receives.
     uint32_t link = 0;
     uint32_t unmet = 0;            // simulation: dependencies not met, kReady once it ran
-    uint32_t depCountAndKind = 0;  // dependencies in the low 24 bits, the StepKind above
+    uint32_t depCountAndKind = 0;  // dependencies in the low 24 bits, the StepKind in the top 8
 
     uint32_t depCount() const { return depCountAndKind & kMaxDeps; }
     StepKind kind() const { return static_cast<StepKind>(depCountAndKind >> 24); }
