@@ -31,10 +31,8 @@ const CodecKernelTable& activeCodecKernels() {
 namespace quant {
 
 // A block with NaN or Inf: the finite values are quantised against their own maximum over 126
-// levels, the three other codes name +Inf, -Inf and NaN, and the stored scale carries the sign
-// bit. Non-finite values are sent exactly (NaN as the canonical quiet NaN: the payload is
-// lost), so they leave nothing in the residual; a residual that held them would poison every
-// later call.
+// levels and the other codes name +Inf, -Inf and NaN (specialCode); the stored scale carries the
+// sign bit.
 void encodeSpecialBlock(const float* v, size_t n, size_t firstIndex, float* residual,
                         const QuantParams& params, bool stochastic, unsigned char* scales,
                         size_t block, int8_t* codes) {
@@ -47,33 +45,16 @@ void encodeSpecialBlock(const float* v, size_t n, size_t firstIndex, float* resi
   storeScale(scales, block, sc.scale, true, params.bf16Scales);
   const RandomKey key = randomKey(params.seed);
   for (size_t i = 0; i < n; ++i) {
-    uint32_t bits = floatBits(v[i]);
-    uint32_t a = bits & kAbsMask;
-    if (a > kInfBits) {
-      codes[i] = kCodeNaN;
-    } else if (a == kInfBits) {
-      codes[i] = (bits >> 31) ? kCodeNegInf : kCodePosInf;
-    } else {
-      float u = stochastic ? uniform(key, uint32_t(firstIndex + i)) : 0.0f;
-      float q = stochastic ? quantize<true>(v[i], sc, kSpecialLevels, u)
-                           : quantize<false>(v[i], sc, kSpecialLevels, u);
-      codes[i] = int8_t(int32_t(q));
-      if (residual) residual[i] = v[i] - q * sc.scale;
-      continue;
-    }
-    if (residual) residual[i] = 0.0f;
+    const uint32_t index = uint32_t(firstIndex + i);
+    float left;
+    codes[i] = stochastic ? specialCode<true>(v[i], sc, key, index, &left)
+                          : specialCode<false>(v[i], sc, key, index, &left);
+    if (residual) residual[i] = left;
   }
 }
 
 void decodeSpecialBlock(const int8_t* codes, size_t n, float scale, float* out) {
-  for (size_t i = 0; i < n; ++i) {
-    switch (codes[i]) {
-      case kCodeNaN: out[i] = bitsFloat(0x7fc00000u); break;
-      case kCodePosInf: out[i] = bitsFloat(kInfBits); break;
-      case kCodeNegInf: out[i] = bitsFloat(kInfBits | 0x80000000u); break;
-      default: out[i] = float(codes[i]) * scale;
-    }
-  }
+  for (size_t i = 0; i < n; ++i) out[i] = decodeSpecialCode(codes[i], scale);
 }
 
 }  // namespace quant

@@ -9,15 +9,6 @@
 namespace braid::compress {
 namespace {
 
-constexpr uint8_t kFlagStochastic = 1;
-constexpr uint8_t kFlagBf16Scales = 2;
-
-size_t blockCount(size_t count, uint32_t blockSize) { return (count + blockSize - 1) / blockSize; }
-
-size_t messageBytes(size_t count, uint32_t blockSize, bool bf16) {
-  return sizeof(Header) + blockCount(count, blockSize) * (bf16 ? 2 : 4) + count;
-}
-
 bool validBlockSize(uint64_t b) {
   return b >= Int8BlockOptions::kMinBlock && b <= Int8BlockOptions::kMaxBlock;
 }
@@ -36,15 +27,15 @@ Status readMessage(std::span<const std::byte> in, size_t count, Message* msg) {
   if (!validBlockSize(h.param))
     return invalidArgument("int8_block decode: block size %u is outside %u..%u", h.param,
                            Int8BlockOptions::kMinBlock, Int8BlockOptions::kMaxBlock);
-  const bool bf16 = h.flags & kFlagBf16Scales;
-  const size_t expected = messageBytes(count, h.param, bf16);
+  const bool bf16 = h.flags & kInt8FlagBf16Scales;
+  const size_t expected = int8MessageBytes(count, h.param, bf16);
   if (in.size() != expected)
     return invalidArgument("int8_block decode: message of %zu bytes where %zu elements take %zu",
                            in.size(), count, expected);
   const auto* base = reinterpret_cast<const unsigned char*>(in.data()) + sizeof(Header);
   msg->params = QuantParams{h.param, bf16, 0};
   msg->buffers = {
-      base, reinterpret_cast<const int8_t*>(base + blockCount(count, h.param) * (bf16 ? 2 : 4))};
+      base, reinterpret_cast<const int8_t*>(base + int8BlockCount(count, h.param) * (bf16 ? 2 : 4))};
   return Status::Ok();
 }
 
@@ -73,7 +64,7 @@ Status Int8BlockCodec::create(const Int8BlockOptions& options,
 }
 
 size_t Int8BlockCodec::maxEncodedBytes(size_t count, ncclDataType_t) const {
-  return messageBytes(count, options_.blockSize, options_.scales == ScaleFormat::Bf16);
+  return int8MessageBytes(count, options_.blockSize, options_.scales == ScaleFormat::Bf16);
 }
 
 Status Int8BlockCodec::encode(const void* input, size_t count, ncclDataType_t type, float* residual,
@@ -83,21 +74,21 @@ Status Int8BlockCodec::encode(const void* input, size_t count, ncclDataType_t ty
                            int(type));
   BRAID_TRY(checkCount("encode", count));
   const bool bf16 = options_.scales == ScaleFormat::Bf16;
-  const size_t bytes = messageBytes(count, options_.blockSize, bf16);
+  const size_t bytes = int8MessageBytes(count, options_.blockSize, bf16);
   if (out.size() < bytes)
     return invalidArgument("int8_block encode: output of %zu bytes, %zu elements need %zu",
                            out.size(), count, bytes);
   const bool stochastic = options_.rounding == Rounding::Stochastic;
   Header h{uint8_t(CodecId::Int8Block),
            kFormatVersion,
-           uint8_t((stochastic ? kFlagStochastic : 0) | (bf16 ? kFlagBf16Scales : 0)),
+           uint8_t((stochastic ? kInt8FlagStochastic : 0) | (bf16 ? kInt8FlagBf16Scales : 0)),
            0,
            options_.blockSize,
            count};
   writeHeader(out, h);
   auto* base = reinterpret_cast<unsigned char*>(out.data()) + sizeof(Header);
   QuantBuffers buffers{base, reinterpret_cast<int8_t*>(
-                                 base + blockCount(count, options_.blockSize) * (bf16 ? 2 : 4))};
+                                 base + int8BlockCount(count, options_.blockSize) * (bf16 ? 2 : 4))};
   if (count > 0) {
     const QuantParams params{options_.blockSize, bf16, seed};
     activeCodecKernels().quantize[int(floatKind(type))][residual != nullptr][stochastic](

@@ -13,12 +13,24 @@
 // canonical quiet NaN). They leave no residual. Blocks without them are unaffected.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "compress/codec.h"
+#include "kernels/types.h"
 
 namespace braid::compress {
+
+// The message's header flags and layout, which the host and CUDA codecs share.
+constexpr uint8_t kInt8FlagStochastic = 1;
+constexpr uint8_t kInt8FlagBf16Scales = 2;
+BRAID_HOST_DEVICE constexpr size_t int8BlockCount(size_t count, uint32_t blockSize) {
+  return (count + blockSize - 1) / blockSize;
+}
+BRAID_HOST_DEVICE constexpr size_t int8MessageBytes(size_t count, uint32_t blockSize, bool bf16Scales) {
+  return sizeof(Header) + int8BlockCount(count, blockSize) * (bf16Scales ? 2 : 4) + count;
+}
 
 enum class Rounding : uint8_t { Nearest = 0, Stochastic = 1 };
 enum class ScaleFormat : uint8_t { Fp32 = 0, Bf16 = 1 };

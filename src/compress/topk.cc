@@ -11,20 +11,14 @@
 namespace braid::compress {
 namespace {
 
-using kernels::floatBits;
+using quant::magnitudeKey;
+using quant::rankKey;
 
 // A larger sample S cuts the candidates' excess over k (about 2 / sqrt(k x S / n) of k) but
 // costs its own selection: 1/64 of the elements, between 4096 and 16384, keeps both small
 // (about 15% excess at 1% of 16M elements).
 size_t sampleSize(size_t count) {
   return std::min(count, std::clamp<size_t>(count / 64, 4096, 16384));
-}
-
-uint32_t magnitudeKey(float v) { return floatBits(v) & quant::kAbsMask; }
-
-// The total order of selection: larger magnitude first, then lower index. Unique per element.
-uint64_t rankKey(float v, uint32_t index) {
-  return uint64_t(magnitudeKey(v)) << 32 | uint32_t(~index);
 }
 
 size_t messageBytes(size_t k) { return sizeof(Header) + k * (sizeof(uint32_t) + sizeof(float)); }

@@ -21,6 +21,17 @@ inline std::string whyNoDevice() {
   return "";
 }
 
+// Device memory with room to misalign, freed at scope end.
+struct DeviceBuffer {
+  explicit DeviceBuffer(size_t bytes) { ok = cudaMalloc(&ptr, bytes + 64) == cudaSuccess; }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  char* at(size_t offset) { return static_cast<char*>(ptr) + offset; }
+  void* ptr = nullptr;
+  bool ok = false;
+};
+
 }  // namespace braid::testing
 
 #define BRAID_REQUIRE_DEVICE()                               \

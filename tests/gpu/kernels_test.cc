@@ -17,6 +17,8 @@
 namespace braid::cuda {
 namespace {
 
+using testing::DeviceBuffer;
+
 constexpr auto& kTypes = kernels::testref::kAllTypes;
 constexpr auto& kOps = kernels::testref::kReduceOps;
 
@@ -26,15 +28,6 @@ std::vector<unsigned char> randomBytes(size_t n, uint64_t seed) {
   for (auto& b : v) b = static_cast<unsigned char>(rng());
   return v;
 }
-
-// Device memory with room to misalign, freed at scope end.
-struct DeviceBuffer {
-  explicit DeviceBuffer(size_t bytes) { ok = cudaMalloc(&ptr, bytes + 64) == cudaSuccess; }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  char* at(size_t offset) { return static_cast<char*>(ptr) + offset; }
-  void* ptr = nullptr;
-  bool ok = false;
-};
 
 class GpuKernels : public ::testing::Test {
  protected:

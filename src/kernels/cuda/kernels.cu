@@ -16,7 +16,7 @@ using kernels::Fp8E4M3;
 using kernels::Fp8E5M2;
 using kernels::Half;
 
-constexpr unsigned kThreads = 256;
+constexpr unsigned kThreads = kThreadsPerBlock;
 
 template <typename T, typename Func>
 __global__ void __launch_bounds__(kThreads)
@@ -36,23 +36,8 @@ __global__ void waitKernel(const volatile uint32_t* flag, uint32_t value) {
   while (int32_t(*flag - value) < 0) __nanosleep(1000);
 }
 
-// Enough blocks to fill the device (8 resident blocks of 256 threads per SM), fewer for small
-// work; the grid-stride loops cover the rest.
-unsigned gridFor(size_t count, size_t perPack) {
-  static std::atomic<int> smCount[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) dev = 0;
-  int sms = smCount[dev].load(std::memory_order_relaxed);
-  if (sms == 0) {
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        sms <= 0)
-      sms = 16;
-    smCount[dev].store(sms, std::memory_order_relaxed);
-  }
-  const size_t work = count / perPack + perPack;
-  const size_t blocks = std::min<size_t>((work + kThreads - 1) / kThreads, size_t(sms) * 8);
-  return unsigned(std::max<size_t>(1, blocks));
-}
+// Packs of perPack elements, one per worker, and a tail of up to perPack elements.
+unsigned gridFor(size_t count, size_t perPack) { return gridBlocks(count / perPack + perPack); }
 
 struct DeviceTable {
   using ReduceFn = cudaError_t (*)(void* dst, void* dst2, const void* a, const void* b,
@@ -145,6 +130,21 @@ Status reduceImpl(void* dst, void* dst2, const void* a, const void* b, size_t co
 }
 
 }  // namespace
+
+unsigned gridBlocks(size_t workers) {
+  static std::atomic<int> smCount[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) dev = 0;
+  int sms = smCount[dev].load(std::memory_order_relaxed);
+  if (sms == 0) {
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        sms <= 0)
+      sms = 16;
+    smCount[dev].store(sms, std::memory_order_relaxed);
+  }
+  const size_t blocks = std::min<size_t>((workers + kThreads - 1) / kThreads, size_t(sms) * 8);
+  return unsigned(std::max<size_t>(1, blocks));
+}
 
 Status cudaStatus(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status::Ok();

@@ -19,6 +19,12 @@ namespace braid::cuda {
 // A CUDA error as a Status ("cudaMemcpyAsync: invalid argument").
 Status cudaStatus(cudaError_t err, const char* what);
 
+// Threads per block of every kernel here and in the CUDA codecs.
+constexpr unsigned kThreadsPerBlock = 256;
+// Blocks of kThreadsPerBlock for `workers` grid-stride workers on the current device: enough to
+// fill it (8 resident blocks per SM) and no more than the work needs.
+unsigned gridBlocks(size_t workers);
+
 // Whether this build has kernels for (type, op); Avg counts as Sum.
 bool built(ncclDataType_t type, ncclRedOp_t op);
 
