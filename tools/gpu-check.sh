@@ -97,6 +97,8 @@ summary() {
     [[ -n "$bw_line" ]] && echo "- kernel bandwidth: $bw_line"
     r=$(grep -h "pinned  " "$logs/kernel-bw.log" 2>/dev/null | awk '{printf "%s%s %s GB/s", sep, $2, $4; sep = ", "}')
     [[ -n "$r" ]] && echo "- pinned host copies, 256 MiB: $r"
+    r=$(grep -hE "^(int8_block|topk) " "$logs/kernel-bw.log" 2>/dev/null | awk '{printf "%s%s %s %s GB/s", sep, $1, $2, $3; sep = ", "}')
+    [[ -n "$r" ]] && echo "- CUDA codecs, fp32 with error feedback, input rate: $r"
     for n in 1 2 4 4-1g; do
       r=$(perf_rows "$logs/allreduce-np$n.log" | tail -1 |
           awk '{print $1" B: busbw "$8" / "$12" GB/s (out of place / in place), wrong "$9" / "$13}')
@@ -247,7 +249,7 @@ if ((!built)); then
   if ((configured == 0)); then
     # Only what the check runs: the library, the GPU tests, the perf binaries, the launcher.
     stage build 300 cmake --build "$build" -j"$jobs" --target nccl braid gpu_kernels_test \
-      gpu_collectives_test cuda-kernel-bw braidrun "${perf_bins[@]}" && built=1
+      gpu_collectives_test gpu_codec_test cuda-kernel-bw braidrun "${perf_bins[@]}" && built=1
   else
     skip build "configure failed"
   fi

@@ -17,7 +17,7 @@ build=$(cd "${1:-build-gpu}" && pwd)
 out=$root/.gpu-prebuilt
 
 bins=(libnccl.so.2 tools/braidrun bench/cuda/cuda-kernel-bw tests/gpu_kernels_test
-      tests/gpu_collectives_test)
+      tests/gpu_collectives_test tests/gpu_codec_test)
 for b in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
   bins+=("bench/perf/${b}_perf")
 done
