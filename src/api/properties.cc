@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "core/comm/comm.h"
 #include "core/comm/config.h"
+#include "core/device/device.h"
 
 using braid::Status;
 using braid::api::guard;
@@ -41,9 +42,11 @@ BRAID_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommProper
   });
 }
 
-// A suspended communicator takes no calls (each fails naming ncclCommResume). On host memory
-// what it releases is what Braid rebuilds on demand: its chosen schedules and the kept plan of
-// a repeated call. Connections and shared-memory rings stay (their peers share them).
+// A suspended communicator takes no calls (each fails naming ncclCommResume). With
+// NCCL_SUSPEND_MEM it releases what Braid rebuilds on demand: its chosen schedules, the kept plan
+// of a repeated call, and on the device path the progress thread with its pinned staging (once
+// the work submitted before has run; the next device call after the resume starts them again).
+// Connections and shared-memory rings stay (their peers share them).
 BRAID_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) {
   braid::api::noteClient232();
   std::optional<ncclComm::CallScope> scope;
@@ -55,7 +58,13 @@ BRAID_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) {
     comm->suspended.store(true);
     if (flags & NCCL_SUSPEND_MEM) {
       const size_t steps = comm->releaseCaches();
-      BRAID_INFO(kInit, "suspended: released %zu cached schedule steps", steps);
+      size_t pinned = 0;
+      const Status drained = braid::device::suspend(comm, &pinned);
+      BRAID_INFO(kInit,
+                 "suspended: released %zu cached schedule steps and %zu bytes of pinned device "
+                 "staging",
+                 steps, pinned);
+      BRAID_TRY(drained.withContext("finishing the device work queued before the suspend"));
     }
     return Status::Ok();
   });
@@ -72,7 +81,7 @@ BRAID_API(ncclResult_t, ncclCommResume, ncclComm_t comm) {
 }
 
 // The statistics count GPU memory, and Braid allocates none for a communicator (device calls
-// stage through pinned host memory), so the byte counts are 0; ncclStatGpuMemSuspended says
+// stage through pinned host memory, which a suspend releases), so the byte counts are 0; ncclStatGpuMemSuspended says
 // whether the communicator is suspended.
 BRAID_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat,
           uint64_t* value) {

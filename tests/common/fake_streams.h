@@ -165,7 +165,13 @@ class FakeStreamOps final : public device::StreamOps {
     *out = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
     return *out ? Status::Ok() : systemError("out of memory");
   }
-  void freeStaging(void* p) override { std::free(p); }
+  void freeStaging(void* p) override {
+    if (onFree_) onFree_(p);
+    std::free(p);
+  }
+  // Called with each staging block freed (by the reclaimer, maybe after the proxy went: `f` must
+  // own what it touches).
+  void onFreeStaging(std::function<void(void*)> f) { onFree_ = std::move(f); }
   bool isDeviceMemory(const void* p) override {
     const char* c = static_cast<const char*>(p);
     for (auto& [base, bytes] : device_)
@@ -224,6 +230,7 @@ class FakeStreamOps final : public device::StreamOps {
   std::shared_ptr<uint32_t> flag_ = std::make_shared<uint32_t>(0);
   std::vector<std::pair<const char*, size_t>> device_;
   bool kernels_;
+  std::function<void(void*)> onFree_;
   bool failToDevice_ = false;
   int records_ = 0, failRecordAt_ = 0;
 };

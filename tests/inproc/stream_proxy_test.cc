@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -295,6 +296,62 @@ TEST(StreamProxyOps, LargeCallsQueuedBackToBackShareOneStagingBlock) {
       return "";
     });
     for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+  }
+}
+
+// ncclCommSuspend(NCCL_SUSPEND_MEM) on the device path (Proxy::release): the proxy goes once the
+// work submitted before has run, and with no proxy left in the process its staging is freed; a new
+// proxy serves the calls after the resume.
+TEST(StreamProxyOps, ReleaseEndsTheProxyAndFreesItsStaging) {
+  for (const char* copyBytes : {"0", "268435456"}) {
+    SCOPED_TRACE(std::string("BRAID_DEVICE_STREAM_COPY_BYTES=") + copyBytes);
+    StreamCopyBytes env(copyBytes);
+    auto results = runThreads(1, [&](int, ncclComm_t comm) -> std::string {
+      const size_t n = size_t(1) << 16;
+      std::vector<float> send(n, -1.0f), recv(n, -1.0f);
+      Call call{Collective::AllReduce, n, ncclFloat32, ncclSum, true};
+      call.inputCount = n;
+      FakeStream stream;
+      for (int round = 0; round < 2; ++round) {
+        // Without kernels a one-rank communicator takes the staged path, as with more ranks.
+        FakeStreamOps::Counters counters;
+        auto ops = std::make_unique<FakeStreamOps>(&counters, /*kernels=*/false);
+        auto freed = std::make_shared<std::atomic<int>>(0);
+        ops->onFreeStaging([freed](void*) { ++*freed; });
+        if (Status s = device::Proxy::create(comm, std::move(ops), &comm->deviceProxy); !s.ok())
+          return s.message();
+        // A "kernel" queued before the call writes its input.
+        stream.push([&send, round] {
+          std::fill(send.begin(), send.end(), float(round + 2));
+          return true;
+        });
+        Status st;
+        std::vector<Plan> plans;
+        plans.push_back(devicePlan(comm, call, ResolvedOp{}, send.data(), recv.data(),
+                                   stream.handle(), &st));
+        if (!st.ok()) return "plan: " + st.message();
+        if (Status s = comm->deviceProxy->submit(std::move(plans)); !s.ok())
+          return "submit: " + s.message();
+        size_t pinned = 0;
+        if (Status s = device::Proxy::release(comm, &pinned); !s.ok())
+          return "release: " + s.message();
+        // The release waited for the call: its result is in place, the stream done with it.
+        stream.sync();
+        for (size_t i = 0; i < n; ++i)
+          if (recv[i] != float(round + 2))
+            return "round " + std::to_string(round) + ": element " + std::to_string(i) + " is " +
+                   std::to_string(recv[i]);
+        if (comm->deviceProxy) return "the proxy is still there";
+        if (pinned < n * sizeof(float))
+          return std::to_string(pinned) + " bytes of staging reported, the call needed " +
+                 std::to_string(n * sizeof(float));
+        if (counters.stagingAllocs.load() != 1 || freed->load() != 1)
+          return std::to_string(counters.stagingAllocs.load()) + " staging blocks allocated, " +
+                 std::to_string(freed->load()) + " freed; want 1 and 1 (no proxy is left)";
+      }
+      return "";
+    });
+    EXPECT_EQ(results[0], "");
   }
 }
 

@@ -72,6 +72,11 @@ Status submit(std::span<Plan> plans);
 // host path may use the communicator's connections. Cheap when nothing is pending.
 Status drain(ncclComm* comm);
 
+// ncclCommSuspend(NCCL_SUSPEND_MEM): once everything submitted has run and landed, ends the
+// communicator's progress thread and lets its pinned staging go (freed once no communicator of the
+// process has one; the next device call starts a new thread). *pinnedBytes: what it held.
+Status suspend(ncclComm* comm, size_t* pinnedBytes);
+
 // Destroy and abort: ends the communicator's progress thread (work still queued fails, after an
 // abort, or runs, otherwise) and releases every stream waiting on it.
 void shutdown(ncclComm* comm);

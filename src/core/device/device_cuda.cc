@@ -198,6 +198,8 @@ Status drain(ncclComm* comm) {
   return comm->deviceProxy->drain();
 }
 
+Status suspend(ncclComm* comm, size_t* pinnedBytes) { return Proxy::release(comm, pinnedBytes); }
+
 void shutdown(ncclComm* comm) {
   delete comm->deviceProxy;
   comm->deviceProxy = nullptr;

@@ -150,6 +150,11 @@ Status StagingPool::acquire(size_t bytes, bool mayAllocate, char** block, size_t
   return Status::Ok();
 }
 
+size_t StagingPool::pinned() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pinned_;
+}
+
 void StagingPool::allocations(uint64_t* count, uint64_t* bytes, double* seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   *count = allocs_;
@@ -664,6 +669,17 @@ Status Proxy::drain() {
     ran_.wait_for(lock, std::chrono::milliseconds(10));
   }
   return Status::Ok();
+}
+
+Status Proxy::release(ncclComm* comm, size_t* pinnedBytes) {
+  *pinnedBytes = 0;
+  Proxy* proxy = comm->deviceProxy;
+  if (!proxy) return Status::Ok();
+  Status st = proxy->drain();
+  *pinnedBytes = proxy->pool_.pinned();
+  comm->deviceProxy = nullptr;
+  delete proxy;  // not aborted: waits for the copies back, then parks the staging
+  return st;
 }
 
 void Proxy::reap(bool wait) {

@@ -54,6 +54,8 @@ class StagingPool {
   void release(char* block, size_t size);
   // Bytes a new block for `bytes` would add to those already pinned.
   size_t pinnedAfter(size_t bytes);
+  // Bytes of every block the pool holds, free or in use.
+  size_t pinned();
   // Blocks allocated (not drawn from the reclaimer), their bytes, and the seconds it took.
   void allocations(uint64_t* count, uint64_t* bytes, double* seconds);
   // A block in use that must never be handed out again (nothing tells when its copies are done).
@@ -97,6 +99,12 @@ class Proxy {
   Status submit(std::vector<Plan> plans);
   // Until the proxy has run everything submitted so far.
   Status drain();
+  // ncclCommSuspend(NCCL_SUSPEND_MEM): ends comm's proxy once everything submitted has run and
+  // its copies back have landed (as a destroy does), so its thread, stream, events and staging go
+  // (the staging to the reclaimer, which frees it once no proxy is left in the process, and
+  // meanwhile hands it to other communicators). comm->deviceProxy is null after it: the next
+  // device call starts a new proxy. *pinnedBytes: the staging it held. The drain's status.
+  static Status release(ncclComm* comm, size_t* pinnedBytes);
 
  private:
   struct Block {
