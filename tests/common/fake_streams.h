@@ -109,15 +109,19 @@ class FakeStreamOps final : public device::StreamOps {
   void failRecord(int n) { failRecordAt_ = records_ + n; }
 
   Status copyToHost(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
-    ++counters_->copiesToHost;
+    const int index = counters_->copiesToHost++;
     countOwn(s);
     counters_->lastStaging = dst;
-    FakeStream::of(s)->push([=] {
+    FakeStream::of(s)->push([=, hold = holdToHost_] {
+      if (hold && !hold(index)) return false;  // retried
       std::memcpy(dst, src, bytes);
       return true;
     });
     return Status::Ok();
   }
+  // Copies to the host from now on run only once hold(index) is true, index counting this ops'
+  // copies to the host from 0 (a copy that the test holds back, as a slow one would be).
+  void holdCopiesToHost(std::function<bool(int)> hold) { holdToHost_ = std::move(hold); }
   Status copyToDevice(void* dst, const void* src, size_t bytes, cudaStream_t s) override {
     if (failToDevice_) return {ncclUnhandledCudaError, "fake copy to the device failed"};
     ++counters_->copiesToDevice;
@@ -231,6 +235,7 @@ class FakeStreamOps final : public device::StreamOps {
   std::vector<std::pair<const char*, size_t>> device_;
   bool kernels_;
   std::function<void(void*)> onFree_;
+  std::function<bool(int)> holdToHost_;
   bool failToDevice_ = false;
   int records_ = 0, failRecordAt_ = 0;
 };

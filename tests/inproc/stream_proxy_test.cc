@@ -248,7 +248,8 @@ TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
       {"Send/Recv ring, pinned", Collective::Send, false, -1, 3},
   };
   for (const Case& c : cases)
-    for (size_t n : {size_t(1), size_t(1000), size_t(300001)}) {
+    // The largest is staged piece by piece when the proxy stages it (over 2 MiB on every rank).
+    for (size_t n : {size_t(1), size_t(1000), size_t(300001), (size_t(1) << 20) + 3}) {
       SCOPED_TRACE(std::string(c.name) + ", count " + std::to_string(n));
       auto results = runCase(nranks, c, n, byProxy);
       for (int r = 0; r < nranks; ++r) EXPECT_EQ(results[r], "") << "rank " << r;
@@ -297,6 +298,56 @@ TEST(StreamProxyOps, LargeCallsQueuedBackToBackShareOneStagingBlock) {
     });
     for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
   }
+}
+
+// A large call the proxy stages runs piece by piece: its first messages leave before the rest of
+// its input has reached the host, and a piece of output goes back while later ones are still to
+// come. Here the root's last piece of input is held back until the other rank has queued a piece
+// of its output back to the device: staged whole, the call could not finish (the hold gives up
+// after 20 s and the test fails).
+TEST(StreamProxyOps, LargeCallsOverlapTheirCopiesWithTheirMessages) {
+  StreamCopyBytes env("0");
+  const size_t n = size_t(4) << 20;  // 16 MiB of floats
+  const int pieces = 8;               // of the proxy's 2 MiB
+  std::atomic<FakeStreamOps::Counters*> receiver{nullptr};
+  std::atomic<bool> gaveUp{false};
+  auto results = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    std::vector<float> send(n), recv(n, -1.0f);
+    for (size_t i = 0; i < n; ++i) send[i] = value(0, i);
+    if (rank == 1) {
+      receiver.store(&r.counters);
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      r.ops->holdCopiesToHost([&, start](int index) {
+        if (index < pieces - 1) return true;
+        FakeStreamOps::Counters* other = receiver.load();
+        if (other && other->copiesToDevice.load() > 0) return true;
+        if (std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) return false;
+        gaveUp.store(true);
+        return true;
+      });
+    }
+    Call call{Collective::Broadcast, n, ncclFloat32};
+    call.root = 0;
+    call.inputCount = n;
+    if (Status s = submitOne(r, call, ResolvedOp{}, rank == 0 ? send.data() : nullptr,
+                             recv.data());
+        !s.ok())
+      return "submit: " + s.message();
+    r.stream.sync();
+    if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
+    for (size_t i = 0; i < n; ++i)
+      if (recv[i] != value(0, i))
+        return "element " + std::to_string(i) + " is " + std::to_string(recv[i]);
+    if (rank == 0 && r.counters.copiesToHost.load() != pieces)
+      return std::to_string(r.counters.copiesToHost.load()) + " copies of the input, not " +
+             std::to_string(pieces) + " pieces";
+    return "";
+  });
+  EXPECT_FALSE(gaveUp.load()) << "the root's input was staged whole before anything moved";
+  for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
 }
 
 // ncclCommSuspend(NCCL_SUSPEND_MEM) on the device path (Proxy::release): the proxy goes once the

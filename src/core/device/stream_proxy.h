@@ -161,6 +161,8 @@ class Proxy {
   Status waitEvents(const std::vector<Event>& events, bool abortable, const char* what);
   // A byProxy batch: stage, run and copy back on the proxy's own stream.
   Status runStaged(Batch& batch);
+  static bool piecewise(const Batch& batch, const std::vector<Copy>& in,
+                        const std::vector<Copy>& out);
   // Records an event on the proxy's stream and waits for it.
   Status settle(const char* what);
   void loop();

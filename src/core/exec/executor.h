@@ -24,6 +24,25 @@ struct Residual;
 
 namespace braid {
 
+namespace exec {
+// A plan whose memory arrives and leaves piece by piece while it runs (the device path's staging,
+// core/device/stream_proxy.cc): the executor starts a step (posts it, or runs it when local) only
+// once open() says the memory it touches is in place, and tells finished() each step that ended,
+// so the gate can send the pieces no step will write again on their way. Called on the running
+// thread only; open() may be asked again and again while a step waits.
+class StepGate {
+ public:
+  virtual bool open(uint32_t step) = 0;
+  virtual void finished(uint32_t step) = 0;
+  // Whether open() may still turn true without any message moving: the run then polls instead
+  // of sleeping on its connections.
+  virtual bool waiting() const = 0;
+
+ protected:
+  ~StepGate() = default;
+};
+}  // namespace exec
+
 // One operation ready to run: a schedule bound to buffers and arithmetic.
 struct Plan {
   ncclComm* comm = nullptr;
@@ -68,6 +87,9 @@ struct Plan {
 
   // The host stream the call was queued on (core/async/engine.h); null for a blocking call.
   braidHostStream* hostStream = nullptr;
+
+  // Memory that arrives while the plan runs (exec::StepGate); null: all of it is in place.
+  exec::StepGate* gate = nullptr;
 
   // Nonzero for a plan a communicator keeps for repeats of its call (core/plan/plan.h), unique in
   // the process: the executor then reuses what it set up for the plan's last run.

@@ -73,6 +73,8 @@ Status Run::go(std::span<Plan> plans, const Options& options) {
   plans_ = plans;
   holdWhile_ = options.holdWhile;
   background_ = options.background;
+  localGated_.clear();
+  gated_ = std::any_of(plans.begin(), plans.end(), [](const Plan& p) { return p.gate; });
   Status st;
   if (canReplay()) {
     replay();
@@ -221,6 +223,8 @@ Status Run::setUp() {
 void Run::complete(StepRef ref) {
   --pending_;
   if (ref.step >= kSignature) return;
+  if (gated_)
+    if (exec::StepGate* gate = plans_[ref.plan].gate) gate->finished(ref.step);
   const algos::Schedule& s = *plans_[ref.plan].schedule;
   auto& unmet = state_[ref.plan].unmet;
   for (uint32_t i = s.dependentsBegin[ref.step]; i < s.dependentsBegin[ref.step + 1]; ++i) {
@@ -461,9 +465,14 @@ Status Run::loop() {
         continue;
       }
     }
+    if (gated_) releaseGated();
     while (!localReady_.empty()) {
       StepRef ref = localReady_.back();
       localReady_.pop_back();
+      if (gated_ && !gateOpen(ref)) {
+        localGated_.push_back(ref);
+        continue;
+      }
       Status st = runLocal(ref);
       if (!st.ok()) return failed(plans_[ref.plan], st);
       moved = true;
@@ -499,7 +508,9 @@ Status Run::loop() {
     if (idle_.idleRound())  // a wait starts now: timeouts measure time without progress
       for (Waiter& w : waiters_) w.restart();
     bool slept = false;
-    if (wakeups_.armed()) {  // armed last round, and nothing moved since
+    if (gated_ && gatesWaiting()) {  // memory still arriving: poll for it
+      sched_yield();
+    } else if (wakeups_.armed()) {  // armed last round, and nothing moved since
       startStall();
       slept = wakeups_.sleep(kSleep);
       if (!slept) sched_yield();
@@ -513,6 +524,25 @@ Status Run::loop() {
     }
   }
   return Status::Ok();
+}
+
+bool Run::gateOpen(StepRef ref) const {
+  exec::StepGate* gate = plans_[ref.plan].gate;
+  return !gate || gate->open(ref.step);
+}
+
+void Run::releaseGated() {
+  std::erase_if(localGated_, [&](StepRef ref) {
+    if (!gateOpen(ref)) return false;
+    localReady_.push_back(ref);
+    return true;
+  });
+}
+
+bool Run::gatesWaiting() const {
+  for (const Plan& plan : plans_)
+    if (plan.gate && plan.gate->waiting()) return true;
+  return false;
 }
 
 int64_t Run::sinceStart() const {

@@ -117,14 +117,24 @@ class Run {
     return plans_[ref.plan].schedule->steps[ref.step];
   }
   bool ready(StepRef ref) const {
-    return ref.step >= kSignature || state_[ref.plan].unmet[ref.step] == 0;
+    if (ref.step >= kSignature) return true;
+    if (state_[ref.plan].unmet[ref.step] != 0) return false;
+    return !gated_ || gateOpen(ref);
   }
+  // Plan::gate, in runs that have one (gated_): whether ref's memory is in place; the local steps
+  // it held back that now may run; whether some gate may open without any message moving (the
+  // run then must not sleep).
+  bool gateOpen(StepRef ref) const;
+  void releaseGated();
+  bool gatesWaiting() const;
 
   std::span<Plan> plans_;
   std::vector<PlanState> state_;      // [0, plans_.size()) in use
   std::vector<ChannelQueue> queues_;  // [0, nQueues_) in use
   size_t nQueues_ = 0;
   std::vector<StepRef> localReady_;
+  std::vector<StepRef> localGated_;  // local steps whose dependencies are met, not their gate
+  bool gated_ = false;               // some plan has a gate (Plan::gate)
   std::vector<Waiter> waiters_;
   uint32_t spinRounds_ = 0;
   const std::atomic<uint32_t>* holdWhile_ = nullptr;  // Options::holdWhile
