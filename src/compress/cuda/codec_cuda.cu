@@ -131,20 +131,17 @@ __device__ bool int8Message(const unsigned char* in, size_t inBytes, size_t coun
   return true;
 }
 
-struct AccumulateInto {
-  float* acc;
-  __device__ void operator()(ConstQuantBuffers in, size_t count, const QuantParams& p, size_t w,
-                             size_t s) const {
-    spans::decodeAccumulateSpan(in, count, p.blockSize, p.bf16Scales, acc, w, s);
-  }
-};
-
-template <typename T>
+// What a decode does with the message: out[i] = element i in T, or (kAccumulate, T float)
+// out[i] += it.
+template <typename T, bool kAccumulate>
 struct DecodeInto {
   T* out;
   __device__ void operator()(ConstQuantBuffers in, size_t count, const QuantParams& p, size_t w,
                              size_t s) const {
-    spans::decodeSpan(in, count, p.blockSize, p.bf16Scales, out, w, s);
+    if constexpr (kAccumulate)
+      spans::decodeAccumulateSpan(in, count, p.blockSize, p.bf16Scales, out, w, s);
+    else
+      spans::decodeSpan(in, count, p.blockSize, p.bf16Scales, out, w, s);
   }
 };
 
@@ -430,7 +427,7 @@ Status decodeAccumulate(const Codec& codec, const void* in, size_t inBytes, size
   BRAID_TRY(checkArguments(codec, "decodeAccumulate", count, ncclFloat32, acc, "acc", in));
   cudaError_t err;
   if (dynamic_cast<const Int8BlockCodec*>(&codec)) {
-    err = launchInt8Decode(in, inBytes, count, check, AccumulateInto{acc}, stream);
+    err = launchInt8Decode(in, inBytes, count, check, DecodeInto<float, true>{acc}, stream);
   } else if (dynamic_cast<const TopKCodec*>(&codec)) {
     err = launchTopkCheck(in, inBytes, count, check, stream);
     if (err == cudaSuccess) err = launchTopkPairs(in, count, check, AccumulatePair{acc}, stream);
@@ -447,7 +444,8 @@ Status decode(const Codec& codec, const void* in, size_t inBytes, size_t count,
   if (dynamic_cast<const Int8BlockCodec*>(&codec)) {
     err = withFloatType(type, [&](auto t) {
       using T = decltype(t);
-      return launchInt8Decode(in, inBytes, count, check, DecodeInto<T>{static_cast<T*>(out)},
+      return launchInt8Decode(in, inBytes, count, check,
+                              DecodeInto<T, false>{static_cast<T*>(out)},
                               stream);
     });
   } else if (dynamic_cast<const TopKCodec*>(&codec)) {
