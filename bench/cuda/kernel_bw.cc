@@ -76,14 +76,14 @@ void codecRates(void* input, void* residual, void* sum, size_t bytes, int iters,
   ok(compress::TopKCodec::create({0.01}, &topk));
   std::printf("# CUDA codecs, fp32 input with error feedback; GB/s = input bytes / time\n");
   size_t largest = 0;
-  for (const compress::Codec* codec : {static_cast<compress::Codec*>(int8.get()),
-                                       static_cast<compress::Codec*>(topk.get())})
+  for (const compress::Codec* codec :
+       {static_cast<compress::Codec*>(int8.get()), static_cast<compress::Codec*>(topk.get())})
     largest = std::max(largest, codec->maxEncodedBytes(count, ncclFloat32));
   void* msg = nullptr;
   ok(cudaMalloc(&msg, largest), "cudaMalloc");
   float* acc = static_cast<float*>(sum);
-  for (const compress::Codec* codec : {static_cast<compress::Codec*>(int8.get()),
-                                       static_cast<compress::Codec*>(topk.get())}) {
+  for (const compress::Codec* codec :
+       {static_cast<compress::Codec*>(int8.get()), static_cast<compress::Codec*>(topk.get())}) {
     size_t written = 0;
     uint64_t seed = 0;
     const double enc = measure(bytes, iters, s, [&] {

@@ -81,8 +81,8 @@ BRAID_API(ncclResult_t, ncclCommResume, ncclComm_t comm) {
 }
 
 // The statistics count GPU memory, and Braid allocates none for a communicator (device calls
-// stage through pinned host memory, which a suspend releases), so the byte counts are 0; ncclStatGpuMemSuspended says
-// whether the communicator is suspended.
+// stage through pinned host memory, which a suspend releases), so the byte counts are 0;
+// ncclStatGpuMemSuspended says whether the communicator is suspended.
 BRAID_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat,
           uint64_t* value) {
   braid::api::noteClient232();

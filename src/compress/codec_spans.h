@@ -54,8 +54,8 @@ BRAID_HOST_DEVICE BRAID_INLINE float blockValue(const T* x, const float* r, size
 
 // A lane's share of the maxima of the block x[0, n) (r: its residual).
 template <typename T, bool kResidual>
-BRAID_HOST_DEVICE BRAID_INLINE BlockMax laneMax(const T* x, const float* r, size_t n,
-                                                unsigned lane, unsigned lanes) {
+BRAID_HOST_DEVICE BRAID_INLINE BlockMax laneMax(const T* x, const float* r, size_t n, unsigned lane,
+                                                unsigned lanes) {
   BlockMax m;
   for (size_t i = lane; i < n; i += lanes) {
     const uint32_t a = floatBits(blockValue<T, kResidual>(x, r, i)) & quant::kAbsMask;
@@ -112,8 +112,7 @@ BRAID_HOST_DEVICE BRAID_INLINE float decodeElement(ConstQuantBuffers in, size_t 
 // acc[i] += decoded element i, for the worker's elements of [0, count).
 BRAID_HOST_DEVICE BRAID_INLINE void decodeAccumulateSpan(ConstQuantBuffers in, size_t count,
                                                          uint32_t blockSize, bool bf16Scales,
-                                                         float* acc, size_t worker,
-                                                         size_t stride) {
+                                                         float* acc, size_t worker, size_t stride) {
   for (size_t i = worker; i < count; i += stride)
     acc[i] += decodeElement(in, i, blockSize, bf16Scales);
 }

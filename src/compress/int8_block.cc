@@ -34,8 +34,8 @@ Status readMessage(std::span<const std::byte> in, size_t count, Message* msg) {
                            in.size(), count, expected);
   const auto* base = reinterpret_cast<const unsigned char*>(in.data()) + sizeof(Header);
   msg->params = QuantParams{h.param, bf16, 0};
-  msg->buffers = {
-      base, reinterpret_cast<const int8_t*>(base + int8BlockCount(count, h.param) * (bf16 ? 2 : 4))};
+  msg->buffers = {base, reinterpret_cast<const int8_t*>(base + int8BlockCount(count, h.param) *
+                                                                   (bf16 ? 2 : 4))};
   return Status::Ok();
 }
 
@@ -87,8 +87,9 @@ Status Int8BlockCodec::encode(const void* input, size_t count, ncclDataType_t ty
            count};
   writeHeader(out, h);
   auto* base = reinterpret_cast<unsigned char*>(out.data()) + sizeof(Header);
-  QuantBuffers buffers{base, reinterpret_cast<int8_t*>(
-                                 base + int8BlockCount(count, options_.blockSize) * (bf16 ? 2 : 4))};
+  QuantBuffers buffers{
+      base,
+      reinterpret_cast<int8_t*>(base + int8BlockCount(count, options_.blockSize) * (bf16 ? 2 : 4))};
   if (count > 0) {
     const QuantParams params{options_.blockSize, bf16, seed};
     activeCodecKernels().quantize[int(floatKind(type))][residual != nullptr][stochastic](

@@ -28,7 +28,8 @@ constexpr uint8_t kInt8FlagBf16Scales = 2;
 BRAID_HOST_DEVICE constexpr size_t int8BlockCount(size_t count, uint32_t blockSize) {
   return (count + blockSize - 1) / blockSize;
 }
-BRAID_HOST_DEVICE constexpr size_t int8MessageBytes(size_t count, uint32_t blockSize, bool bf16Scales) {
+BRAID_HOST_DEVICE constexpr size_t int8MessageBytes(size_t count, uint32_t blockSize,
+                                                    bool bf16Scales) {
   return sizeof(Header) + int8BlockCount(count, blockSize) * (bf16Scales ? 2 : 4) + count;
 }
 

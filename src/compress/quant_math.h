@@ -47,7 +47,9 @@ struct BlockScale {
   float inv;
 };
 
-BRAID_HOST_DEVICE BRAID_INLINE uint32_t roundUpToBf16Bits(uint32_t bits) { return (bits + 0xffffu) & 0xffff0000u; }
+BRAID_HOST_DEVICE BRAID_INLINE uint32_t roundUpToBf16Bits(uint32_t bits) {
+  return (bits + 0xffffu) & 0xffff0000u;
+}
 
 BRAID_HOST_DEVICE BRAID_INLINE BlockScale blockScale(float absMax, float levels, bool bf16) {
   float s = absMax / levels;
@@ -131,7 +133,8 @@ BRAID_HOST_DEVICE BRAID_INLINE float uniform(RandomKey key, uint32_t index) {
 // The code of one finite element as a float holding an integer in [-levels, levels].
 // Round to nearest: ties to even. Stochastic: floor(y + u), so E[q] = y.
 template <bool kStochastic>
-BRAID_HOST_DEVICE BRAID_INLINE float quantize(float v, const BlockScale& sc, float levels, float u) {
+BRAID_HOST_DEVICE BRAID_INLINE float quantize(float v, const BlockScale& sc, float levels,
+                                              float u) {
   float y = (v * sc.pre) * sc.inv;
   y = y < -levels ? -levels : y;
   y = y > levels ? levels : y;

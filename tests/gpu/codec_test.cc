@@ -53,8 +53,8 @@ std::vector<unsigned char> inputBytes(size_t count, ncclDataType_t type, uint64_
     if (type == ncclFloat32) {
       std::memcpy(out.data() + 4 * i, &x, 4);
     } else {
-      const uint16_t bits = type == ncclFloat16 ? kernels::floatToHalf(x).bits
-                                                : kernels::floatToBf16(x).bits;
+      const uint16_t bits =
+          type == ncclFloat16 ? kernels::floatToHalf(x).bits : kernels::floatToBf16(x).bits;
       std::memcpy(out.data() + 2 * i, &bits, 2);
     }
   }
@@ -71,15 +71,13 @@ std::vector<float> residualValues(size_t count, uint64_t seed) {
 
 template <typename V>
 void toDevice(DeviceBuffer& d, const V& host) {
-  ASSERT_EQ(cudaMemcpy(d.at(0), host.data(), host.size() * sizeof(host[0]),
-                       cudaMemcpyHostToDevice),
+  ASSERT_EQ(cudaMemcpy(d.at(0), host.data(), host.size() * sizeof(host[0]), cudaMemcpyHostToDevice),
             cudaSuccess);
 }
 
 template <typename V>
 void fromDevice(V& host, DeviceBuffer& d) {
-  ASSERT_EQ(cudaMemcpy(host.data(), d.at(0), host.size() * sizeof(host[0]),
-                       cudaMemcpyDeviceToHost),
+  ASSERT_EQ(cudaMemcpy(host.data(), d.at(0), host.size() * sizeof(host[0]), cudaMemcpyDeviceToHost),
             cudaSuccess);
 }
 
@@ -151,10 +149,9 @@ class GpuCodecs : public ::testing::Test {
 constexpr ncclDataType_t kTypes[] = {ncclFloat32, ncclFloat16, ncclBfloat16};
 
 TEST_F(GpuCodecs, Int8MessagesAreTheHostCodecsBytes) {
-  const std::unique_ptr<Codec> codecs[] = {
-      int8Codec(64, Rounding::Nearest, ScaleFormat::Fp32),
-      int8Codec(48, Rounding::Stochastic, ScaleFormat::Bf16),
-      int8Codec(256, Rounding::Stochastic, ScaleFormat::Fp32)};
+  const std::unique_ptr<Codec> codecs[] = {int8Codec(64, Rounding::Nearest, ScaleFormat::Fp32),
+                                           int8Codec(48, Rounding::Stochastic, ScaleFormat::Bf16),
+                                           int8Codec(256, Rounding::Stochastic, ScaleFormat::Fp32)};
   uint64_t seed = 1;
   for (const auto& codec : codecs)
     for (ncclDataType_t type : kTypes)
@@ -200,11 +197,11 @@ TEST_F(GpuCodecs, BadMessagesWriteNothing) {
       auto* check = reinterpret_cast<uint32_t*>(dCheck.at(0));
       for (bool accumulate : {true, false}) {
         ASSERT_EQ(cudaMemset(check, 0, 4), cudaSuccess);
-        Status st = accumulate ? decodeAccumulate(*codec, dMsg.at(0), msg.size(), count,
-                                                  reinterpret_cast<float*>(dAcc.at(0)), check,
-                                                  nullptr)
-                               : decode(*codec, dMsg.at(0), msg.size(), count, ncclFloat32,
-                                        dAcc.at(0), check, nullptr);
+        Status st = accumulate
+                        ? decodeAccumulate(*codec, dMsg.at(0), msg.size(), count,
+                                           reinterpret_cast<float*>(dAcc.at(0)), check, nullptr)
+                        : decode(*codec, dMsg.at(0), msg.size(), count, ncclFloat32, dAcc.at(0),
+                                 check, nullptr);
         ASSERT_TRUE(st.ok()) << st.message();
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         uint32_t word = 0;
@@ -235,13 +232,14 @@ TEST(GpuCodecArguments, AreCheckedBeforeLaunch) {
   expectRefused(
       encode(*codec, buffer, 16, ncclFloat32, nullptr, 1, buffer + 1, 4096, &written, nullptr),
       "message");
-  expectRefused(encode(*codec, buffer, 1000, ncclFloat32, nullptr, 1, buffer, 64, &written, nullptr),
-                "output of 64 bytes");
+  expectRefused(
+      encode(*codec, buffer, 1000, ncclFloat32, nullptr, 1, buffer, 64, &written, nullptr),
+      "output of 64 bytes");
   expectRefused(encode(*codec, buffer, 16, ncclFloat32, reinterpret_cast<float*>(buffer + 2), 1,
                        buffer, 4096, &written, nullptr),
                 "residual");
-  expectRefused(
-      decode(*codec, buffer, 4096, 16, ncclFloat16, buffer + 1, nullptr, nullptr), "output");
+  expectRefused(decode(*codec, buffer, 4096, 16, ncclFloat16, buffer + 1, nullptr, nullptr),
+                "output");
   expectRefused(decodeAccumulate(*codec, buffer, 4096, size_t(1) << 33,
                                  reinterpret_cast<float*>(buffer), nullptr, nullptr),
                 "2^32");

@@ -308,7 +308,7 @@ TEST(StreamProxyOps, LargeCallsQueuedBackToBackShareOneStagingBlock) {
 TEST(StreamProxyOps, LargeCallsOverlapTheirCopiesWithTheirMessages) {
   StreamCopyBytes env("0");
   const size_t n = size_t(4) << 20;  // 16 MiB of floats
-  const int pieces = 8;               // of the proxy's 2 MiB
+  const int pieces = 8;              // of the proxy's 2 MiB
   std::atomic<FakeStreamOps::Counters*> receiver{nullptr};
   std::atomic<bool> gaveUp{false};
   auto results = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
@@ -332,8 +332,7 @@ TEST(StreamProxyOps, LargeCallsOverlapTheirCopiesWithTheirMessages) {
     Call call{Collective::Broadcast, n, ncclFloat32};
     call.root = 0;
     call.inputCount = n;
-    if (Status s = submitOne(r, call, ResolvedOp{}, rank == 0 ? send.data() : nullptr,
-                             recv.data());
+    if (Status s = submitOne(r, call, ResolvedOp{}, rank == 0 ? send.data() : nullptr, recv.data());
         !s.ok())
       return "submit: " + s.message();
     r.stream.sync();
@@ -378,8 +377,8 @@ TEST(StreamProxyOps, ReleaseEndsTheProxyAndFreesItsStaging) {
         });
         Status st;
         std::vector<Plan> plans;
-        plans.push_back(devicePlan(comm, call, ResolvedOp{}, send.data(), recv.data(),
-                                   stream.handle(), &st));
+        plans.push_back(
+            devicePlan(comm, call, ResolvedOp{}, send.data(), recv.data(), stream.handle(), &st));
         if (!st.ok()) return "plan: " + st.message();
         if (Status s = comm->deviceProxy->submit(std::move(plans)); !s.ok())
           return "submit: " + s.message();

@@ -100,8 +100,8 @@ std::string describe(const Int8Case& c, const char* type, size_t count, bool res
   return std::string(type) + " block " + std::to_string(c.block) +
          (c.rounding == Rounding::Stochastic ? " stochastic" : " nearest") +
          (c.scales == ScaleFormat::Bf16 ? " bf16 scales" : " fp32 scales") + " count " +
-         std::to_string(count) + (residual ? " with residual" : "") + ", " +
-         std::to_string(lanes) + " lanes";
+         std::to_string(count) + (residual ? " with residual" : "") + ", " + std::to_string(lanes) +
+         " lanes";
 }
 
 template <typename T>
@@ -138,10 +138,10 @@ void checkInt8Encode(const Int8Case& c, size_t count, bool residual, unsigned la
 }
 
 const Int8Case kInt8Cases[] = {
-    {64, Rounding::Nearest, ScaleFormat::Fp32},     {64, Rounding::Stochastic, ScaleFormat::Fp32},
-    {32, Rounding::Nearest, ScaleFormat::Bf16},     {48, Rounding::Stochastic, ScaleFormat::Bf16},
-    {100, Rounding::Nearest, ScaleFormat::Fp32},    {128, Rounding::Stochastic, ScaleFormat::Fp32},
-    {256, Rounding::Nearest, ScaleFormat::Bf16},    {256, Rounding::Stochastic, ScaleFormat::Fp32},
+    {64, Rounding::Nearest, ScaleFormat::Fp32},  {64, Rounding::Stochastic, ScaleFormat::Fp32},
+    {32, Rounding::Nearest, ScaleFormat::Bf16},  {48, Rounding::Stochastic, ScaleFormat::Bf16},
+    {100, Rounding::Nearest, ScaleFormat::Fp32}, {128, Rounding::Stochastic, ScaleFormat::Fp32},
+    {256, Rounding::Nearest, ScaleFormat::Bf16}, {256, Rounding::Stochastic, ScaleFormat::Fp32},
 };
 
 TEST(CodecSpans, Int8EncodeIsTheHostCodecsBytes) {
@@ -159,8 +159,7 @@ TEST(CodecSpans, Int8EncodeIsTheHostCodecsBytes) {
 // A lane count that does not divide the block still covers every element once.
 TEST(CodecSpans, Int8EncodeWithAnyLaneCount) {
   for (unsigned lanes : {3u, 7u, 31u, 33u, 300u})
-    checkInt8Encode<float>({64, Rounding::Stochastic, ScaleFormat::Bf16}, 5000, true, lanes,
-                           lanes);
+    checkInt8Encode<float>({64, Rounding::Stochastic, ScaleFormat::Bf16}, 5000, true, lanes, lanes);
 }
 
 template <typename T>
@@ -171,9 +170,9 @@ void checkInt8Decode(const Int8Case& c, size_t count, size_t workers, uint64_t s
   const std::vector<float> x = awkward(count, seed);
   const auto msg = testing::encode(*codec, x.data(), count, ncclFloat32, nullptr, seed);
   const auto* scales = reinterpret_cast<const unsigned char*>(msg.data()) + sizeof(Header);
-  const ConstQuantBuffers in{
-      scales, reinterpret_cast<const int8_t*>(
-                  scales + int8BlockCount(count, c.block) * (c.scales == ScaleFormat::Bf16 ? 2 : 4))};
+  const ConstQuantBuffers in{scales, reinterpret_cast<const int8_t*>(
+                                         scales + int8BlockCount(count, c.block) *
+                                                      (c.scales == ScaleFormat::Bf16 ? 2 : 4))};
   const bool bf16 = c.scales == ScaleFormat::Bf16;
 
   std::vector<float> hostAcc = testing::normal(count, seed + 2), deviceAcc = hostAcc;
@@ -228,8 +227,8 @@ std::vector<uint32_t> selectAsDevice(const T* v, size_t count, size_t k, int* pa
 
 // The message topkEncode writes (header aside) and its residual, computed as the kernels do.
 template <typename T>
-std::vector<unsigned char> topkEncodeAsDevice(const T* x, float* residual, size_t count,
-                                              size_t k, int* passes) {
+std::vector<unsigned char> topkEncodeAsDevice(const T* x, float* residual, size_t count, size_t k,
+                                              int* passes) {
   std::vector<uint32_t> kept;
   if (residual) {
     spans::addInputSpan(residual, x, count, 0, 1);
@@ -239,7 +238,8 @@ std::vector<unsigned char> topkEncodeAsDevice(const T* x, float* residual, size_
   }
   std::vector<unsigned char> payload(8 * kept.size());
   for (size_t j = 0; j < kept.size(); ++j) {
-    const float value = residual ? spans::topkValue(residual, kept[j]) : spans::topkValue(x, kept[j]);
+    const float value =
+        residual ? spans::topkValue(residual, kept[j]) : spans::topkValue(x, kept[j]);
     std::memcpy(payload.data() + 4 * j, &kept[j], 4);
     std::memcpy(payload.data() + 4 * kept.size() + 4 * j, &value, 4);
   }
@@ -304,9 +304,20 @@ TEST(CodecSpans, TopkTiesAndZerosGoByIndex) {
 // The radix selection alone against the host's, for every k of a small buffer of ties and
 // non-finite values: the selection is the same set, in the same order.
 TEST(CodecSpans, RadixSelectionIsSelectTopKForEveryK) {
-  std::vector<float> v = {3.0f, -3.0f, 0.0f, -0.0f, std::numeric_limits<float>::infinity(),
-                          1.0f, std::numeric_limits<float>::quiet_NaN(), -1.0f, 3.0f, 0.5f,
-                          -std::numeric_limits<float>::infinity(), FLT_MIN, fromBits(1), 2.0f};
+  std::vector<float> v = {3.0f,
+                          -3.0f,
+                          0.0f,
+                          -0.0f,
+                          std::numeric_limits<float>::infinity(),
+                          1.0f,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          -1.0f,
+                          3.0f,
+                          0.5f,
+                          -std::numeric_limits<float>::infinity(),
+                          FLT_MIN,
+                          fromBits(1),
+                          2.0f};
   for (size_t k = 1; k <= v.size(); ++k) {
     std::vector<uint32_t> host;
     selectTopK(v.data(), v.size(), k, &host);

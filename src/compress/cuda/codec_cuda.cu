@@ -2,8 +2,8 @@
 // Nothing here computes a value the CPU tests do not compute through the same functions.
 #include "compress/cuda/codec_cuda.h"
 
-#include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <cub/device/device_select.cuh>
 
 #include "compress/codec_spans.h"
 #include "compress/int8_block.h"
@@ -84,8 +84,8 @@ cudaError_t launchInt8Encode(const void* x, float* r, size_t count, const QuantP
   return cudaGetLastError();
 }
 
-using Int8EncodeFn = cudaError_t (*)(const void*, float*, size_t, const QuantParams&,
-                                     const Header&, void*, cudaStream_t);
+using Int8EncodeFn = cudaError_t (*)(const void*, float*, size_t, const QuantParams&, const Header&,
+                                     void*, cudaStream_t);
 
 template <typename T>
 Int8EncodeFn int8EncodeFn(bool residual, bool stochastic) {
@@ -94,9 +94,8 @@ Int8EncodeFn int8EncodeFn(bool residual, bool stochastic) {
   return stochastic ? &launchInt8Encode<T, false, true> : &launchInt8Encode<T, false, false>;
 }
 
-Status int8Encode(const Int8BlockCodec& codec, const void* input, size_t count,
-                  ncclDataType_t type, float* residual, uint64_t seed, void* out,
-                  cudaStream_t stream) {
+Status int8Encode(const Int8BlockCodec& codec, const void* input, size_t count, ncclDataType_t type,
+                  float* residual, uint64_t seed, void* out, cudaStream_t stream) {
   const Int8BlockOptions& o = codec.options();
   const bool bf16 = o.scales == ScaleFormat::Bf16;
   const bool stochastic = o.rounding == Rounding::Stochastic;
@@ -109,7 +108,7 @@ Status int8Encode(const Int8BlockCodec& codec, const void* input, size_t count,
   const QuantParams params{o.blockSize, bf16, seed};
   const cudaError_t err = withFloatType(type, [&](auto t) {
     return int8EncodeFn<decltype(t)>(residual != nullptr, stochastic)(input, residual, count,
-                                                                       params, h, out, stream);
+                                                                      params, h, out, stream);
   });
   return cudaStatus(err, "int8_block encode kernel");
 }
@@ -350,15 +349,15 @@ __global__ void __launch_bounds__(kThreads)
 template <typename Apply>
 cudaError_t launchTopkPairs(const void* in, size_t count, uint32_t* check, Apply apply,
                             cudaStream_t stream) {
-  topkPairsKernel<<<gridBlocks(count), kThreads, 0, stream>>>(
-      static_cast<const unsigned char*>(in), check, apply);
+  topkPairsKernel<<<gridBlocks(count), kThreads, 0, stream>>>(static_cast<const unsigned char*>(in),
+                                                              check, apply);
   return cudaGetLastError();
 }
 
 cudaError_t launchTopkCheck(const void* in, size_t inBytes, size_t count, uint32_t* check,
                             cudaStream_t stream) {
-  topkCheckKernel<<<gridBlocks(count), kThreads, 0, stream>>>(
-      static_cast<const unsigned char*>(in), inBytes, count, check);
+  topkCheckKernel<<<gridBlocks(count), kThreads, 0, stream>>>(static_cast<const unsigned char*>(in),
+                                                              inBytes, count, check);
   return cudaGetLastError();
 }
 
@@ -380,8 +379,8 @@ Status checkArguments(const Codec& codec, const char* what, size_t count, ncclDa
     return invalidArgument("%s %s (device): %s %p is not aligned to its %zu-byte elements",
                            name.c_str(), what, dataName, data, unit);
   if (!aligned(message, 4))
-    return invalidArgument("%s %s (device): message %p is not 4-byte aligned", name.c_str(),
-                           what, message);
+    return invalidArgument("%s %s (device): message %p is not 4-byte aligned", name.c_str(), what,
+                           message);
   return Status::Ok();
 }
 
@@ -437,15 +436,14 @@ Status decodeAccumulate(const Codec& codec, const void* in, size_t inBytes, size
   return cudaStatus(err, "decodeAccumulate kernel");
 }
 
-Status decode(const Codec& codec, const void* in, size_t inBytes, size_t count,
-              ncclDataType_t type, void* out, uint32_t* check, cudaStream_t stream) {
+Status decode(const Codec& codec, const void* in, size_t inBytes, size_t count, ncclDataType_t type,
+              void* out, uint32_t* check, cudaStream_t stream) {
   BRAID_TRY(checkArguments(codec, "decode", count, type, out, "output", in));
   cudaError_t err;
   if (dynamic_cast<const Int8BlockCodec*>(&codec)) {
     err = withFloatType(type, [&](auto t) {
       using T = decltype(t);
-      return launchInt8Decode(in, inBytes, count, check,
-                              DecodeInto<T, false>{static_cast<T*>(out)},
+      return launchInt8Decode(in, inBytes, count, check, DecodeInto<T, false>{static_cast<T*>(out)},
                               stream);
     });
   } else if (dynamic_cast<const TopKCodec*>(&codec)) {
@@ -454,7 +452,7 @@ Status decode(const Codec& codec, const void* in, size_t inBytes, size_t count,
       err = withFloatType(type, [&](auto t) {
         using T = decltype(t);
         topkClearKernel<<<gridBlocks(count), kThreads, 0, stream>>>(static_cast<T*>(out), count,
-                                                                     check);
+                                                                    check);
         cudaError_t e = cudaGetLastError();
         return e != cudaSuccess
                    ? e

@@ -42,7 +42,7 @@ Status decodeAccumulate(const Codec& codec, const void* in, size_t inBytes, size
                         float* acc, uint32_t* check, cudaStream_t stream);
 
 // Codec::decode on device memory: out[i] = decoded element i in `type`.
-Status decode(const Codec& codec, const void* in, size_t inBytes, size_t count,
-              ncclDataType_t type, void* out, uint32_t* check, cudaStream_t stream);
+Status decode(const Codec& codec, const void* in, size_t inBytes, size_t count, ncclDataType_t type,
+              void* out, uint32_t* check, cudaStream_t stream);
 
 }  // namespace braid::compress::cuda

@@ -70,9 +70,8 @@ class PieceGate final : public exec::StepGate {
     const size_t unit = kernels::typeSize(plan.type);
     auto at = [&](const algos::Region& r) -> Span {
       if (r.buffer != algos::Buffer::Send && r.buffer != algos::Buffer::Recv) return {};
-      const char* base = r.buffer == algos::Buffer::Send
-                             ? static_cast<const char*>(plan.sendbuff)
-                             : static_cast<const char*>(plan.recvbuff);
+      const char* base = r.buffer == algos::Buffer::Send ? static_cast<const char*>(plan.sendbuff)
+                                                         : static_cast<const char*>(plan.recvbuff);
       return {base + r.offset * unit, r.count * unit};
     };
     needs_.assign(s.steps.size(), -1);
@@ -152,10 +151,10 @@ class PieceGate final : public exec::StepGate {
   cudaStream_t stream_;
   Span in_, out_;
   char* outDevice_ = nullptr;
-  std::vector<Event> inputs_;  // one per input piece, completing in order (one stream)
-  size_t landed_ = 0;          // input pieces known to have landed
-  std::vector<int32_t> needs_;   // per step: the last input piece it touches (-1: none)
-  std::vector<Range> writes_;    // per step: the output pieces it writes
+  std::vector<Event> inputs_;      // one per input piece, completing in order (one stream)
+  size_t landed_ = 0;              // input pieces known to have landed
+  std::vector<int32_t> needs_;     // per step: the last input piece it touches (-1: none)
+  std::vector<Range> writes_;      // per step: the output pieces it writes
   std::vector<uint32_t> writers_;  // per output piece: steps left that write it
   std::vector<bool> sent_;
   Status status_;
