@@ -116,7 +116,9 @@ summary() {
     # host calls with device support on against BRAID_CUDA=0.
     r=$(side_rows staged-np2 staged-np2-stream pinned-np2)
     [[ -n "$r" ]] && echo "- 2 ranks, us per call, device buffers staged as configured / all staged on the caller's stream / pinned host buffers: $r"
-    for s in staged-np2 staged-np2-stream; do
+    r=$(side_rows staged-np2 staged-np2-whole)
+    [[ -n "$r" ]] && echo "- 2 ranks, us per call, the progress thread's batches piece by piece / whole: $r"
+    for s in staged-np2 staged-np2-stream staged-np2-whole; do
       r=$(proxy_line $s)
       [[ -n "$r" ]] && echo "- $s, rank 0's device progress thread: $r"
     done
@@ -342,6 +344,10 @@ PY
   # the caller's stream; the progress thread's INFO line says where its time went.
   stage staged-np2 60 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
   stage staged-np2-stream 60 "${proxy_log[@]}" BRAID_DEVICE_STREAM_COPY_BYTES=$((1 << 34)) \
+    bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
+  # The progress thread's batches staged whole (its copies before and after the schedule)
+  # against piece by piece (as configured, above).
+  stage staged-np2-whole 60 "${proxy_log[@]}" BRAID_DEVICE_PIECE_BYTES=0 \
     bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
   stage pinned-np2 60 run_perf 2 all_reduce_perf -G 2 "${staged[@]}"
   # Small calls: where their time goes (the progress thread's line), with one rank, two ranks as

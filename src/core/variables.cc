@@ -52,6 +52,12 @@ const Var kBraidDeviceStreamCopyBytes = {
     "device buffers: a call (or a group's part on one communicator) needing up to this many bytes "
     "of pinned staging is staged on the caller's stream; a larger one by the progress thread on "
     "its own stream, holding staging only while it runs"};
+const Var kBraidDevicePieceBytes = {
+    "BRAID_DEVICE_PIECE_BYTES", "2097152",
+    "device buffers staged by the progress thread: the piece it copies at a time, so a call's "
+    "schedule starts on the first pieces of its input and its output goes back piece by piece "
+    "(1024 pieces a call at most); 0: whole calls (the input copied before the schedule starts, "
+    "the output after it ends)"};
 const Var kBraidDirectMaxBytes = {
     "BRAID_DIRECT_MAX_BYTES", "65536",
     "largest AllReduce (bytes per rank) the one-hop direct algorithm may take; the cost model "
@@ -90,6 +96,7 @@ List coreVariables() {
                                      &kBraidCompressFeedback,
                                      &kBraidCompressMinBytes,
                                      &kBraidCuda,
+                                     &kBraidDevicePieceBytes,
                                      &kBraidDeviceStreamCopyBytes,
                                      &kBraidDirectMaxBytes,
                                      &kBraidInitTimeoutMs,

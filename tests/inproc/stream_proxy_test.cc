@@ -349,6 +349,38 @@ TEST(StreamProxyOps, LargeCallsOverlapTheirCopiesWithTheirMessages) {
   for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
 }
 
+// BRAID_DEVICE_PIECE_BYTES=0 stages such a call whole, and a tiny piece size is held to 1024
+// pieces a call.
+TEST(StreamProxyOps, PieceBytesSetsThePiecesOfAStagedCall) {
+  StreamCopyBytes env("0");
+  const size_t n = size_t(1) << 20;  // 4 MiB of floats
+  for (const auto& [piece, copies] : {std::pair<const char*, int>{"0", 1}, {"1", 1024}}) {
+    SCOPED_TRACE(std::string("BRAID_DEVICE_PIECE_BYTES=") + piece);
+    setenv("BRAID_DEVICE_PIECE_BYTES", piece, 1);
+    auto results = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+      Rank r(comm);
+      if (!r.error.empty()) return r.error;
+      std::vector<float> send(n), recv(n, -1.0f);
+      for (size_t i = 0; i < n; ++i) send[i] = value(rank, i);
+      Call call{Collective::AllReduce, n, ncclFloat32, ncclSum, true};
+      call.inputCount = n;
+      if (Status s = submitOne(r, call, ResolvedOp{}, send.data(), recv.data()); !s.ok())
+        return "submit: " + s.message();
+      r.stream.sync();
+      if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
+      for (size_t i = 0; i < n; ++i)
+        if (recv[i] != value(0, i) + value(1, i))
+          return "element " + std::to_string(i) + " is " + std::to_string(recv[i]);
+      if (r.counters.copiesToHost.load() != copies)
+        return std::to_string(r.counters.copiesToHost.load()) + " copies of the input, want " +
+               std::to_string(copies);
+      return "";
+    });
+    unsetenv("BRAID_DEVICE_PIECE_BYTES");
+    for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+  }
+}
+
 // ncclCommSuspend(NCCL_SUSPEND_MEM) on the device path (Proxy::release): the proxy goes once the
 // work submitted before has run, and with no proxy left in the process its staging is freed; a new
 // proxy serves the calls after the resume.

@@ -29,12 +29,25 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The piece of a call the proxy stages at a time (PieceGate): small enough that the first steps
-// wait for little of the input (2 MiB is tens of microseconds of a PCIe copy), large enough that
-// a piece's copy call and event stay a small part of its copy.
-constexpr size_t kPieceBytes = size_t(2) << 20;
+// A byte count from the environment; a negative one is said and replaced by the default.
+size_t bytesSetting(const env::Var& var) {
+  int64_t v = env::getInt(var);
+  if (v < 0) {
+    BRAID_WARN("%s=%lld is negative; using the default %s", var.name, static_cast<long long>(v),
+               var.defaultValue);
+    v = std::strtoll(var.defaultValue, nullptr, 0);
+  }
+  return size_t(v);
+}
 
-// One plan staged by the proxy on its own stream, piece by piece, while it runs (runStaged):
+// A call is cut into at most this many pieces (a copy call and an event each), whatever
+// BRAID_DEVICE_PIECE_BYTES says.
+constexpr size_t kMaxPieces = 1024;
+
+// One plan staged by the proxy on its own stream, piece by piece (BRAID_DEVICE_PIECE_BYTES: its
+// default, 2 MiB, is tens of microseconds of a PCIe copy, so the first steps wait for little of
+// the input, and large enough that a piece's copy call and event stay a small part of its copy),
+// while it runs (runStaged):
 // every piece of the input is queued at once, each with an event, and a step starts once the
 // pieces of the input it touches have landed; a piece of the output goes back as soon as no step
 // that writes it is left, queued behind the input copies on the same stream (so a piece of an
@@ -43,7 +56,8 @@ constexpr size_t kPieceBytes = size_t(2) << 20;
 // schedule's own messages.
 class PieceGate final : public exec::StepGate {
  public:
-  PieceGate(StreamOps& ops, cudaStream_t stream) : ops_(ops), stream_(stream) {}
+  PieceGate(StreamOps& ops, cudaStream_t stream, size_t pieceBytes)
+      : ops_(ops), stream_(stream), piece_(pieceBytes) {}
   PieceGate(const PieceGate&) = delete;
   PieceGate& operator=(const PieceGate&) = delete;
   ~PieceGate() {
@@ -57,10 +71,10 @@ class PieceGate final : public exec::StepGate {
     in_ = {static_cast<const char*>(inHost), inBytes};
     out_ = {static_cast<const char*>(outHost), outBytes};
     outDevice_ = static_cast<char*>(outDevice);
-    for (size_t at = 0; at < inBytes; at += kPieceBytes) {
+    for (size_t at = 0; at < inBytes; at += piece_) {
       BRAID_TRY(ops_.copyToHost(static_cast<char*>(inHost) + at,
                                 static_cast<const char*>(inDevice) + at,
-                                std::min(kPieceBytes, inBytes - at), stream_));
+                                std::min(piece_, inBytes - at), stream_));
       Event ev = nullptr;
       const Status st = ops_.record(stream_, &ev);
       if (ev) inputs_.push_back(ev);
@@ -76,7 +90,7 @@ class PieceGate final : public exec::StepGate {
     };
     needs_.assign(s.steps.size(), -1);
     writes_.assign(s.steps.size(), {1, 0});
-    writers_.assign((outBytes + kPieceBytes - 1) / kPieceBytes, 0);
+    writers_.assign((outBytes + piece_ - 1) / piece_, 0);
     sent_.assign(writers_.size(), false);
     for (size_t i = 0; i < s.steps.size(); ++i) {
       const algos::Step& st = s.steps[i];
@@ -132,23 +146,24 @@ class PieceGate final : public exec::StepGate {
   };
 
   // The pieces of `whole` that `part` touches.
-  static Range pieces(const Span& whole, const Span& part) {
+  Range pieces(const Span& whole, const Span& part) const {
     const char* lo = std::max(whole.p, part.p);
     const char* hi = std::min(whole.p + whole.bytes, part.p + part.bytes);
     if (!whole.p || !part.p || lo >= hi) return {1, 0};
-    return {int32_t((lo - whole.p) / kPieceBytes), int32_t((hi - 1 - whole.p) / kPieceBytes)};
+    return {int32_t((lo - whole.p) / piece_), int32_t((hi - 1 - whole.p) / piece_)};
   }
 
   void sendBack(size_t p) {
     sent_[p] = true;
-    const size_t at = p * kPieceBytes;
-    const Status st = ops_.copyToDevice(outDevice_ + at, out_.p + at,
-                                        std::min(kPieceBytes, out_.bytes - at), stream_);
+    const size_t at = p * piece_;
+    const Status st =
+        ops_.copyToDevice(outDevice_ + at, out_.p + at, std::min(piece_, out_.bytes - at), stream_);
     if (!st.ok() && status_.ok()) status_ = st.withContext("copying the results back");
   }
 
   StreamOps& ops_;
   cudaStream_t stream_;
+  const size_t piece_;
   Span in_, out_;
   char* outDevice_ = nullptr;
   std::vector<Event> inputs_;      // one per input piece, completing in order (one stream)
@@ -317,13 +332,8 @@ void StagingPool::takeAll(std::vector<std::pair<char*, size_t>>* reusable,
 
 Status Proxy::create(ncclComm* comm, std::unique_ptr<StreamOps> ops, Proxy** out) {
   std::unique_ptr<Proxy> proxy(new Proxy(comm, std::move(ops)));
-  int64_t copyMax = env::getInt(env::kBraidDeviceStreamCopyBytes);
-  if (copyMax < 0) {
-    BRAID_WARN("%s=%lld is negative; using the default %s", env::kBraidDeviceStreamCopyBytes.name,
-               static_cast<long long>(copyMax), env::kBraidDeviceStreamCopyBytes.defaultValue);
-    copyMax = std::strtoll(env::kBraidDeviceStreamCopyBytes.defaultValue, nullptr, 0);
-  }
-  proxy->streamCopyMax_ = size_t(copyMax);
+  proxy->streamCopyMax_ = bytesSetting(env::kBraidDeviceStreamCopyBytes);
+  proxy->pieceBytes_ = bytesSetting(env::kBraidDevicePieceBytes);
   __atomic_store_n(proxy->ops_->flag(), 0u, __ATOMIC_RELEASE);
   Reclaimer::get().enter();
   *out = proxy.release();
@@ -718,7 +728,8 @@ Status Proxy::runStaged(Batch& batch) {
   bool queued = false;  // copies on the proxy's stream that may not have run yet
   if (st.ok() && piecewise(batch, in, out)) {
     // The copies overlap the run (PieceGate); the settle after it waits for the last ones back.
-    PieceGate gate(*ops_, ownStream_);
+    const size_t bytes = std::max(in.empty() ? 0 : in[0].bytes, out.empty() ? 0 : out[0].bytes);
+    PieceGate gate(*ops_, ownStream_, std::max(pieceBytes_, (bytes + kMaxPieces - 1) / kMaxPieces));
     Plan& plan = batch.plans[0];
     queued = true;
     st = gate.start(plan, in.empty() ? nullptr : in[0].dst, in.empty() ? nullptr : in[0].src,
@@ -774,12 +785,12 @@ Status Proxy::runStaged(Batch& batch) {
 // codec's messages) and that sends nothing to itself (a group's sends to self are copied before
 // the run starts).
 bool Proxy::piecewise(const Batch& batch, const std::vector<Copy>& in,
-                      const std::vector<Copy>& out) {
-  if (batch.plans.size() != 1 || in.size() > 1 || out.size() > 1) return false;
+                      const std::vector<Copy>& out) const {
+  if (pieceBytes_ == 0 || batch.plans.size() != 1 || in.size() > 1 || out.size() > 1) return false;
   const Plan& plan = batch.plans[0];
   if (plan.preMul || plan.codec) return false;
   const size_t bytes = std::max(in.empty() ? 0 : in[0].bytes, out.empty() ? 0 : out[0].bytes);
-  if (bytes <= kPieceBytes) return false;
+  if (bytes <= pieceBytes_) return false;
   for (const algos::Step& st : plan.schedule->steps)
     if (st.peer == plan.comm->rank) return false;
   return true;

@@ -161,8 +161,9 @@ class Proxy {
   Status waitEvents(const std::vector<Event>& events, bool abortable, const char* what);
   // A byProxy batch: stage, run and copy back on the proxy's own stream.
   Status runStaged(Batch& batch);
-  static bool piecewise(const Batch& batch, const std::vector<Copy>& in,
-                        const std::vector<Copy>& out);
+  // Whether a batch the proxy stages runs piece by piece (PieceGate, stream_proxy.cc).
+  bool piecewise(const Batch& batch, const std::vector<Copy>& in,
+                 const std::vector<Copy>& out) const;
   // Records an event on the proxy's stream and waits for it.
   Status settle(const char* what);
   void loop();
@@ -175,6 +176,7 @@ class Proxy {
   StagingPool pool_;
 
   size_t streamCopyMax_ = 0;          // BRAID_DEVICE_STREAM_COPY_BYTES
+  size_t pieceBytes_ = 0;             // BRAID_DEVICE_PIECE_BYTES (0: whole calls)
   cudaStream_t ownStream_ = nullptr;  // the proxy's copies (byProxy batches); made on first use
 
   // What the proxy did, for the INFO line when it goes (on its thread only).
