@@ -354,7 +354,9 @@ TEST(StreamProxyOps, LargeCallsOverlapTheirCopiesWithTheirMessages) {
 TEST(StreamProxyOps, PieceBytesSetsThePiecesOfAStagedCall) {
   StreamCopyBytes env("0");
   const size_t n = size_t(1) << 20;  // 4 MiB of floats
-  for (const auto& [piece, copies] : {std::pair<const char*, int>{"0", 1}, {"1", 1024}}) {
+  for (const auto& setting : {std::pair<const char*, int>{"0", 1}, {"1", 1024}}) {
+    const char* piece = setting.first;
+    const int copies = setting.second;  // (a structured binding: not capturable in clang 14)
     SCOPED_TRACE(std::string("BRAID_DEVICE_PIECE_BYTES=") + piece);
     setenv("BRAID_DEVICE_PIECE_BYTES", piece, 1);
     auto results = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {

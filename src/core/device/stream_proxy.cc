@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/waiter.h"
 #include "core/comm/comm.h"
+#include "core/device/piece_gate.h"
 #include "core/variables.h"
 #include "kernels/reduce.h"
 
@@ -39,141 +40,6 @@ size_t bytesSetting(const env::Var& var) {
   }
   return size_t(v);
 }
-
-// A call is cut into at most this many pieces (a copy call and an event each), whatever
-// BRAID_DEVICE_PIECE_BYTES says.
-constexpr size_t kMaxPieces = 1024;
-
-// One plan staged by the proxy on its own stream, piece by piece (BRAID_DEVICE_PIECE_BYTES: its
-// default, 2 MiB, is tens of microseconds of a PCIe copy, so the first steps wait for little of
-// the input, and large enough that a piece's copy call and event stay a small part of its copy),
-// while it runs (runStaged):
-// every piece of the input is queued at once, each with an event, and a step starts once the
-// pieces of the input it touches have landed; a piece of the output goes back as soon as no step
-// that writes it is left, queued behind the input copies on the same stream (so a piece of an
-// in-place buffer, which holds input until a step writes it, never goes back before that input
-// arrived). The input's copy to the host and the output's copy back thus overlap the
-// schedule's own messages.
-class PieceGate final : public exec::StepGate {
- public:
-  PieceGate(StreamOps& ops, cudaStream_t stream, size_t pieceBytes)
-      : ops_(ops), stream_(stream), piece_(pieceBytes) {}
-  PieceGate(const PieceGate&) = delete;
-  PieceGate& operator=(const PieceGate&) = delete;
-  ~PieceGate() {
-    for (Event ev : inputs_) ops_.destroy(ev);
-  }
-
-  // `plan` points at its staging; in (null: none) fills its input there, out (null: none) empties
-  // its output. Queues the input's pieces, and the output's pieces that no step writes.
-  Status start(const Plan& plan, void* inHost, const void* inDevice, size_t inBytes,
-               void* outDevice, const void* outHost, size_t outBytes) {
-    in_ = {static_cast<const char*>(inHost), inBytes};
-    out_ = {static_cast<const char*>(outHost), outBytes};
-    outDevice_ = static_cast<char*>(outDevice);
-    for (size_t at = 0; at < inBytes; at += piece_) {
-      BRAID_TRY(ops_.copyToHost(static_cast<char*>(inHost) + at,
-                                static_cast<const char*>(inDevice) + at,
-                                std::min(piece_, inBytes - at), stream_));
-      Event ev = nullptr;
-      const Status st = ops_.record(stream_, &ev);
-      if (ev) inputs_.push_back(ev);
-      BRAID_TRY(st);
-    }
-    const algos::Schedule& s = *plan.schedule;
-    const size_t unit = kernels::typeSize(plan.type);
-    auto at = [&](const algos::Region& r) -> Span {
-      if (r.buffer != algos::Buffer::Send && r.buffer != algos::Buffer::Recv) return {};
-      const char* base = r.buffer == algos::Buffer::Send ? static_cast<const char*>(plan.sendbuff)
-                                                         : static_cast<const char*>(plan.recvbuff);
-      return {base + r.offset * unit, r.count * unit};
-    };
-    needs_.assign(s.steps.size(), -1);
-    writes_.assign(s.steps.size(), {1, 0});
-    writers_.assign((outBytes + piece_ - 1) / piece_, 0);
-    sent_.assign(writers_.size(), false);
-    for (size_t i = 0; i < s.steps.size(); ++i) {
-      const algos::Step& st = s.steps[i];
-      for (const Span& touched : {at(st.src), at(st.dst)})
-        if (const Range r = pieces(in_, touched); r.first <= r.last)
-          needs_[i] = std::max(needs_[i], r.last);
-      if (st.kind == algos::StepKind::Send) continue;
-      writes_[i] = pieces(out_, at(st.dst));
-      for (int32_t p = writes_[i].first; p <= writes_[i].last; ++p) ++writers_[p];
-    }
-    for (size_t p = 0; p < writers_.size(); ++p)
-      if (writers_[p] == 0) sendBack(p);
-    return status_;
-  }
-
-  bool open(uint32_t step) override {
-    const int32_t need = needs_[step];
-    while (int32_t(landed_) <= need) {
-      bool done = false;
-      const Status st = ops_.query(inputs_[landed_], &done);
-      if (!st.ok() && status_.ok()) status_ = st.withContext("copying the inputs to staging");
-      // A failed copy lets the steps run (on what is there) so that the run ends; the batch
-      // fails with the copy's error.
-      if (!done && st.ok()) return false;
-      ++landed_;
-    }
-    return true;
-  }
-
-  void finished(uint32_t step) override {
-    const Range w = writes_[step];
-    for (int32_t p = w.first; p <= w.last; ++p)
-      if (--writers_[p] == 0) sendBack(size_t(p));
-  }
-
-  bool waiting() const override { return landed_ < inputs_.size(); }
-
-  // After the run: a successful one has sent every piece back; the first error on the way.
-  Status finish(bool ran) {
-    if (ran)
-      for (size_t p = 0; p < sent_.size(); ++p)
-        if (!sent_[p]) sendBack(p);
-    return status_;
-  }
-
- private:
-  struct Span {
-    const char* p = nullptr;
-    size_t bytes = 0;
-  };
-  struct Range {
-    int32_t first, last;  // pieces; none when first > last
-  };
-
-  // The pieces of `whole` that `part` touches.
-  Range pieces(const Span& whole, const Span& part) const {
-    const char* lo = std::max(whole.p, part.p);
-    const char* hi = std::min(whole.p + whole.bytes, part.p + part.bytes);
-    if (!whole.p || !part.p || lo >= hi) return {1, 0};
-    return {int32_t((lo - whole.p) / piece_), int32_t((hi - 1 - whole.p) / piece_)};
-  }
-
-  void sendBack(size_t p) {
-    sent_[p] = true;
-    const size_t at = p * piece_;
-    const Status st =
-        ops_.copyToDevice(outDevice_ + at, out_.p + at, std::min(piece_, out_.bytes - at), stream_);
-    if (!st.ok() && status_.ok()) status_ = st.withContext("copying the results back");
-  }
-
-  StreamOps& ops_;
-  cudaStream_t stream_;
-  const size_t piece_;
-  Span in_, out_;
-  char* outDevice_ = nullptr;
-  std::vector<Event> inputs_;      // one per input piece, completing in order (one stream)
-  size_t landed_ = 0;              // input pieces known to have landed
-  std::vector<int32_t> needs_;     // per step: the last input piece it touches (-1: none)
-  std::vector<Range> writes_;      // per step: the output pieces it writes
-  std::vector<uint32_t> writers_;  // per output piece: steps left that write it
-  std::vector<bool> sent_;
-  Status status_;
-};
 
 }  // namespace
 
