@@ -496,6 +496,34 @@ TEST(StreamProxyOps, AFailedBatchStillReleasesItsStream) {
   for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
 }
 
+// The same for a call the proxy stages piece by piece: its pieces land before the gate and its
+// events go, and the stream goes on. Each rank's last input piece is held until its run failed,
+// so it is still queued when the failure is known.
+TEST(StreamProxyOps, AFailedPiecewiseBatchStillReleasesItsStream) {
+  StreamCopyBytes env("0");
+  auto results = runThreads(2, [](int rank, ncclComm_t comm) -> std::string {
+    Rank r(comm);
+    if (!r.error.empty()) return r.error;
+    const size_t n = size_t(1) << 21;                     // 8 MiB of floats: 4 pieces
+    const auto start = std::chrono::steady_clock::now();  // (a hold that never ends: 10 s)
+    r.ops->holdCopiesToHost([comm, start](int index) {
+      return index < 3 || comm->asyncError.load() != ncclSuccess ||
+             std::chrono::steady_clock::now() - start > std::chrono::seconds(10);
+    });
+    std::vector<float> buf(n, 1.0f);
+    Call call{Collective::AllReduce, rank == 0 ? n : n - 4, ncclFloat32, ncclSum, true};
+    call.inPlace = true;
+    if (Status s = submitOne(r, call, ResolvedOp{}, buf.data(), buf.data()); !s.ok())
+      return "submit: " + s.message();
+    r.stream.sync();
+    if (comm->asyncError.load() != ncclInvalidUsage)
+      return "asyncError is " + std::to_string(int(comm->asyncError.load())) +
+             ", want ncclInvalidUsage";
+    return "";
+  });
+  for (size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], "") << "rank " << k;
+}
+
 // A runtime error after the stream was told to wait: the call reports it, the stream still goes
 // on (the proxy writes the flag for the batch it will not run).
 TEST(StreamProxyOps, AnErrorAfterTheWaitIsReportedAndTheStreamGoesOn) {

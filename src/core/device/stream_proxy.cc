@@ -609,11 +609,11 @@ Status Proxy::runStaged(Batch& batch) {
     }
     totals_.runSeconds += secondsSince(t1);
     if (const Status g = gate.finish(st.ok()); st.ok()) st = g;
+    // Every copy lands before the gate and its events go, after a failure too.
     const auto t2 = std::chrono::steady_clock::now();
-    if (st.ok()) {
-      st = settle("copying the results back");
-      queued = !st.ok();
-    }
+    const Status landed = settle(st.ok() ? "copying the results back" : "letting the copies land");
+    if (st.ok()) st = landed;
+    queued = !landed.ok();
     totals_.copySeconds += secondsSince(t2) + std::chrono::duration<double>(t1 - t0).count();
   } else {
     // Queues `copies` on the proxy's stream and waits for them.
