@@ -368,6 +368,63 @@ TEST(Bootstrap, PeerGoneIsAnErrorNotAHang) {
   EXPECT_FALSE(bs[0]->barrier().ok());
 }
 
+// recvUnless: the awaited message, or a stop message from any rank (taken, the awaited one left
+// for later), or the timeout, or the awaited peer's connection closing, whichever comes first.
+TEST(Bootstrap, RecvUnlessEndsOnTheMessageAStopMessageTheTimeoutOrThePeerGone) {
+  ncclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  std::vector<std::unique_ptr<Bootstrap>> bs(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(kTimeoutMs, nullptr), &bs[r]).ok());
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(bs[0] && bs[1] && bs[2]);
+  constexpr uint64_t kTag = 5, kStop = 6;
+  uint64_t v = 0;
+  int from = -7;
+  std::vector<uint8_t> stop;
+
+  // A stop message from rank 2 ends a wait on rank 1 while rank 1 is still silent.
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const uint32_t word = 0xabcd;
+    ASSERT_TRUE(bs[2]->send(0, kStop, &word, sizeof word).ok());
+  });
+  Status st = bs[0]->recvUnless(1, kTag, &v, sizeof v, kTimeoutMs, kStop, &from, &stop);
+  stopper.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(from, 2);
+  ASSERT_EQ(stop.size(), sizeof(uint32_t));
+  uint32_t word = 0;
+  std::memcpy(&word, stop.data(), sizeof word);
+  EXPECT_EQ(word, 0xabcdu);
+
+  // The awaited message, also one sent before a second stop message, comes first.
+  const uint64_t sent = 42;
+  ASSERT_TRUE(bs[1]->send(0, kTag, &sent, sizeof sent).ok());
+  ASSERT_TRUE(bs[2]->send(0, kStop, &sent, sizeof sent).ok());
+  ASSERT_TRUE(bs[0]->recvUnless(1, kTag, &v, sizeof v, 10000, kStop, &from, &stop).ok());
+  EXPECT_EQ(from, -1);
+  EXPECT_EQ(v, 42u);
+  // The second stop message is still there for the next wait (or poll).
+  ASSERT_TRUE(bs[0]->recvUnless(1, kTag, &v, sizeof v, 10000, kStop, &from, &stop).ok());
+  EXPECT_EQ(from, 2);
+
+  // Nothing comes: the timeout, named.
+  st = bs[0]->recvUnless(1, kTag, &v, sizeof v, 300, kStop, &from, &stop);
+  EXPECT_EQ(st.code(), ncclTimeout) << st.message();
+  EXPECT_NE(st.message().find("from rank 1"), std::string::npos) << st.message();
+
+  // The awaited rank goes away: an error, though this wait has no timeout.
+  bs[1].reset();
+  st = bs[0]->recvUnless(1, kTag, &v, sizeof v, 0, kStop, &from, &stop);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(from, -1);
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st.message();
+}
+
 // A hello the root must refuse, sent before any real rank: the sender reads the reason, and
 // the real ranks, whose rendezvous it broke (a hello with the id's magic is one of its ranks),
 // fail at once with ncclInvalidUsage naming what the root saw instead of waiting.

@@ -17,8 +17,9 @@ source "$(dirname "$0")/netns_common.sh"
 netns_scratch cut
 
 # Each rank reports and exits 0, so that netcluster does not stop the others before they fail
-# on their own. Adaptation is on (four hosts: the probe runs): its votes go to rank 0 on h0, off
-# the cut link, so they pass and the call names the link.
+# on their own. Adaptation is on (four hosts: the probe runs), and votes come every third call:
+# where the cut lands as one end still awaits the other's last message of a call and the rest
+# have gone on to the vote, the vote's waits give up with the data path's and name the link too.
 BRAID_TIMEOUT_MS=4000 timeout 240 "$NETCLUSTER" --prefix "$P" --hosts 4 --racks 1 --rack-gbit 2 \
   --reshape 4:cut=h1-h2 -- sh -c '"$0" "$@"; echo "loop exited $?"' "$LOOP" -b 8M -s 40 >"$LOG" 2>&1
 status=$?

@@ -67,18 +67,17 @@ unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); 
 constexpr uint64_t kTagVote = 0x61647674;      // "advt"
 constexpr uint64_t kTagDecision = 0x61646463;  // "addc"
 // The ranks other than 0 wait this much longer than BRAID_TIMEOUT_MS for rank 0's decision, so
-// that its word on a rank it did not hear arrives before they give up on it (as the reports of
-// core/comm/peer_loss.h get a grace).
+// that rank 0's report on a rank it did not hear arrives before they give up on rank 0 (as the
+// reports of core/comm/peer_loss.h get a grace).
 constexpr int64_t kDecisionGraceMs = 300;
 
-// What rank 0 sends every rank after a vote: what the rule decided, or the rank it did not hear.
+// What rank 0 sends every rank after a vote that all ranks took part in: what the rule decided.
 struct Decision {
-  int32_t unheard = -1;  // a rank whose vote did not come (-1: none)
-  int32_t action = 0;    // Rule::Action
+  int32_t action = 0;  // Rule::Action
   int32_t lateRank = -1;
-  int32_t reserved = 0;
+  int32_t reserved[2] = {};
   double lateUs = 0;
-  char why[488] = {};  // the rule's reason for the log, or why the unheard rank's vote failed
+  char why[488] = {};  // the rule's reason, for the log
 };
 static_assert(sizeof(Decision) == 512);
 
@@ -202,11 +201,11 @@ Rule::Action Rule::watchLate(const std::vector<Vote>& votes, double medianCallUs
   if (lateWindows_ < kPersist) return Action::kNone;
   named_ = latest;
   onTimeWindows_ = 0;
-  *why = strfmt("before each of the last %d large calls it spent %.1f ms longer outside the "
-                "communicator's calls than the median rank (%.1f ms), whose calls took %.1f ms: "
-                "the others waited for it",
-                lateWindows_ * kWindow, latest.lateUs / 1000, medianGapUs / 1000,
-                medianCallUs / 1000);
+  *why = strfmt(
+      "before each of the last %d large calls it spent %.1f ms longer outside the "
+      "communicator's calls than the median rank (%.1f ms), whose calls took %.1f ms: "
+      "the others waited for it",
+      lateWindows_ * kWindow, latest.lateUs / 1000, medianGapUs / 1000, medianCallUs / 1000);
   return Action::kLate;
 }
 
@@ -275,69 +274,83 @@ Vote Adaptation::takeVote(bool canProbe) {
 // point-to-point connections, rank 0 runs the rule on all of them and sends every rank what it
 // decided, so every rank carries out the same decision before the same call. Rank 0 takes the
 // votes in rank order, each within BRAID_TIMEOUT_MS (they come at about the same time, so this is
-// one wait, and n - 1 reads, not a scan of every connection per vote). A rank whose vote does not
-// come is named on every rank: by rank 0 (it, or the link between the two, stopped), by the
-// others through rank 0's word, and that rank itself, which gets no decision, names rank 0 and
-// the link to it. A link between two other ranks is not on the vote's way, and the next call
-// names it on the data path.
+// one wait, and n - 1 reads, not a scan of every connection per vote).
+//
+// The vote is part of the call, and fails as a call that waits on data does (core/comm/
+// peer_loss.h): a rank that gives up (rank 0 on a vote that does not come, another rank on a
+// decision that does not come, or on a connection that broke) tells every rank whom it awaited,
+// and a rank still waiting in the vote that hears it gives up too and tells in turn. Each then
+// follows the chain of "awaiting" through the reports: a rank that stopped is named silent, and a
+// link that stopped between two others (one rank still in the call before the vote, awaiting the
+// other, which voted) is named as that link, whichever rank's wait ran out first.
 namespace {
+// Gives up in the vote on rank `awaited` (why: what failed), or, where another rank's report
+// came in meanwhile, after that rank.
+Status gaveUpInVote(ncclComm* comm, const std::string& where, int awaited, const Status& why) {
+  std::vector<int> ranks{awaited};
+  loss::Report report;
+  if (loss::heard(comm, &report)) {
+    ranks.push_back(report.from);
+    const Status heard =
+        remoteError("%s: %s gave up on its peers (%s)", where.c_str(),
+                    loss::describeRank(comm, report.from).c_str(), report.text.c_str());
+    const Status st = loss::giveUp(comm, std::move(ranks), loss::progress(comm), heard,
+                                   strfmt("%s: after rank %d gave up", where.c_str(), report.from));
+    comm->markFailed(st.code());
+    return st;
+  }
+  const Status st = loss::giveUp(comm, std::move(ranks), loss::progress(comm),
+                                 Status(why.code(), where + ": " + why.message()));
+  comm->markFailed(st.code());
+  return st;
+}
+
 Status vote(ncclComm* comm, uint64_t index, const Vote& mine, Rule& rule, Decision* decision) {
   const std::string where = strfmt("adaptation's vote before call %llu", ull(index));
   Bootstrap& boot = *comm->bootstrap;
+  bool lost = false;
   if (comm->rank != 0) {
-    BRAID_TRY(boot.send(0, kTagVote, &mine, sizeof mine)
-                  .withContext(strfmt("%s: sending %s this rank's vote", where.c_str(),
-                                      loss::describeRank(comm, 0).c_str())));
+    const std::string rank0 = loss::describeRank(comm, 0);
+    if (Status st = boot.send(0, kTagVote, &mine, sizeof mine); !st.ok())
+      return gaveUpInVote(comm, where, 0,
+                          Status(st.code(), strfmt("sending %s this rank's vote: %s", rank0.c_str(),
+                                                   st.message().c_str())));
     const int64_t wait = comm->timeoutMs > 0 ? comm->timeoutMs + kDecisionGraceMs : 0;
-    if (Status st = boot.recvWithin(0, kTagDecision, decision, sizeof *decision, wait); !st.ok())
-      return Status(st.code(), strfmt("%s: no decision from %s: it stopped or died, or the link "
-                                      "to it did (%s)",
-                                      where.c_str(), loss::describeRank(comm, 0).c_str(),
-                                      st.message().c_str()));
+    if (Status st =
+            loss::recvUnlessLost(comm, 0, kTagDecision, decision, sizeof *decision, wait, &lost);
+        !st.ok() || lost)
+      return gaveUpInVote(comm, where, 0,
+                          Status(st.code(), strfmt("no decision from %s (%s)", rank0.c_str(),
+                                                   st.message().c_str())));
     decision->why[sizeof decision->why - 1] = 0;
     if (decision->action < 0 || decision->action > static_cast<int32_t>(Rule::Action::kOnTime) ||
-        decision->unheard < -1 || decision->unheard >= comm->nranks || decision->lateRank < -1 ||
-        decision->lateRank >= comm->nranks)
+        decision->lateRank < -1 || decision->lateRank >= comm->nranks)
       return internalError("%s: %s sent a decision this rank cannot read (action %d, rank %d)",
-                           where.c_str(), loss::describeRank(comm, 0).c_str(), decision->action,
-                           std::max(decision->unheard, decision->lateRank));
-    if (decision->unheard >= 0)
-      return remoteError(
-          "%s: %s got no vote from %s: it stopped or died, or the link between "
-          "them did (%s)",
-          where.c_str(), loss::describeRank(comm, 0).c_str(),
-          loss::describeRank(comm, decision->unheard).c_str(), decision->why);
+                           where.c_str(), rank0.c_str(), decision->action, decision->lateRank);
     return Status::Ok();
   }
   std::vector<Vote> votes(static_cast<size_t>(comm->nranks));
   votes[0] = mine;
-  Status failed;
-  for (int r = 1; r < comm->nranks && failed.ok(); ++r) {
-    failed =
-        boot.recvWithin(r, kTagVote, &votes[static_cast<size_t>(r)], sizeof(Vote), comm->timeoutMs);
-    if (!failed.ok()) {
-      decision->unheard = r;
-      std::snprintf(decision->why, sizeof decision->why, "%s", failed.message().c_str());
-    }
+  for (int r = 1; r < comm->nranks; ++r) {
+    if (Status st = loss::recvUnlessLost(comm, r, kTagVote, &votes[static_cast<size_t>(r)],
+                                         sizeof(Vote), comm->timeoutMs, &lost);
+        !st.ok() || lost)
+      return gaveUpInVote(
+          comm, where, r,
+          Status(st.code(), strfmt("no vote from %s (%s)", loss::describeRank(comm, r).c_str(),
+                                   st.message().c_str())));
   }
-  if (failed.ok()) {
-    std::string why;
-    decision->action = static_cast<int32_t>(rule.next(votes, &why));
-    decision->lateRank = rule.straggler().rank;
-    decision->lateUs = rule.straggler().lateUs;
-    std::snprintf(decision->why, sizeof decision->why, "%s", why.c_str());
-  }
+  std::string why;
+  decision->action = static_cast<int32_t>(rule.next(votes, &why));
+  decision->lateRank = rule.straggler().rank;
+  decision->lateUs = rule.straggler().lateUs;
+  std::snprintf(decision->why, sizeof decision->why, "%s", why.c_str());
   for (int r = 1; r < comm->nranks; ++r)
-    if (r != decision->unheard)
-      BRAID_TRY(boot.send(r, kTagDecision, decision, sizeof *decision)
-                    .withContext(strfmt("%s: sending %s the decision", where.c_str(),
-                                        loss::describeRank(comm, r).c_str())));
-  if (!failed.ok())
-    return Status(failed.code(),
-                  strfmt("%s: no vote from %s: it stopped or died, or the link between it and %s "
-                         "did (%s)",
-                         where.c_str(), loss::describeRank(comm, decision->unheard).c_str(),
-                         loss::describeRank(comm, 0).c_str(), failed.message().c_str()));
+    if (Status st = boot.send(r, kTagDecision, decision, sizeof *decision); !st.ok())
+      return gaveUpInVote(
+          comm, where, r,
+          Status(st.code(), strfmt("sending %s the decision: %s",
+                                   loss::describeRank(comm, r).c_str(), st.message().c_str())));
   return Status::Ok();
 }
 }  // namespace
@@ -433,7 +446,8 @@ Status agreeAtInit(ncclComm* comm, bool probed) {
   if (!probed) return Status::Ok();
   std::vector<uint8_t> on(static_cast<size_t>(comm->nranks), 0);
   on[static_cast<size_t>(comm->rank)] = env::getInt(env::kBraidAdapt) != 0;
-  BRAID_TRY(comm->bootstrap->allGather(on.data(), 1).withContext("adaptation: agreeing on BRAID_ADAPT"));
+  BRAID_TRY(
+      comm->bootstrap->allGather(on.data(), 1).withContext("adaptation: agreeing on BRAID_ADAPT"));
   const auto off = std::find(on.begin(), on.end(), 0);
   if (off != on.end() && comm->rank == 0 && std::find(on.begin(), on.end(), 1) != on.end())
     BRAID_WARN("%s is 0 on rank %td but not on every rank: no rank adapts", env::kBraidAdapt.name,

@@ -119,9 +119,12 @@ class BootstrapImpl final : public Bootstrap {
     return finish(recvLocked(peer, tag, data, bytes, opWaiter()));
   }
 
-  Status recvWithin(int peer, uint64_t tag, void* data, size_t bytes, int64_t timeoutMs) override {
+  Status recvUnless(int peer, uint64_t tag, void* data, size_t bytes, int64_t timeoutMs,
+                    uint64_t stopTag, int* stopFrom, std::vector<uint8_t>* stop) override {
+    *stopFrom = -1;
     std::lock_guard<std::mutex> lock(mu_);
-    return finish(recvLocked(peer, tag, data, bytes, Waiter(timeoutMs, &aborted_)));
+    return finish(recvUnlessLocked(peer, tag, data, bytes, Waiter(timeoutMs, &aborted_), stopTag,
+                                   stopFrom, stop));
   }
 
   Status poll(uint64_t tag, int* from, std::vector<uint8_t>* data) override {
@@ -131,64 +134,11 @@ class BootstrapImpl final : public Bootstrap {
     // need this rank's executor, which polls, to move first. The next poll looks again.
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     if (!lock.owns_lock() || aborted_.load()) return Status::Ok();
-    for (int p = 0; p < nranks_; ++p) {
-      auto& queue = unexpected_[p];
-      for (auto it = queue.begin(); it != queue.end(); ++it) {
-        if (it->tag != tag) continue;
-        *data = std::move(it->data);
-        queue.erase(it);
-        *from = p;
-        return Status::Ok();
-      }
-    }
-    // Connections dialed since we last looked, and hellos that came in: take them without
-    // waiting.
-    Waiter w = opWaiter();
-    {
-      std::lock_guard<std::mutex> accepting(acceptMu_);
-      BRAID_TRY(acceptWaiting(w));
-      readHellos();
-      for (auto it = stash_.begin(); it != stash_.end();) {
-        if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
-          recvConns_[it->first.first] = std::move(it->second);
-          it = stash_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    // Whole messages waiting on open connections; others' tags are queued for their recv.
-    for (int p = 0; p < nranks_; ++p) {
-      if (!recvConns_[p].valid()) continue;
-      net::Socket& conn = recvConns_[p];
-      auto readable = [&conn] {
-        if (conn.pending()) return true;
-        pollfd pfd{conn.fd(), conn.pollEvents(POLLIN), 0};
-        return ::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLOUT | POLLHUP | POLLERR));
-      };
-      while (readable()) {
-        uint8_t header[kMsgHeaderBytes];
-        uint64_t gotTag = 0, gotBytes = 0;
-        std::vector<uint8_t> body;
-        Status st = net::recvAll(conn, header, sizeof(header), w);
-        if (st.ok()) st = bootstrap::decodeMsgHeader(header, &gotTag, &gotBytes);
-        if (st.ok()) {
-          body.resize(gotBytes);
-          st = net::recvAll(conn, body.data(), body.size(), w);
-        }
-        if (!st.ok()) {
-          // The peer is gone, or its stream is out of step; its failure shows elsewhere.
-          recvConns_[p].reset();
-          break;
-        }
-        if (gotTag == tag) {
-          *data = std::move(body);
-          *from = p;
-          return Status::Ok();
-        }
-        unexpected_[p].push_back({gotTag, std::move(body)});
-      }
-    }
+    if (takeQueued(tag, from, data)) return Status::Ok();
+    // A connection that fails here is dropped; its failure shows elsewhere.
+    bool took = false;
+    BRAID_TRY(takeArrived(-1, &took));
+    takeQueued(tag, from, data);
     return Status::Ok();
   }
 
@@ -256,6 +206,111 @@ class BootstrapImpl final : public Bootstrap {
     if (!st.ok()) sendConns_[peer].reset();  // half a message went out: the stream is unusable
     return st.withContext(
         strfmt("bootstrap send to rank %d tag %llu", peer, static_cast<unsigned long long>(tag)));
+  }
+
+  // The first queued message with `tag` from any rank, taken. mu_ held.
+  bool takeQueued(uint64_t tag, int* from, std::vector<uint8_t>* data) {
+    for (int p = 0; p < nranks_; ++p) {
+      auto& queue = unexpected_[p];
+      for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if (it->tag != tag) continue;
+        *data = std::move(it->data);
+        queue.erase(it);
+        *from = p;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Without waiting for any to arrive: takes in the connections dialed since the last look and
+  // queues every whole message waiting on an open one (*took: at least one). A connection that
+  // fails is dropped; the failure is returned only for `watched`'s (-1: none). mu_ held.
+  Status takeArrived(int watched, bool* took) {
+    Waiter w = opWaiter();
+    {
+      std::lock_guard<std::mutex> accepting(acceptMu_);
+      BRAID_TRY(acceptWaiting(w));
+      readHellos();
+      for (auto it = stash_.begin(); it != stash_.end();) {
+        if (it->first.second == ConnKind::P2P && !recvConns_[it->first.first].valid()) {
+          recvConns_[it->first.first] = std::move(it->second);
+          it = stash_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (int p = 0; p < nranks_; ++p) {
+      if (!recvConns_[p].valid()) continue;
+      net::Socket& conn = recvConns_[p];
+      auto readable = [&conn] {
+        if (conn.pending()) return true;
+        pollfd pfd{conn.fd(), conn.pollEvents(POLLIN), 0};
+        return ::poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLOUT | POLLHUP | POLLERR));
+      };
+      while (readable()) {
+        uint8_t header[kMsgHeaderBytes];
+        uint64_t gotTag = 0, gotBytes = 0;
+        std::vector<uint8_t> body;
+        Status st = net::recvAll(conn, header, sizeof(header), w);
+        if (st.ok()) st = bootstrap::decodeMsgHeader(header, &gotTag, &gotBytes);
+        if (st.ok()) {
+          body.resize(gotBytes);
+          st = net::recvAll(conn, body.data(), body.size(), w);
+        }
+        if (!st.ok()) {
+          recvConns_[p].reset();
+          if (p == watched) return st.withContext(strfmt("bootstrap recv from rank %d", p));
+          break;
+        }
+        unexpected_[p].push_back({gotTag, std::move(body)});
+        *took = true;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Sleeps until a connection or the listener has something, or kPollMs (a connection the
+  // accepting thread takes in wakes nobody). mu_ held.
+  void awaitArrivals() {
+    std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+    for (net::Socket& conn : recvConns_) {
+      if (!conn.valid()) continue;
+      if (conn.pending()) return;
+      fds.push_back({conn.fd(), conn.pollEvents(POLLIN), 0});
+    }
+    {
+      std::lock_guard<std::mutex> accepting(acceptMu_);
+      for (const Incoming& c : incoming_) fds.push_back({c.fd.fd(), c.fd.pollEvents(POLLIN), 0});
+    }
+    ::poll(fds.data(), fds.size(), kPollMs);
+  }
+
+  Status recvUnlessLocked(int peer, uint64_t tag, void* data, size_t bytes, Waiter w,
+                          uint64_t stopTag, int* stopFrom, std::vector<uint8_t>* stop) {
+    if (peer < 0 || peer >= nranks_)
+      return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
+    if (bytes && !data) return invalidArgument("%s", "bootstrap recv: null data");
+    const std::string what =
+        strfmt("bootstrap recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag));
+    for (;;) {
+      auto& queue = unexpected_[peer];
+      for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if (it->tag != tag) continue;
+        Status st = sizeCheck(it->data.size(), bytes, what);
+        if (st.ok() && bytes) std::memcpy(data, it->data.data(), bytes);
+        queue.erase(it);
+        return st;
+      }
+      if (takeQueued(stopTag, stopFrom, stop)) return Status::Ok();
+      BRAID_TRY(w.check(what.c_str()));
+      if (peer == rank_)
+        return invalidUsage("%s: nothing was sent to self with that tag", what.c_str());
+      bool took = false;
+      BRAID_TRY(takeArrived(peer, &took).withContext(what));
+      if (!took) awaitArrivals();
+    }
   }
 
   Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes, Waiter w) {
@@ -485,8 +540,9 @@ class BootstrapImpl final : public Bootstrap {
       // A timeout names the neighbour it waits on (silent, or the link to it is).
       if (Status st = w.check("bootstrap ring"); !st.ok())
         return st.withContext(
-            got < total ? strfmt("awaiting rank %d's part", (rank_ + nranks_ - 1) % nranks_)
-                        : strfmt("awaiting rank %d to take this rank's part", (rank_ + 1) % nranks_));
+            got < total
+                ? strfmt("awaiting rank %d's part", (rank_ + nranks_ - 1) % nranks_)
+                : strfmt("awaiting rank %d to take this rank's part", (rank_ + 1) % nranks_));
       pollfd fds[2] = {{ringNext_.fd(), sent < total ? ringNext_.pollEvents(POLLOUT) : short{0}, 0},
                        {ringPrev_.fd(), got < total ? ringPrev_.pollEvents(POLLIN) : short{0}, 0}};
       ::poll(fds, 2, kPollMs);

@@ -44,10 +44,13 @@ class Bootstrap {
   // Point-to-point messages between ranks (used by split, shrink, mismatch checks).
   virtual Status send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
   virtual Status recv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
-  // recv, waiting at most `timeoutMs` without progress (0: no limit) instead of the bootstrap's
-  // own limit: for exchanges that are part of a collective call and wait as the call does.
-  virtual Status recvWithin(int peer, uint64_t tag, void* data, size_t bytes,
-                            int64_t timeoutMs) = 0;
+  // recv for exchanges that are part of a collective call, which wait as the call does: at most
+  // `timeoutMs` (0: no limit) instead of the bootstrap's own limit, and no longer than until a
+  // message with `stopTag` has come from any rank (another rank announcing it gave up). That
+  // message is then taken (*stopFrom = its sender, *stop = its bytes) and nothing is received;
+  // otherwise *stopFrom = -1.
+  virtual Status recvUnless(int peer, uint64_t tag, void* data, size_t bytes, int64_t timeoutMs,
+                            uint64_t stopTag, int* stopFrom, std::vector<uint8_t>* stop) = 0;
   // Non-blocking: a message with `tag` from any rank, if one has arrived (*from = its rank),
   // else *from = -1, also while another thread's operation holds the bootstrap. Used to hear
   // about another rank's failure while waiting on data.

@@ -100,6 +100,19 @@ bool decode(const std::vector<uint8_t>& in, int nranks, Report* out) {
   return true;
 }
 
+// Keeps a report that came from rank `from` in comm->loss.heard (false: malformed, dropped).
+bool keep(ncclComm* comm, int from, const std::vector<uint8_t>& data) {
+  Report r;
+  r.from = from;
+  if (!decode(data, comm->nranks, &r)) {
+    BRAID_WARN("rank %d: a malformed peer-loss report from rank %d was dropped", comm->rank, from);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(comm->loss.mu);
+  comm->loss.heard.push_back(std::move(r));
+  return true;
+}
+
 // Takes what has arrived into comm->loss.heard.
 void drain(ncclComm* comm) {
   if (!comm->bootstrap) return;
@@ -107,15 +120,7 @@ void drain(ncclComm* comm) {
     int from = -1;
     std::vector<uint8_t> data;
     if (!comm->bootstrap->poll(kTagLoss, &from, &data).ok() || from < 0) return;
-    Report r;
-    r.from = from;
-    if (!decode(data, comm->nranks, &r)) {
-      BRAID_WARN("rank %d: a malformed peer-loss report from rank %d was dropped", comm->rank,
-                 from);
-      continue;
-    }
-    std::lock_guard<std::mutex> lock(comm->loss.mu);
-    comm->loss.heard.push_back(std::move(r));
+    keep(comm, from, data);
   }
 }
 
@@ -143,6 +148,51 @@ void report(ncclComm* comm, const std::vector<int>& awaited, const Progress& pro
     if (!st.ok())
       BRAID_INFO(kInit, "rank %d: could not report the loss to rank %d: %s", comm->rank, p,
                  st.message().c_str());
+  }
+}
+
+Progress progress(const ncclComm* comm, const std::vector<bool>& first) {
+  // The endpoints count every operation a pair ever posted (calls before this one, the probe's)
+  // alike on both ends, so their numbers compare across calls too: a peer may have finished the
+  // call this rank is stuck in.
+  constexpr size_t kSentPeers = 64;
+  Progress out;
+  for (bool firstPass : {true, false}) {
+    for (size_t p = 0; p < comm->channels.size(); ++p) {
+      const PeerChannel& ch = comm->channels[p];
+      const bool isFirst = p < first.size() && first[p];
+      if (!ch.endpoint || isFirst != firstPass) continue;
+      const uint64_t received = ch.endpoint->recvsCompleted();
+      if (received < ch.recvsPosted) out.awaiting.emplace_back(static_cast<int>(p), received + 1);
+      if (ch.sendsPosted > 0 && out.sent.size() < kSentPeers)
+        out.sent.emplace_back(static_cast<int>(p), ch.endpoint->sendsCompleted());
+    }
+  }
+  return out;
+}
+
+Status giveUp(ncclComm* comm, std::vector<int> awaited, const Progress& progress,
+              const Status& status, const std::string& diagnosis) {
+  std::sort(awaited.begin(), awaited.end());
+  awaited.erase(std::unique(awaited.begin(), awaited.end()), awaited.end());
+  report(comm, awaited, progress, diagnosis.empty() ? status.message() : diagnosis);
+  return Status(status.code(), status.message() + culprits(comm, awaited, progress));
+}
+
+Status recvUnlessLost(ncclComm* comm, int peer, uint64_t tag, void* data, size_t bytes,
+                      int64_t timeoutMs, bool* lost) {
+  *lost = false;
+  for (;;) {
+    int from = -1;
+    std::vector<uint8_t> report;
+    BRAID_TRY(
+        comm->bootstrap->recvUnless(peer, tag, data, bytes, timeoutMs, kTagLoss, &from, &report));
+    if (from < 0) return Status::Ok();
+    // A malformed report stops nothing: the wait goes on (with its time restarted).
+    if (keep(comm, from, report)) {
+      *lost = true;
+      return Status::Ok();
+    }
   }
 }
 
@@ -222,10 +272,11 @@ std::string culprits(ncclComm* comm, const std::vector<int>& awaited, const Prog
       if (!theirs) continue;
       for (const auto& [peer, sent] : theirs->sent)
         if (peer == to && sent >= message && named.insert({from, to}).second)
-          out += strfmt("; %s sent message %llu to %s, which never received it: the link from "
-                        "the one to the other stopped carrying traffic",
-                        describeRank(comm, from).c_str(), static_cast<unsigned long long>(message),
-                        describeRank(comm, to).c_str());
+          out += strfmt(
+              "; %s sent message %llu to %s, which never received it: the link from "
+              "the one to the other stopped carrying traffic",
+              describeRank(comm, from).c_str(), static_cast<unsigned long long>(message),
+              describeRank(comm, to).c_str());
     }
   }
   if (!named.empty()) return out;
@@ -237,9 +288,10 @@ std::string culprits(ncclComm* comm, const std::vector<int>& awaited, const Prog
     if (!spoke[static_cast<size_t>(a)]) continue;
     for (int b : awaits[static_cast<size_t>(a)])
       if (a < b && spoke[static_cast<size_t>(b)] && awaitsRank(b, a))
-        out += strfmt("; %s and %s both answered and each awaits the other: the link between "
-                      "them stopped carrying traffic",
-                      describeRank(comm, a).c_str(), describeRank(comm, b).c_str());
+        out += strfmt(
+            "; %s and %s both answered and each awaits the other: the link between "
+            "them stopped carrying traffic",
+            describeRank(comm, a).c_str(), describeRank(comm, b).c_str());
   }
   return out;
 }

@@ -7,11 +7,13 @@
 // own peers: the ranks reached that sent no report are the ones that stopped or died.
 #pragma once
 
-#include <mutex>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/status.h"
 
 struct ncclComm;
 
@@ -49,6 +51,18 @@ void report(ncclComm* comm, const std::vector<int>& awaited, const Progress& pro
             const std::string& text);
 // A report another rank sent, if one has arrived (non-blocking; kept for culprits()).
 bool heard(ncclComm* comm, Report* out);
+// Where this communicator's messages stand now, in the endpoints' own numbers. Sends to at most
+// 64 peers are told (each report goes to every rank): those in `first` (by rank; empty: none),
+// then the others.
+Progress progress(const ncclComm* comm, const std::vector<bool>& first = {});
+// Gives up on the ranks `awaited`: tells every rank (report), and returns `status` with the
+// culprits added. `diagnosis` is what the others hear ("" : status's text).
+Status giveUp(ncclComm* comm, std::vector<int> awaited, const Progress& progress,
+              const Status& status, const std::string& diagnosis = "");
+// Bootstrap::recvUnless for a wait that is part of a call: it also ends, with *lost set, as soon
+// as another rank reports it gave up, and that report is kept for heard() and culprits().
+Status recvUnlessLost(ncclComm* comm, int peer, uint64_t tag, void* data, size_t bytes,
+                      int64_t timeoutMs, bool* lost);
 // After the grace for reports (exec::kLossGrace): the ranks reachable from `awaited` through the
 // reports that never reported, as text for an error message ("" when every rank reached spoke).
 // Where every rank reached spoke, it names instead a link that stopped carrying traffic: one on

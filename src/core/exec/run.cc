@@ -683,35 +683,16 @@ std::string Run::awaited(const ncclComm* comm, std::vector<int>* ranks) const {
 
 Status Run::lostPeers(const Plan& plan, const Status& status, std::vector<int> awaited,
                       const std::string& diagnosis) {
-  std::sort(awaited.begin(), awaited.end());
-  awaited.erase(std::unique(awaited.begin(), awaited.end()), awaited.end());
-  const loss::Progress where = progress(plan.comm);
-  loss::report(plan.comm, awaited, where, diagnosis.empty() ? status.message() : diagnosis);
   return failed(
-      plan, Status(status.code(), status.message() + loss::culprits(plan.comm, awaited, where)));
+      plan, loss::giveUp(plan.comm, std::move(awaited), progress(plan.comm), status, diagnosis));
 }
 
 loss::Progress Run::progress(const ncclComm* comm) const {
-  // In the endpoints' own numbers, which count every operation a pair ever posted (calls before
-  // this one, the probe's) alike on both ends, so that they compare across calls too: a peer may
-  // have finished the call this rank is stuck in. Sends to at most kSentPeers peers are told
-  // (each report goes to every rank): the ones this run talks to, then others.
-  constexpr size_t kSentPeers = 64;
-  loss::Progress out;
+  // The peers this run talks to are told first.
   std::vector<bool> inRun(comm->channels.size(), false);
   for (size_t i = 0; i < nQueues_; ++i)
     if (queues_[i].comm == comm) inRun[static_cast<size_t>(queues_[i].peer)] = true;
-  for (bool runFirst : {true, false}) {
-    for (size_t p = 0; p < comm->channels.size(); ++p) {
-      const PeerChannel& ch = comm->channels[p];
-      if (!ch.endpoint || inRun[p] != runFirst) continue;
-      const uint64_t received = ch.endpoint->recvsCompleted();
-      if (received < ch.recvsPosted) out.awaiting.emplace_back(static_cast<int>(p), received + 1);
-      if (ch.sendsPosted > 0 && out.sent.size() < kSentPeers)
-        out.sent.emplace_back(static_cast<int>(p), ch.endpoint->sendsCompleted());
-    }
-  }
-  return out;
+  return loss::progress(comm, inRun);
 }
 
 Status Run::failed(const Plan& plan, const Status& status) {
