@@ -2,7 +2,8 @@
 // operation simulator (algos::simulateOperation, the model the selector uses), at any number of
 // ranks. docs/scale.md says what it models and how far to trust it.
 //
-//   braid-sim [fabric] [call] [--csv FILE] [--plot FILE.png] [--no-symmetry] [--why]
+//   braid-sim [fabric] [call] [--csv FILE] [--plot FILE.png] [--no-symmetry | --exact-symmetry]
+//             [--why]
 // fabric, either a cluster map (the format BRAID_CLUSTER_FILE reads, every host in it used):
 //   --cluster FILE --ranks-per-host K
 // or a Clos of identical hosts (ranks numbered host by host, hosts rack by rack):
@@ -28,6 +29,10 @@
 //   --coll NAME -b MIN -e MAX -f FACTOR -d TYPE --algos a,b,...|auto --compress int8|topk:R
 // --plot FILE.png: time and busbw against size, a line per algorithm, drawn by braid-sim-plot
 // (beside this binary; matplotlib) from the CSV (--csv's, else FILE.csv).
+// Symmetric ranks (docs/scale.md): one block of ranks stands for the others where shifting every
+// rank by the block maps the fabric and the schedules onto themselves; the "ranks" column says
+// how many were simulated, with a ~ where the blocks' schedules differ in what their steps wait
+// for (approximate: off with --exact-symmetry); --no-symmetry simulates every rank.
 // --why: for `auto`, the selector's price of every candidate (its TUNING log line), on stderr.
 // Exit status 2 on a usage error, 1 when a call cannot be priced, with the reason on stderr.
 #include <spawn.h>
@@ -256,7 +261,7 @@ int main(int argc, char** argv) {
               plotPath;
   size_t minBytes = 1 << 20, maxBytes = 1 << 20;
   double factor = 2;
-  bool symmetry = true;
+  bool symmetry = true, exactSymmetry = false;
   bool why = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -314,6 +319,8 @@ int main(int argc, char** argv) {
       if (ok) fabric.alternate = std::strcmp(v, "alternate") == 0;
     } else if (a == "--no-symmetry")
       symmetry = false;
+    else if (a == "--exact-symmetry")
+      exactSymmetry = true;
     else if (a == "--why")
       why = true;
     else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv" ||
@@ -441,6 +448,7 @@ int main(int argc, char** argv) {
       braid::algos::OperationOptions options;
       options.signaturesOnDataEdges = braid::algos::needsEveryInput(coll->coll);
       options.symmetry = symmetry;
+      options.approximateSymmetry = symmetry && !exactSymmetry;
       braid::algos::OperationReport report;
       const auto started = std::chrono::steady_clock::now();
       const double us = braid::algos::simulateOperation(
@@ -474,7 +482,9 @@ int main(int argc, char** argv) {
       std::printf("  %12zu %12zu %8s %6s %4d %12.1f %8.2f %8.2f  %-12s", bytes, count, type->name,
                   redop, 0, us, algbw, busbw, name.c_str());
       for (double b : report.levelBytes) std::printf(" %12.4g", b);
-      std::printf("  %-22s %8d %7.2f\n", busiest.c_str(), report.period, seconds);
+      const std::string ranks =
+          (report.approximatePeriod ? "~" : "") + std::to_string(report.period);
+      std::printf("  %-22s %8s %7.2f\n", busiest.c_str(), ranks.c_str(), seconds);
       if (csv) {
         std::fprintf(csv, "%zu,%zu,%s,%s,0,%.3f,%.4f,%.4f,%s", bytes, count, type->name, redop, us,
                      algbw, busbw, name.c_str());

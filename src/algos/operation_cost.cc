@@ -96,6 +96,7 @@ struct Compiled {
 
   int n = 0;                     // ranks in the operation
   int period = 0;                // ranks simulated: 0 .. period - 1 (n: all)
+  bool approximate = false;      // the blocks' dependencies differ (approximateSymmetry)
   std::vector<size_t> rankBase;  // rank r's steps are [rankBase[r], rankBase[r + 1])
   // Every simulated step, and one more whose dependentsBegin ends the last step's dependents.
   std::vector<Step> steps;
@@ -148,13 +149,16 @@ bool groupShift(const Topology& t, int period, std::vector<std::vector<int>>* pe
   return true;
 }
 
-// Whether `b` is `a` with every peer shifted by `shift` (the symmetry check).
-bool isShifted(const Schedule& a, const Schedule& b, int shift, int n, size_t typeSize) {
-  if (a.steps.size() != b.steps.size() || a.deps != b.deps) return false;
+// Whether `b` is `a` with every peer shifted by `shift` (the symmetry check); with `sameDeps`
+// off, whatever steps each waits for.
+bool isShifted(const Schedule& a, const Schedule& b, int shift, int n, size_t typeSize,
+               bool sameDeps) {
+  if (a.steps.size() != b.steps.size() || (sameDeps && a.deps != b.deps)) return false;
   auto near = [](double x, double y) { return std::abs(x - y) <= 8 + 1e-3 * std::max(x, y); };
   for (size_t i = 0; i < a.steps.size(); ++i) {
     const Step &x = a.steps[i], &y = b.steps[i];
-    if (x.kind != y.kind || x.depBegin != y.depBegin || x.depCount != y.depCount) return false;
+    if (x.kind != y.kind || (sameDeps && (x.depBegin != y.depBegin || x.depCount != y.depCount)))
+      return false;
     if ((x.peer < 0) != (y.peer < 0) || (x.peer >= 0 && (x.peer + shift) % n != y.peer))
       return false;
     if (!near(stepBytes(x, typeSize), stepBytes(y, typeSize)) ||
@@ -345,25 +349,32 @@ std::unique_ptr<Compiled> compile(int n, const ScheduleSource& source, size_t ty
                                   bool* overBudget) {
   Schedule storage, other;
   std::vector<std::vector<int>> perm;
-  for (int period = 1; options.symmetry && period < n; ++period) {
-    if (n % period != 0 || !groupShift(topo, period, &perm)) continue;
-    Compiler compiler(n, period, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
-    const int last = n / period - 1;
-    bool same = true;
-    for (int r = 0; r < period && same && compiler.fits(); ++r) {
-      const Schedule& s = source(r, storage);
-      for (int block : {1, last}) {
-        const int shift = block * period;
-        same = same && isShifted(s, source(r + shift, other), shift, n, typeSize);
+  for (bool sameDeps : {true, false}) {
+    if (!sameDeps && !options.approximateSymmetry) break;
+    for (int period = 1; options.symmetry && period < n; ++period) {
+      if (n % period != 0 || !groupShift(topo, period, &perm)) continue;
+      Compiler compiler(n, period, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
+      const int last = n / period - 1;
+      bool same = true;
+      for (int r = 0; r < period && same && compiler.fits(); ++r) {
+        const Schedule& s = source(r, storage);
+        for (int block : {1, last}) {
+          const int shift = block * period;
+          same = same && isShifted(s, source(r + shift, other), shift, n, typeSize, sameDeps);
+        }
+        if (same) compiler.add(s);
       }
-      if (same) compiler.add(s);
-    }
-    if (same && compiler.fits())
-      return std::make_unique<Compiled>(std::move(compiler).finish(perm));
-    // A block that matched so far is over the budget: a longer period or every rank would be too.
-    if (same && compiler.overBudget()) {
-      *overBudget = true;
-      return nullptr;
+      if (same && compiler.fits()) {
+        auto compiled = std::make_unique<Compiled>(std::move(compiler).finish(perm));
+        compiled->approximate = !sameDeps;
+        return compiled;
+      }
+      // A block that matched so far is over the budget: a longer period or every rank would be
+      // too.
+      if (same && compiler.overBudget()) {
+        *overBudget = true;
+        return nullptr;
+      }
     }
   }
   Compiler compiler(n, n, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
@@ -617,10 +628,10 @@ class OperationSim {
 
   Compiled& c_;
   const Topology& topo_;
-  std::vector<double> codecFree_;  // per simulated rank
-  std::vector<double> arrival_;    // per message, -1 until sent
-  std::vector<size_t> launched_;   // per pair
-  std::vector<double> linkFree_;   // per pair: when its last message has left
+  std::vector<double> codecFree_;    // per simulated rank
+  std::vector<double> arrival_;      // per message, -1 until sent
+  std::vector<size_t> launched_;     // per pair
+  std::vector<double> linkFree_;     // per pair: when its last message has left
   std::vector<char> resumePending_;  // per pair: a resume event is queued
   std::vector<int> way_;             // launch's ports of the message it places
   std::vector<double> levelBytes_;
@@ -647,6 +658,7 @@ double simulateOperation(int nranks, const ScheduleSource& source, size_t typeSi
       compile(nranks, source, typeSize, topo, options, &report->overBudget);
   if (!compiled) return report->us;
   report->period = compiled->period;
+  report->approximatePeriod = compiled->approximate;
   report->steps = compiled->stepCount();
   auto sim = std::make_unique<OperationSim>(*compiled, topo, nullptr);
   double us = sim->run();

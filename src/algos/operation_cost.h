@@ -55,6 +55,13 @@ struct OperationOptions {
   // every block: each of them books it that many times over. Without such a period, or with
   // `symmetry` off, every rank is simulated.
   bool symmetry = false;
+  // With `symmetry`: where no exact period is found, accept one whose schedules match in
+  // everything but their dependencies (which local step a send or a step waits for), and let
+  // the block's dependencies stand for the others'. A ring's member waits for the chunk its
+  // position sends first, so a ring whose chunks come from an earlier stage in one order
+  // (hierarchical AllReduce's top ring) differs from block to block only there; docs/scale.md
+  // says how far this moves the price.
+  bool approximateSymmetry = false;
   // Where above 0: the most steps the simulated ranks may have in all (a block's, or every
   // rank's); beyond it nothing is simulated, and the report says overBudget. The selector's
   // bound on what it simulates per candidate.
@@ -63,11 +70,12 @@ struct OperationOptions {
 
 // What a simulation found besides its time.
 struct OperationReport {
-  double us = 0;       // estimateMicroseconds's result
-  double linksUs = 0;  // without the memory bound
-  int period = 0;      // ranks simulated as one block (nranks: all of them)
-  bool overBudget = false;  // OperationOptions::maxSteps stopped it (us is infinity)
-  size_t steps = 0;    // steps simulated
+  double us = 0;                   // estimateMicroseconds's result
+  double linksUs = 0;              // without the memory bound
+  int period = 0;                  // ranks simulated as one block (nranks: all of them)
+  bool approximatePeriod = false;  // the block's dependencies stand for the others'
+  bool overBudget = false;         // OperationOptions::maxSteps stopped it (us is infinity)
+  size_t steps = 0;                // steps simulated
   // Per link level (Topology::link): the bytes of every message whose ranks share no lower
   // group, summed over all ranks (0: inside hosts, 1: between hosts of a rack, ...).
   std::vector<double> levelBytes;
