@@ -96,6 +96,7 @@ struct Compiled {
 
   int n = 0;                     // ranks in the operation
   int period = 0;                // ranks simulated: 0 .. period - 1 (n: all)
+  bool xorBlocks = false;        // blocks are related by XOR, not by a shift (BlockMap)
   bool approximate = false;      // the blocks' dependencies differ (approximateSymmetry)
   std::vector<size_t> rankBase;  // rank r's steps are [rankBase[r], rankBase[r + 1])
   // Every simulated step, and one more whose dependentsBegin ends the last step's dependents.
@@ -119,47 +120,112 @@ struct Compiled {
 
   size_t stepCount() const { return steps.size() - 1; }
   int simulated() const { return period; }
-  // The simulated rank that stands for `rank`, and the shift between them.
+  // The simulated rank that stands for `rank`.
   int standIn(int rank) const { return rank % period; }
-  int shiftOf(int rank) const { return rank - rank % period; }
+  // `rank` moved as far as `peer` is from its stand-in, backwards: the message from `peer` to
+  // `rank` is the message from peer's stand-in to this rank.
+  int backFrom(int rank, int peer) const {
+    const int k = peer - peer % period;  // the block map that takes the stand-in to `peer`
+    return xorBlocks ? rank ^ k : (rank - k + n) % n;
+  }
 };
 
-// Whether shifting every rank by `period` maps each level's groups onto groups of that level;
-// `perm[l][g]`: the group that level l's group g becomes.
-bool groupShift(const Topology& t, int period, std::vector<std::vector<int>>* perm) {
+// How the ranks of one block relate to those of another (OperationOptions::symmetry), with
+// the block's P ranks: rank r + k P does what rank r does (a shift: rings), or rank r XOR k P
+// does (P and the rank count powers of two: recursive halving and doubling, whose partners are
+// r XOR 2^i).
+struct BlockMap {
+  int n, period;
+  bool xorBlocks;
+  int apply(int rank, int k) const { return xorBlocks ? rank ^ k : (rank + k) % n; }
+  // Maps whose powers and compositions give every block's: one shift by P, or XOR by each bit
+  // from P's up.
+  std::vector<int> generators() const {
+    if (!xorBlocks) return {period};
+    std::vector<int> out;
+    for (int k = period; k < n; k *= 2) out.push_back(k);
+    return out;
+  }
+  // The maps under which the block's schedules are checked: the next block's and the last's
+  // (all bits at once, for XOR).
+  std::vector<int> checked() const {
+    std::vector<int> out = xorBlocks ? generators() : std::vector<int>{period};
+    if (n - period != out.back()) out.push_back(n - period);
+    return out;
+  }
+};
+
+using GroupPerms = std::vector<std::vector<std::vector<int>>>;  // [generator][level][group]
+
+// The orbits of level l's groups under the permutations (none: every group its own); *cls:
+// each group's orbit, numbered in order of their first group.
+std::vector<std::vector<size_t>> orbits(const GroupPerms& perms, int l, size_t groups,
+                                        std::vector<int>* cls) {
+  std::vector<std::vector<size_t>> out;
+  cls->assign(groups, -1);
+  for (size_t g = 0; g < groups; ++g) {
+    if ((*cls)[g] >= 0) continue;
+    const int id = static_cast<int>(out.size());
+    std::vector<size_t>& orbit = out.emplace_back(1, g);
+    (*cls)[g] = id;
+    for (size_t i = 0; i < orbit.size(); ++i)
+      for (const auto& perm : perms) {
+        const size_t h = static_cast<size_t>(perm[static_cast<size_t>(l)][orbit[i]]);
+        if ((*cls)[h] < 0) (*cls)[h] = id, orbit.push_back(h);
+      }
+  }
+  return out;
+}
+
+// Whether every generator of `map` takes each level's groups onto groups of that level;
+// `perms[i][l][g]`: the group that generator i takes level l's group g to. For XOR, also
+// whether no block map but the identity keeps a group where it is: XOR by less than a group's
+// ranks does, and then one simulated message would stand for several on that group's port at
+// once, a fluid share of it that priced rhd up to 20% off the whole simulation where a rack's
+// hosts share its uplink (32 ranks, 2 racks, 1 MiB).
+bool groupMaps(const Topology& t, const BlockMap& map, GroupPerms* perms) {
   const int n = t.nranks();
-  perm->assign(static_cast<size_t>(t.levels()), {});
-  for (int l = 0; l < t.levels(); ++l) {
-    const auto& of = t.groupOf[static_cast<size_t>(l)];
-    std::vector<int>& p = (*perm)[static_cast<size_t>(l)];
-    p.assign(static_cast<size_t>(t.groups(l)), -1);
-    std::vector<char> taken(p.size(), 0);
-    for (int r = 0; r < n; ++r) {
-      int& image = p[static_cast<size_t>(of[static_cast<size_t>(r)])];
-      const int to = of[static_cast<size_t>((r + period) % n)];
-      if (image < 0) {
-        if (taken[static_cast<size_t>(to)]) return false;
-        taken[static_cast<size_t>(to)] = 1;
-        image = to;
-      } else if (image != to) {
-        return false;
+  perms->clear();
+  for (int k : map.generators()) {
+    std::vector<std::vector<int>>& perm = perms->emplace_back(static_cast<size_t>(t.levels()));
+    for (int l = 0; l < t.levels(); ++l) {
+      const auto& of = t.groupOf[static_cast<size_t>(l)];
+      std::vector<int>& p = perm[static_cast<size_t>(l)];
+      p.assign(static_cast<size_t>(t.groups(l)), -1);
+      std::vector<char> taken(p.size(), 0);
+      for (int r = 0; r < n; ++r) {
+        int& image = p[static_cast<size_t>(of[static_cast<size_t>(r)])];
+        const int to = of[static_cast<size_t>(map.apply(r, k))];
+        if (image < 0) {
+          if (taken[static_cast<size_t>(to)]) return false;
+          taken[static_cast<size_t>(to)] = 1;
+          image = to;
+        } else if (image != to) {
+          return false;
+        }
       }
     }
+  }
+  if (map.xorBlocks) {
+    std::vector<int> cls;
+    for (int l = 0; l < t.levels(); ++l)
+      for (const auto& orbit : orbits(*perms, l, static_cast<size_t>(t.groups(l)), &cls))
+        if (static_cast<int>(orbit.size()) != n / map.period) return false;
   }
   return true;
 }
 
-// Whether `b` is `a` with every peer shifted by `shift` (the symmetry check); with `sameDeps`
-// off, whatever steps each waits for.
-bool isShifted(const Schedule& a, const Schedule& b, int shift, int n, size_t typeSize,
-               bool sameDeps) {
+// Whether `b` is `a` with every peer moved by block map `k` (the symmetry check); with
+// `sameDeps` off, whatever steps each waits for.
+bool isMoved(const Schedule& a, const Schedule& b, const BlockMap& map, int k, size_t typeSize,
+             bool sameDeps) {
   if (a.steps.size() != b.steps.size() || (sameDeps && a.deps != b.deps)) return false;
   auto near = [](double x, double y) { return std::abs(x - y) <= 8 + 1e-3 * std::max(x, y); };
   for (size_t i = 0; i < a.steps.size(); ++i) {
     const Step &x = a.steps[i], &y = b.steps[i];
     if (x.kind != y.kind || (sameDeps && (x.depBegin != y.depBegin || x.depCount != y.depCount)))
       return false;
-    if ((x.peer < 0) != (y.peer < 0) || (x.peer >= 0 && (x.peer + shift) % n != y.peer))
+    if ((x.peer < 0) != (y.peer < 0) || (x.peer >= 0 && map.apply(x.peer, k) != y.peer))
       return false;
     if (!near(stepBytes(x, typeSize), stepBytes(y, typeSize)) ||
         !near(static_cast<double>(x.elements), static_cast<double>(y.elements)))
@@ -170,14 +236,15 @@ bool isShifted(const Schedule& a, const Schedule& b, int shift, int n, size_t ty
 
 class Compiler {
  public:
-  Compiler(int n, int period, size_t typeSize, const Topology& topo, bool signaturesOnDataEdges,
+  Compiler(const BlockMap& map, size_t typeSize, const Topology& topo, bool signaturesOnDataEdges,
            size_t maxSteps)
       : typeSize_(typeSize),
         topo_(topo),
         signaturesOnDataEdges_(signaturesOnDataEdges),
         maxSteps_(maxSteps) {
-    c_.n = n;
-    c_.period = period;
+    c_.n = map.n;
+    c_.period = map.period;
+    c_.xorBlocks = map.xorBlocks;
     c_.rankBase.push_back(0);
     c_.hostTraffic.assign(static_cast<size_t>(topo.groups(0)), 0.0);
     c_.hostFootprint = c_.hostTraffic;
@@ -210,7 +277,7 @@ class Compiler {
           // The message from st.peer to r is, a whole number of blocks back, the message from
           // st.peer's stand-in to the rank as far back from r.
           const int from = c_.standIn(st.peer);
-          const int to = (r - c_.shiftOf(st.peer) + c_.n) % c_.n;
+          const int to = c_.backFrom(r, st.peer);
           pairFor(from, to).recvs.push_back(static_cast<uint32_t>(g));
           break;  // its link is set once every pair's messages are counted (finish)
         }
@@ -236,7 +303,7 @@ class Compiler {
   }
   bool overBudget() const { return maxSteps_ > 0 && c_.steps.size() > maxSteps_; }
 
-  Compiled finish(const std::vector<std::vector<int>>& perm) && {
+  Compiled finish(const GroupPerms& perms) && {
     c_.steps.emplace_back().dependentsBegin = static_cast<uint32_t>(c_.dependents.size());
     for (Compiled::Pair& p : c_.pairs) {
       p.arrivalBase = c_.messages;
@@ -251,20 +318,13 @@ class Compiler {
     c_.classWeight.resize(c_.portClass.size());
     const double blocks = static_cast<double>(c_.n / c_.period);
     for (int l = 0; l < levels; ++l) {
-      // The orbits of the shift's permutation of this level's groups (identity: no shift).
-      const size_t groups = static_cast<size_t>(topo_.groups(l));
-      std::vector<int>& cls = c_.portClass[static_cast<size_t>(l)];
-      cls.assign(groups, -1);
-      for (size_t g = 0; g < groups; ++g) {
-        if (cls[g] >= 0) continue;
-        const int id = static_cast<int>(c_.classGroup[static_cast<size_t>(l)].size());
-        size_t orbit = 0;
-        for (size_t h = g; cls[h] < 0; ++orbit) {
-          cls[h] = id;
-          h = perm.empty() ? h : static_cast<size_t>(perm[static_cast<size_t>(l)][h]);
-        }
-        c_.classGroup[static_cast<size_t>(l)].push_back(static_cast<int>(g));
-        c_.classWeight[static_cast<size_t>(l)].push_back(blocks / static_cast<double>(orbit));
+      // The orbits of this level's groups under the block maps' permutations (none: every
+      // group its own).
+      for (const auto& orbit : orbits(perms, l, static_cast<size_t>(topo_.groups(l)),
+                                      &c_.portClass[static_cast<size_t>(l)])) {
+        c_.classGroup[static_cast<size_t>(l)].push_back(static_cast<int>(orbit.front()));
+        c_.classWeight[static_cast<size_t>(l)].push_back(blocks /
+                                                         static_cast<double>(orbit.size()));
       }
     }
     return std::move(c_);
@@ -348,36 +408,40 @@ std::unique_ptr<Compiled> compile(int n, const ScheduleSource& source, size_t ty
                                   const Topology& topo, const OperationOptions& options,
                                   bool* overBudget) {
   Schedule storage, other;
-  std::vector<std::vector<int>> perm;
+  GroupPerms perms;
+  const bool pow2 = (n & (n - 1)) == 0;
   for (bool sameDeps : {true, false}) {
     if (!sameDeps && !options.approximateSymmetry) break;
     for (int period = 1; options.symmetry && period < n; ++period) {
-      if (n % period != 0 || !groupShift(topo, period, &perm)) continue;
-      Compiler compiler(n, period, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
-      const int last = n / period - 1;
-      bool same = true;
-      for (int r = 0; r < period && same && compiler.fits(); ++r) {
-        const Schedule& s = source(r, storage);
-        for (int block : {1, last}) {
-          const int shift = block * period;
-          same = same && isShifted(s, source(r + shift, other), shift, n, typeSize, sameDeps);
+      for (bool xorBlocks : {false, true}) {
+        if (xorBlocks && !pow2) continue;
+        const BlockMap map{n, period, xorBlocks};
+        if (n % period != 0 || (xorBlocks && (period & (period - 1)) != 0) ||
+            !groupMaps(topo, map, &perms))
+          continue;
+        Compiler compiler(map, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
+        bool same = true;
+        for (int r = 0; r < period && same && compiler.fits(); ++r) {
+          const Schedule& s = source(r, storage);
+          for (int k : map.checked())
+            same = same && isMoved(s, source(map.apply(r, k), other), map, k, typeSize, sameDeps);
+          if (same) compiler.add(s);
         }
-        if (same) compiler.add(s);
-      }
-      if (same && compiler.fits()) {
-        auto compiled = std::make_unique<Compiled>(std::move(compiler).finish(perm));
-        compiled->approximate = !sameDeps;
-        return compiled;
-      }
-      // A block that matched so far is over the budget: a longer period or every rank would be
-      // too.
-      if (same && compiler.overBudget()) {
-        *overBudget = true;
-        return nullptr;
+        if (same && compiler.fits()) {
+          auto compiled = std::make_unique<Compiled>(std::move(compiler).finish(perms));
+          compiled->approximate = !sameDeps;
+          return compiled;
+        }
+        // A block that matched so far is over the budget: a longer period or every rank would
+        // be too.
+        if (same && compiler.overBudget()) {
+          *overBudget = true;
+          return nullptr;
+        }
       }
     }
   }
-  Compiler compiler(n, n, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
+  Compiler compiler({n, n, false}, typeSize, topo, options.signaturesOnDataEdges, options.maxSteps);
   for (int r = 0; r < n && compiler.fits(); ++r) compiler.add(source(r, storage));
   *overBudget = compiler.overBudget();
   if (!compiler.fits()) return nullptr;
@@ -659,6 +723,7 @@ double simulateOperation(int nranks, const ScheduleSource& source, size_t typeSi
   if (!compiled) return report->us;
   report->period = compiled->period;
   report->approximatePeriod = compiled->approximate;
+  report->xorBlocks = compiled->xorBlocks;
   report->steps = compiled->stepCount();
   auto sim = std::make_unique<OperationSim>(*compiled, topo, nullptr);
   double us = sim->run();

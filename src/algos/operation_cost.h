@@ -52,8 +52,12 @@ struct OperationOptions {
   // dependencies, and sizes within 8 bytes or 0.1%). Rank r + kP then does at every moment what
   // rank r does, and a message between two ranks is simulated as its image from rank r's block.
   // A port that a shift maps onto itself (the top of a tree of groups) carries the messages of
-  // every block: each of them books it that many times over. Without such a period, or with
-  // `symmetry` off, every rank is simulated.
+  // every block: each of them books it that many times over. Where the ranks are a power of
+  // two, rank r XOR kP (P a power of two) may stand in for r + kP instead, checked for XOR by
+  // each bit from P's up and by all of them: recursive halving and doubling's partners are
+  // r XOR 2^i. Those blocks must leave no group where it is (XOR by less than a rack's ranks
+  // keeps the rack), so every port is booked once per message. At a period, a shift is tried
+  // before XOR. Without such a period, or with `symmetry` off, every rank is simulated.
   bool symmetry = false;
   // With `symmetry`: where no exact period is found, accept one whose schedules match in
   // everything but their dependencies (which local step a send or a step waits for), and let
@@ -74,6 +78,7 @@ struct OperationReport {
   double linksUs = 0;              // without the memory bound
   int period = 0;                  // ranks simulated as one block (nranks: all of them)
   bool approximatePeriod = false;  // the block's dependencies stand for the others'
+  bool xorBlocks = false;          // blocks a power of two apart by XOR, not by a shift
   bool overBudget = false;         // OperationOptions::maxSteps stopped it (us is infinity)
   size_t steps = 0;                // steps simulated
   // Per link level (Topology::link): the bytes of every message whose ranks share no lower

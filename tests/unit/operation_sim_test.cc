@@ -93,6 +93,31 @@ TEST(OperationSim, ABlockOfRanksPricesWhatEveryRankDoes) {
   EXPECT_EQ(ring.busiestLevel, 0);
 }
 
+// Recursive halving and doubling pairs rank r with r XOR 2^i: on a power-of-two Clos a pod's
+// ranks stand for the others by XOR (a shift by a pod would pair them wrongly), and price what
+// every rank simulated does. XOR by less than a pod would keep a rack or a pod where it is and
+// share its port among the blocks, so the block is a pod. (From a few chunks a part, which
+// earlier sends a reduction waits behind depends on the side of each split the rank kept, so
+// the schedules differ by more than their peers and the blocks are two halves by a shift.)
+TEST(OperationSim, RhdBlocksAreAPodApartByXor) {
+  const Topology topo = clos(4);
+  for (size_t bytes : {size_t{64} << 10, size_t{1} << 20}) {
+    const algos::OperationReport all = simulate("rhd", topo, bytes, false, 512 << 10);
+    const algos::OperationReport block = simulate("rhd", topo, bytes, true, 512 << 10);
+    ASSERT_TRUE(std::isfinite(all.us)) << bytes;
+    EXPECT_EQ(block.period, 32) << bytes;
+    EXPECT_TRUE(block.xorBlocks) << bytes;
+    EXPECT_NEAR(block.us, all.us, 0.02 * all.us) << bytes;
+    for (size_t l = 0; l < all.levelBytes.size(); ++l)
+      EXPECT_NEAR(block.levelBytes[l], all.levelBytes[l], 1e-6 * all.levelBytes[l] + 1)
+          << bytes << " level " << l;
+  }
+  // Three pods are no power of two: every rank is simulated.
+  EXPECT_EQ(simulate("rhd", clos(3), 1 << 20, true, 512 << 10).period, 96);
+  // A ring is a shift, never XOR.
+  EXPECT_FALSE(simulate("ring", topo, 1 << 20, true, 512 << 10).xorBlocks);
+}
+
 // Hierarchical AllReduce's top ring takes its chunks from the stage below in one order and sends
 // them in its members' order, so blocks differ in which step a send waits for, and no exact
 // period exists; the approximate one lets a block stand for the others all the same, a little
