@@ -487,6 +487,9 @@ class OperationSim {
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
+      // The next event's step is fetched while this one is handled: at thousands of ranks the
+      // steps are far larger than the caches, and each is a miss where it is first read.
+      if (!events_.empty()) __builtin_prefetch(&c_.steps[events_.top().step]);
       now_ = e.time;
       if (e.resume) {
         resumePending_[c_.steps[e.step].link] = 0;
@@ -606,6 +609,9 @@ class OperationSim {
     size_t& launched = launched_[pairIndex];
     while (launched < p.sends.size() && c_.steps[p.sends[launched]].ready()) {
       const uint32_t g = p.sends[launched];
+      // Read at the end of this message (its receive) and at the start of the next (its send).
+      if (launched < p.recvs.size()) __builtin_prefetch(&c_.steps[p.recvs[launched]]);
+      if (launched + 1 < p.sends.size()) __builtin_prefetch(&c_.steps[p.sends[launched + 1]]);
       if (linkFree_[pairIndex] > now_) {
         if (!resumePending_[pairIndex]) {
           resumePending_[pairIndex] = 1;
