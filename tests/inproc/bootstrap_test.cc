@@ -295,16 +295,23 @@ TEST(Bootstrap, AbortUnblocksCreateWaitingForAMissingRank) {
   EXPECT_EQ(bootstrap::liveRoots(), 0);
 }
 
-TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
+// `n` ranks' bootstraps, created together on threads (a null one where creation failed).
+std::vector<std::unique_ptr<Bootstrap>> bootstraps(int n, int64_t timeoutMs) {
   ncclUniqueId id;
-  ASSERT_TRUE(createUniqueId(&id).ok());
-  std::vector<std::unique_ptr<Bootstrap>> bs(3);
+  std::vector<std::unique_ptr<Bootstrap>> bs(static_cast<size_t>(n));
+  if (!createUniqueId(&id).ok()) return bs;
   std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r)
+  for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
-      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(10000, nullptr), &bs[r]).ok());
+      Status st = Bootstrap::create(id, r, n, false, Waiter(timeoutMs, nullptr), &bs[r]);
+      EXPECT_TRUE(st.ok()) << "rank " << r << ": " << st.message();
     });
   for (auto& t : threads) t.join();
+  return bs;
+}
+
+TEST(Bootstrap, AbortUnblocksRecvFromASilentPeer) {
+  std::vector<std::unique_ptr<Bootstrap>> bs = bootstraps(3, 10000);
   ASSERT_TRUE(bs[0] && bs[1] && bs[2]);
 
   std::thread aborter([&] {
@@ -371,15 +378,7 @@ TEST(Bootstrap, PeerGoneIsAnErrorNotAHang) {
 // recvUnless: the awaited message, or a stop message from any rank (taken, the awaited one left
 // for later), or the timeout, or the awaited peer's connection closing, whichever comes first.
 TEST(Bootstrap, RecvUnlessEndsOnTheMessageAStopMessageTheTimeoutOrThePeerGone) {
-  ncclUniqueId id;
-  ASSERT_TRUE(createUniqueId(&id).ok());
-  std::vector<std::unique_ptr<Bootstrap>> bs(3);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r)
-    threads.emplace_back([&, r] {
-      ASSERT_TRUE(Bootstrap::create(id, r, 3, false, Waiter(kTimeoutMs, nullptr), &bs[r]).ok());
-    });
-  for (auto& t : threads) t.join();
+  std::vector<std::unique_ptr<Bootstrap>> bs = bootstraps(3, kTimeoutMs);
   ASSERT_TRUE(bs[0] && bs[1] && bs[2]);
   constexpr uint64_t kTag = 5, kStop = 6;
   uint64_t v = 0;

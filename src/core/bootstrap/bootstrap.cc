@@ -289,20 +289,11 @@ class BootstrapImpl final : public Bootstrap {
 
   Status recvUnlessLocked(int peer, uint64_t tag, void* data, size_t bytes, Waiter w,
                           uint64_t stopTag, int* stopFrom, std::vector<uint8_t>* stop) {
-    if (peer < 0 || peer >= nranks_)
-      return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
-    if (bytes && !data) return invalidArgument("%s", "bootstrap recv: null data");
+    BRAID_TRY(checkRecv(peer, data, bytes));
     const std::string what =
         strfmt("bootstrap recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag));
     for (;;) {
-      auto& queue = unexpected_[peer];
-      for (auto it = queue.begin(); it != queue.end(); ++it) {
-        if (it->tag != tag) continue;
-        Status st = sizeCheck(it->data.size(), bytes, what);
-        if (st.ok() && bytes) std::memcpy(data, it->data.data(), bytes);
-        queue.erase(it);
-        return st;
-      }
+      if (Status st; takeExpected(peer, tag, data, bytes, what, &st)) return st;
       if (takeQueued(stopTag, stopFrom, stop)) return Status::Ok();
       BRAID_TRY(w.check(what.c_str()));
       if (peer == rank_)
@@ -313,21 +304,34 @@ class BootstrapImpl final : public Bootstrap {
     }
   }
 
-  Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes, Waiter w) {
+  Status checkRecv(int peer, const void* data, size_t bytes) const {
     if (peer < 0 || peer >= nranks_)
       return invalidArgument("bootstrap recv: peer %d of %d", peer, nranks_);
     if (bytes && !data) return invalidArgument("%s", "bootstrap recv: null data");
-    auto what =
-        strfmt("bootstrap recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag));
-    BRAID_TRY(w.check(what.c_str()));
+    return Status::Ok();
+  }
+
+  // A queued message from `peer` with `tag`, taken into data (*st: whether its size was the
+  // one expected); false where none is queued. mu_ held.
+  bool takeExpected(int peer, uint64_t tag, void* data, size_t bytes, const std::string& what,
+                    Status* st) {
     auto& queue = unexpected_[peer];
     for (auto it = queue.begin(); it != queue.end(); ++it) {
       if (it->tag != tag) continue;
-      Status st = sizeCheck(it->data.size(), bytes, what);
-      if (st.ok() && bytes) std::memcpy(data, it->data.data(), bytes);
+      *st = sizeCheck(it->data.size(), bytes, what);
+      if (st->ok() && bytes) std::memcpy(data, it->data.data(), bytes);
       queue.erase(it);
-      return st;
+      return true;
     }
+    return false;
+  }
+
+  Status recvLocked(int peer, uint64_t tag, void* data, size_t bytes, Waiter w) {
+    BRAID_TRY(checkRecv(peer, data, bytes));
+    auto what =
+        strfmt("bootstrap recv from rank %d tag %llu", peer, static_cast<unsigned long long>(tag));
+    BRAID_TRY(w.check(what.c_str()));
+    if (Status st; takeExpected(peer, tag, data, bytes, what, &st)) return st;
     if (peer == rank_)
       return invalidUsage("%s: nothing was sent to self with that tag", what.c_str());
     if (!recvConns_[peer].valid())
@@ -350,7 +354,7 @@ class BootstrapImpl final : public Bootstrap {
         return st.withContext(what);
       }
       if (gotTag == tag) return sizeCheck(gotBytes, bytes, what);
-      queue.push_back({gotTag, std::move(body)});
+      unexpected_[peer].push_back({gotTag, std::move(body)});
     }
   }
 
