@@ -25,7 +25,7 @@ run() {  # name, then braid-sim's arguments; each run cut off after TIMEOUT seco
 ten=("${gpu[@]}" --hosts-per-rack 16 --racks-per-pod 8 --pods 1 --nic-gbps 10 --rack-oversub 1)
 run gpt3_10gbe_exact "${ten[@]}" -b 25M -e 1G -f 40.96 --algos ring,hier,auto
 run gpt3_10gbe_int8 "${ten[@]}" -b 25M -e 1G -f 40.96 --algos c2hier --compress int8
-run gpt3_10gbe_topk "${ten[@]}" -b 25M -e 25M --algos csparsehier --compress topk:0.05  # 1 GiB: not priced in 240 s
+run gpt3_10gbe_topk "${ten[@]}" -b 25M -e 1G -f 40.96 --algos csparsehier --compress topk:0.05
 
 # B. 3,072 ranks on a three-tier Clos whose cross-rack bandwidth is a third of in-rack: 16 hosts
 # a rack, 4 racks a pod, 6 pods, 200 Gbit/s NICs, racks 3:1, pods non-blocking. Braid's ring and
