@@ -288,19 +288,16 @@ namespace {
 // came in meanwhile, after that rank.
 Status gaveUpInVote(ncclComm* comm, const std::string& where, int awaited, const Status& why) {
   std::vector<int> ranks{awaited};
+  Status st(why.code(), where + ": " + why.message());
+  std::string diagnosis;
   loss::Report report;
   if (loss::heard(comm, &report)) {
     ranks.push_back(report.from);
-    const Status heard =
-        remoteError("%s: %s gave up on its peers (%s)", where.c_str(),
-                    loss::describeRank(comm, report.from).c_str(), report.text.c_str());
-    const Status st = loss::giveUp(comm, std::move(ranks), loss::progress(comm), heard,
-                                   strfmt("%s: after rank %d gave up", where.c_str(), report.from));
-    comm->markFailed(st.code());
-    return st;
+    st = remoteError("%s: %s gave up on its peers (%s)", where.c_str(),
+                     loss::describeRank(comm, report.from).c_str(), report.text.c_str());
+    diagnosis = strfmt("%s: after rank %d gave up", where.c_str(), report.from);
   }
-  const Status st = loss::giveUp(comm, std::move(ranks), loss::progress(comm),
-                                 Status(why.code(), where + ": " + why.message()));
+  st = loss::giveUp(comm, std::move(ranks), loss::progress(comm), st, diagnosis);
   comm->markFailed(st.code());
   return st;
 }

@@ -182,13 +182,17 @@ Status giveUp(ncclComm* comm, std::vector<int> awaited, const Progress& progress
 Status recvUnlessLost(ncclComm* comm, int peer, uint64_t tag, void* data, size_t bytes,
                       int64_t timeoutMs, bool* lost) {
   *lost = false;
-  for (;;) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  for (int64_t left = timeoutMs;;) {
     int from = -1;
     std::vector<uint8_t> report;
-    BRAID_TRY(
-        comm->bootstrap->recvUnless(peer, tag, data, bytes, timeoutMs, kTagLoss, &from, &report));
+    BRAID_TRY(comm->bootstrap->recvUnless(peer, tag, data, bytes, left, kTagLoss, &from, &report));
     if (from < 0) return Status::Ok();
-    // A malformed report stops nothing: the wait goes on (with its time restarted).
+    // A malformed report stops nothing: the wait goes on for what is left of its time.
+    if (timeoutMs > 0)
+      left = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      deadline - std::chrono::steady_clock::now())
+                                      .count());
     if (keep(comm, from, report)) {
       *lost = true;
       return Status::Ok();
