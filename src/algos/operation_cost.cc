@@ -146,8 +146,8 @@ struct BlockMap {
     for (int k = period; k < n; k *= 2) out.push_back(k);
     return out;
   }
-  // The maps under which the block's schedules are checked: the next block's and the last's
-  // (all bits at once, for XOR).
+  // The maps under which the block's schedules are checked: a shift to the next block and to
+  // the last; for XOR, each generator and all of them at once (to the last block).
   std::vector<int> checked() const {
     std::vector<int> out = xorBlocks ? generators() : std::vector<int>{period};
     if (n - period != out.back()) out.push_back(n - period);
