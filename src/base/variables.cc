@@ -25,10 +25,16 @@ const Var kBraidTlsPsk = {
     "refused. Unset: plaintext. ncclSetEncryption overrides it (docs/net.md)",
     /*secret=*/true};
 
+const Var kBraidTlsRecords = {
+    "BRAID_TLS_RECORDS", "braid",
+    "with BRAID_TLS_PSK, where the kernel has no TLS (kTLS): braid seals and opens the records "
+    "in Braid's record layer, straight between the caller's buffers and the socket's; openssl "
+    "in OpenSSL's, one copy more each way (docs/net.md)"};
+
 List baseVariables() {
   static const Var* const kList[] = {&kNcclConfFile,    &kNcclDebug,        &kNcclDebugFile,
                                      &kNcclDebugSubsys, &kNcclSocketFamily, &kNcclSocketIfname,
-                                     &kBraidTlsPsk};
+                                     &kBraidTlsPsk,     &kBraidTlsRecords};
   return kList;
 }
 

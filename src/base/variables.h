@@ -13,6 +13,7 @@ extern const Var kNcclDebugSubsys;
 extern const Var kNcclSocketFamily;
 extern const Var kNcclSocketIfname;
 extern const Var kBraidTlsPsk;
+extern const Var kBraidTlsRecords;
 
 List baseVariables();
 

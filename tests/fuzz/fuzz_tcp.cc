@@ -6,11 +6,19 @@
 //   3  the endpoint itself: a TcpEndpoint over socket pairs (1 to 3 streams) reads the input
 //      as its peer's byte streams into posted receives (some through a RecvSink), until every
 //      receive completes or it fails; it must never write outside a posted buffer or hang.
+//   4  Braid's TLS 1.3 record layer (base/net/tls_records.h), which the TCP transport's bytes
+//      cross under encryption: records of input-chosen content types and contents, sealed with
+//      the connection's key (a byte changed in some), fed in input-sized pieces to a reader that
+//      opens them into input-sized buffers. The data records' bytes must come out exactly and
+//      in order, and the reader must stop as a model says: closed after a close_notify, failed
+//      at a changed record or any other record but a KeyUpdate (whose new key the writer never
+//      took, so the record after it fails); raw input bytes after the records must fail or wait.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <vector>
 
+#include "base/net/tls_records.h"
 #include "fuzz_common.h"
 #include "transport/tcp/tcp_endpoint.h"
 #include "transport/tcp/tcp_wire.h"
@@ -110,10 +118,101 @@ void endpoint(Input& in) {
   for (int p : peers) ::close(p);
 }
 
+void records(Input& in) {
+  namespace tls13 = net::tls13;
+  const uint8_t secret[tls13::kSecretBytes] = {7, 1, 7};
+  tls13::RecordWriter w(1 + in.u8() % 4);  // the writer's own KeyUpdates, often
+  tls13::RecordReader r;
+  std::string why;
+  if (!w.init(secret, &why) || !r.init(secret, &why)) broken("record keys");
+  // The model: the bytes expected out, and how the reader ends.
+  enum class End { Waits, Closed, Fails } end = End::Waits;
+  std::vector<uint8_t> wire, expected;
+  static constexpr uint8_t kUpdate[] = {24, 0, 0, 1, 0};
+  bool stale = false;  // a KeyUpdate the writer never took: the next record fails
+  for (int k = 0; k < 12 && in.left() > 0 && end == End::Waits; ++k) {
+    const uint8_t kind = in.u8();
+    std::string_view content = in.bytes(in.u16() % (tls13::kMaxPlainBytes + 1));
+    uint8_t type = tls13::kApplicationData;
+    std::vector<uint8_t> plain(content.begin(), content.end());
+    if (kind % 8 == 1) type = tls13::kAlert, plain = {1, static_cast<uint8_t>(kind >> 7)};
+    if (kind % 8 == 2) type = tls13::kHandshake, plain.assign(kUpdate, kUpdate + 5);
+    if (kind % 8 == 3) type = kind >> 3;
+    std::vector<uint8_t> rec(w.bytesFor(plain.size()));
+    if (w.seal(
+            plain.size(), type, rec.data(),
+            [&](tls13::RecordKey& key, uint8_t* body) {
+              return key.crypt(plain.data(), body, plain.size());
+            },
+            &why) != rec.size())
+      broken("sealing a record");
+    const bool changed = kind % 8 == 4;
+    if (changed) rec[in.u16() % rec.size()] ^= static_cast<uint8_t>(1 | in.u8());
+    wire.insert(wire.end(), rec.begin(), rec.end());
+    if (stale || changed) {
+      end = End::Fails;
+    } else if (type == tls13::kApplicationData) {
+      expected.insert(expected.end(), plain.begin(), plain.end());
+    } else if (type == tls13::kAlert && plain.size() == 2 && plain[1] == 0) {
+      end = End::Closed;
+    } else if (type == tls13::kHandshake && plain.size() == 5 &&
+               std::memcmp(plain.data(), kUpdate, 5) == 0) {
+      stale = true;
+    } else {
+      end = End::Fails;
+    }
+  }
+  const bool raw = end == End::Waits && in.u8() % 2;  // raw bytes after the records
+  if (raw) {
+    std::string_view tail = in.bytes(in.u16());
+    wire.insert(wire.end(), tail.begin(), tail.end());
+  }
+  // Sizes from the input while it lasts, then large ones, so the rounds stay few.
+  auto size = [&](size_t most) { return in.left() > 0 ? 1 + in.u16() % most : most; };
+  std::vector<uint8_t> out(expected.size() + tls13::kMaxPlainBytes);
+  size_t fed = 0, got = 0;
+  for (int round = 0;; ++round) {
+    if (round > 100000) broken("the reader neither finished nor failed");
+    const size_t piece = std::min<size_t>(wire.size() - fed, size(1 << 16));
+    size_t room = 0;
+    uint8_t* at = r.space(&room);
+    const size_t n = std::min(piece, room);
+    if (n > 0) std::memcpy(at, wire.data() + fed, n);
+    r.received(n);
+    fed += n;
+    iovec iov[2];
+    const size_t a = size(20000), b = size(20000) - 1;
+    const size_t left = out.size() - got;
+    iov[0] = {out.data() + got, std::min(a, left)};
+    iov[1] = {out.data() + got + iov[0].iov_len, std::min(b, left - iov[0].iov_len)};
+    net::tls13::IovSink sink(iov, 2);
+    const auto res = r.open(sink, SIZE_MAX, &why);
+    if (res != tls13::RecordReader::Result::Failed) got += sink.written();
+    if (got > expected.size() && !raw) broken("more bytes out than the data records held");
+    if (res == tls13::RecordReader::Result::Failed) {
+      if (end != End::Fails && !raw) broken("a record the reader should have opened failed");
+      break;
+    }
+    if (res == tls13::RecordReader::Result::Closed) {
+      if (end != End::Closed) broken("closed without a close_notify");
+      break;
+    }
+    if (res == tls13::RecordReader::Result::NeedBytes && fed == wire.size()) {
+      // A changed length may leave the last record short: the reader then waits for the rest.
+      if (end == End::Closed) broken("the reader waits instead of reading the close_notify");
+      break;
+    }
+  }
+  const size_t compared = std::min(got, expected.size());
+  if (compared > 0 && std::memcmp(out.data(), expected.data(), compared) != 0)
+    broken("the data records' bytes came out changed");
+  if (end != End::Fails && !raw && got != expected.size()) broken("data records' bytes lost");
+}
+
 }  // namespace
 
 std::span<const fuzz::Decoder> fuzz::decoders() {
-  static constexpr Decoder kDecoders[] = {handle, hello, header, endpoint};
+  static constexpr Decoder kDecoders[] = {handle, hello, header, endpoint, records};
   return kDecoders;
 }
 

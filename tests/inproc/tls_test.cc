@@ -283,6 +283,52 @@ TEST_F(Tls, LargeTransfersThroughTheNonBlockingPath) {
   transfer(s, c, (8u << 20) + 5);
 }
 
+// Braid's record layer against OpenSSL's, each way, with a KeyUpdate every 7 records: the
+// records Braid seals are TLS 1.3's as OpenSSL reads them (its KeyUpdates included), and Braid
+// reads OpenSSL's.
+TEST_F(Tls, BraidsRecordLayerAndOpenSslsReadEachOther) {
+  setRecordsPerKeyForTests(7);
+  for (const bool braidClient : {true, false}) {
+    Pair p = socketPair(32 << 10);
+    setenv("BRAID_TLS_RECORDS", braidClient ? "braid" : "openssl", 1);
+    Socket c = openWith(kKey, std::move(p.a), Socket::Role::Client);
+    setenv("BRAID_TLS_RECORDS", braidClient ? "openssl" : "braid", 1);
+    Socket s = openWith(kKey, std::move(p.b), Socket::Role::Server);
+    unsetenv("BRAID_TLS_RECORDS");
+    Status cs, ss;
+    handshakeBoth(c, s, &cs, &ss);
+    ASSERT_TRUE(cs.ok() && ss.ok()) << cs.message() << ss.message();
+    if (!c.tls()->ownRecords() && !s.tls()->ownRecords())
+      GTEST_SKIP() << "this kernel has TLS: Braid's record layer does not run here";
+    EXPECT_EQ(c.tls()->ownRecords(), braidClient);
+    EXPECT_EQ(s.tls()->ownRecords(), !braidClient);
+    transfer(c, s, (3u << 20) + 7);
+    transfer(s, c, (2u << 20) + 1);
+    // Either one's close_notify reads as a close on the other.
+    c.reset();
+    char b;
+    ssize_t n = -1;
+    for (int i = 0; i < 1000 && n < 0; ++i) {
+      n = s.recv(&b, 1);
+      if (n < 0) usleep(1000);
+    }
+    EXPECT_EQ(n, 0) << s.errorText(errno);
+  }
+  setRecordsPerKeyForTests(0);
+}
+
+TEST_F(Tls, AnUnknownRecordLayerIsRefusedNamingTheVariable) {
+  Pair p = socketPair();
+  ASSERT_TRUE(setEncryption(kEncryptionPsk, kKey).ok());
+  setenv("BRAID_TLS_RECORDS", "kernel", 1);
+  Socket s;
+  const Status st = Socket::open(std::move(p.a), Socket::Role::Client, &s);
+  unsetenv("BRAID_TLS_RECORDS");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("BRAID_TLS_RECORDS is 'kernel': braid or openssl"), std::string::npos)
+      << st.message();
+}
+
 TEST_F(Tls, PlaintextSocketsStayPlaintext) {
   Pair p = socketPair();
   Socket c = openWith(nullptr, std::move(p.a), Socket::Role::Client);

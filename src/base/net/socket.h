@@ -114,6 +114,7 @@ class Socket {
   int fd() const { return fd_.get(); }
   bool valid() const { return fd_.valid(); }
   bool encrypted() const { return tls_ != nullptr; }
+  const TlsSession* tls() const { return tls_.get(); }  // null: plaintext
   void reset();
 
   ssize_t sendv(const iovec* iov, size_t count);

@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -113,8 +114,7 @@ int bioWrite(BIO* b, const char* data, size_t len, size_t* written) {
   BIO_clear_retry_flags(b);
   // While a send encrypts, or behind records still queued, the bytes join the queue.
   if (st->queue || st->sent < st->out.size()) {
-    const auto* bytes = reinterpret_cast<const uint8_t*>(data);  // uint8_t: copied as memcpy
-    st->out.insert(st->out.end(), bytes, bytes + len);
+    if (len > 0) std::memcpy(st->out.grow(len), data, len);
     *written = len;
     return 1;
   }
@@ -218,6 +218,29 @@ std::string sslErrorText() {
   return buf;
 }
 
+// OpenSSL's key log: the traffic secrets of a session that runs Braid's record layer (the
+// session's Secrets are its app data; other sessions have none and nothing is kept).
+void keyLog(const SSL* ssl, const char* line) {
+  auto* s = static_cast<TlsSession::Secrets*>(SSL_get_app_data(ssl));
+  if (s && !tls13::parseKeyLogLine(line, &s->client, &s->server)) s->malformed = true;
+}
+
+std::atomic<uint64_t> gRecordsPerKey{0};
+
+// BRAID_TLS_RECORDS: whose record layer runs where the kernel has no TLS.
+Status ownRecordLayer(bool* own) {
+  const char* v = env::get(env::kBraidTlsRecords);
+  const std::string value = v ? v : "braid";
+  if (value == "braid" || value.empty()) {
+    *own = true;
+  } else if (value == "openssl") {
+    *own = false;
+  } else {
+    return invalidArgument("BRAID_TLS_RECORDS is '%s': braid or openssl", value.c_str());
+  }
+  return Status::Ok();
+}
+
 Status makeContext(const char* psk, std::shared_ptr<const TlsContext>* out) {
   auto c = std::make_shared<TlsContext>();
   unsigned int len = 0;
@@ -247,6 +270,7 @@ Status makeContext(const char* psk, std::shared_ptr<const TlsContext>* out) {
   SSL_CTX_set_psk_use_session_callback(ctx, useSession);
   SSL_CTX_set_psk_find_session_callback(ctx, findSession);
   SSL_CTX_set_app_data(ctx, c.get());
+  SSL_CTX_set_keylog_callback(ctx, keyLog);
   *out = std::move(c);
   return Status::Ok();
 }
@@ -290,6 +314,23 @@ class IovCursor {
     }
     *bytes = n;
     return stage;
+  }
+  // The next record's plaintext bytes, and its pieces in order: f(data, bytes) for each, false
+  // as soon as one is.
+  size_t nextRecordBytes() const {
+    size_t n = 0;
+    for (size_t k = i_, o = off_; k < count_ && n < kRecordBytes; ++k, o = 0)
+      n += std::min(iov_[k].iov_len - o, kRecordBytes - n);
+    return n;
+  }
+  template <class F>
+  bool eachPiece(size_t bytes, F&& f) const {
+    for (size_t k = i_, o = off_; k < count_ && bytes > 0; ++k, o = 0) {
+      const size_t take = std::min(iov_[k].iov_len - o, bytes);
+      if (take > 0 && !f(static_cast<const uint8_t*>(iov_[k].iov_base) + o, take)) return false;
+      bytes -= take;
+    }
+    return true;
   }
 
  private:
@@ -350,6 +391,21 @@ Status currentTlsContext(std::shared_ptr<const TlsContext>* out) {
   return Status::Ok();
 }
 
+void setRecordsPerKeyForTests(uint64_t records) { gRecordsPerKey = records; }
+
+uint8_t* TlsSession::ByteQueue::grow(size_t bytes) {
+  if (size_ + bytes > capacity_) {
+    const size_t capacity = std::max(size_ + bytes, 2 * capacity_);
+    std::unique_ptr<uint8_t[]> bigger(new uint8_t[capacity]);
+    if (size_ > 0) std::memcpy(bigger.get(), buf_.get(), size_);
+    buf_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  uint8_t* at = buf_.get() + size_;
+  size_ += bytes;
+  return at;
+}
+
 Status encryptionEnabled(bool* on) {
   std::shared_ptr<const TlsContext> ctx;
   BRAID_TRY(currentTlsContext(&ctx));
@@ -366,6 +422,8 @@ Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Rol
   if (!ssl) return systemError("TLS: SSL_new: %s", sslErrorText().c_str());
   std::unique_ptr<TlsSession> s(new TlsSession());
   s->ssl_.reset(ssl);
+  bool own = true;  // read wherever it applies or not, so that a bad value is always an error
+  BRAID_TRY(ownRecordLayer(&own));
   s->context_ = std::move(context);
   s->fd_ = fd;
   s->role_ = role;
@@ -380,6 +438,13 @@ Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Rol
     s->bio_->fd = fd;
     BIO_set_data(bio, s->bio_.get());
     SSL_set_bio(ssl, bio, bio);  // the SSL owns it
+    if (own) {
+      // The key log hands over the traffic secrets; OpenSSL reads no byte past the handshake
+      // (each record's header, then its body), so the first data record is Braid's to open.
+      s->secrets_ = std::make_unique<Secrets>();
+      SSL_set_app_data(ssl, s->secrets_.get());
+      SSL_set_read_ahead(ssl, 0);
+    }
   }
   if (role == Role::Client)
     SSL_set_connect_state(ssl);
@@ -390,7 +455,9 @@ Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Rol
 }
 
 TlsSession::~TlsSession() {
-  if (done_ && !failed_ && !closed_) {
+  if (writer_) {
+    if (done_ && !failed_ && !closed_) sendCloseNotify();
+  } else if (done_ && !failed_ && !closed_) {
     SigpipeGuard guard(!bio_);
     (void)SSL_shutdown(static_cast<SSL*>(ssl_.get()));  // close_notify, best effort
   }
@@ -500,9 +567,13 @@ int TlsSession::step() {
     writeWant_ = POLLOUT;
     ktlsSend_ = BIO_get_ktls_send(SSL_get_wbio(ssl)) != 0;
     ktlsRecv_ = BIO_get_ktls_recv(SSL_get_rbio(ssl)) != 0;
-    BRAID_TRACE(kNet, "TLS with %s: handshake done (%s), kernel TLS send %s, receive %s",
-                peer_.c_str(), SSL_get_cipher_name(ssl), ktlsSend_ ? "on" : "off",
-                ktlsRecv_ ? "on" : "off");
+    if (secrets_ && startRecords() < 0) return -1;
+    BRAID_TRACE(kNet, "TLS with %s: handshake done (%s), records by %s", peer_.c_str(),
+                SSL_get_cipher_name(ssl),
+                ktlsSend_   ? (ktlsRecv_ ? "the kernel" : "the kernel (send), OpenSSL (receive)")
+                : writer_   ? "Braid"
+                : ktlsRecv_ ? "OpenSSL (send), the kernel (receive)"
+                            : "OpenSSL");
     return 1;
   }
   const int kind = SSL_get_error(ssl, rc);
@@ -654,18 +725,41 @@ ssize_t TlsSession::sendvQueued(const iovec* iov, size_t count) {
     return -1;
   }
   at.skip(total);
-  if (!stage_) stage_.reset(new uint8_t[kRecordBytes]);
+  if (!writer_ && !stage_) stage_.reset(new uint8_t[kRecordBytes]);
   ERR_clear_error();  // stays clear while calls succeed: SSL_get_error reads it after a failure
   bool blocked = false;
   while (!at.done() && !blocked && total + unreported_ < kMaxBytesPerCall) {
-    size_t bytes, written = 0;
-    const uint8_t* data = at.nextRecord(stage_.get(), &bytes);
-    q.queue = true;
-    const int rc = SSL_write_ex(ssl, data, bytes, &written);
-    q.queue = false;
-    if (rc != 1 || written != bytes) {  // the queue never blocks: this is a failure
-      if (failFromSsl(rc, "TLS send") == 0) errno = EPIPE;
-      return -1;
+    size_t bytes;
+    if (writer_) {
+      // Sealed from the caller's buffers straight into the queue.
+      bytes = at.nextRecordBytes();
+      const size_t room = writer_->bytesFor(bytes);
+      uint8_t* out = q.out.grow(room);
+      std::string why;
+      const size_t used = writer_->seal(
+          bytes, tls13::kApplicationData, out,
+          [&](tls13::RecordKey& key, uint8_t* body) {
+            return at.eachPiece(bytes, [&](const uint8_t* data, size_t n) {
+              const bool ok = key.crypt(data, body, n);
+              body += n;
+              return ok;
+            });
+          },
+          &why);
+      if (used != room) {
+        q.out.shrink(room);
+        return fail(why);
+      }
+    } else {
+      size_t written = 0;
+      const uint8_t* data = at.nextRecord(stage_.get(), &bytes);
+      q.queue = true;
+      const int rc = SSL_write_ex(ssl, data, bytes, &written);
+      q.queue = false;
+      if (rc != 1 || written != bytes) {  // the queue never blocks: this is a failure
+        if (failFromSsl(rc, "TLS send") == 0) errno = EPIPE;
+        return -1;
+      }
     }
     q.records.push_back({q.out.size(), bytes});
     unreported_ += bytes;
@@ -688,6 +782,7 @@ ssize_t TlsSession::sendvQueued(const iovec* iov, size_t count) {
 ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
   if (!readyForData()) return -1;
   if (closed_) return 0;
+  if (reader_) return recvvRecords(iov, count);
   SSL* ssl = static_cast<SSL*>(ssl_.get());
   if (!buffered_ && SSL_has_pending(ssl) == 0) {
     // Nothing held here: ask the kernel first, so that an idle poll costs one system call.
@@ -747,6 +842,89 @@ ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
   return static_cast<ssize_t>(total);
 }
 
+// Braid's record layer takes over from OpenSSL once the handshake is done: OpenSSL has read
+// nothing past it and its key log has handed over both traffic secrets.
+int TlsSession::startRecords() {
+  SSL* ssl = static_cast<SSL*>(ssl_.get());
+  std::string why;
+  if (SSL_has_pending(ssl)) {
+    why = "OpenSSL read past the handshake";
+  } else if (secrets_->malformed || !secrets_->client.set || !secrets_->server.set) {
+    why = "OpenSSL's key log gave no traffic secrets";
+  } else {
+    const bool client = role_ == Role::Client;
+    const uint64_t perKey = gRecordsPerKey.load();
+    writer_ = std::make_unique<tls13::RecordWriter>(perKey ? perKey : tls13::kRecordsPerKey);
+    reader_ = std::make_unique<tls13::RecordReader>();
+    if (!writer_->init((client ? secrets_->client : secrets_->server).bytes, &why) ||
+        !reader_->init((client ? secrets_->server : secrets_->client).bytes, &why)) {
+      writer_.reset();
+      reader_.reset();
+      if (why.empty()) why = "no record keys";
+    }
+  }
+  SSL_set_app_data(ssl, nullptr);
+  secrets_.reset();
+  if (!why.empty()) return static_cast<int>(fail("starting Braid's record layer: " + why));
+  return 1;
+}
+
+// Receives through Braid's record layer: plaintext held or whole records buffered first, then
+// as much as the socket has, decrypted straight into the caller's buffers.
+ssize_t TlsSession::recvvRecords(const iovec* iov, size_t count) {
+  tls13::IovSink sink(iov, count);
+  bool drained = false;  // the last read took less than it had room for
+  for (;;) {
+    std::string why;
+    const auto r = reader_->open(sink, kMaxBytesPerCall, &why);
+    if (r == tls13::RecordReader::Result::Failed) return fail("TLS receive: " + why);
+    if (r == tls13::RecordReader::Result::Closed) {
+      closed_ = true;
+      return 0;
+    }
+    const size_t got = sink.written();
+    if (sink.room() == 0 || got >= kMaxBytesPerCall) return static_cast<ssize_t>(got);
+    if (drained) break;
+    size_t room = 0;
+    uint8_t* space = reader_->space(&room);
+    const ssize_t n = ::recv(fd_, space, room, MSG_DONTWAIT);
+    if (n > 0) {
+      reader_->received(static_cast<size_t>(n));
+      drained = static_cast<size_t>(n) < room;
+      continue;
+    }
+    if (got > 0) return static_cast<ssize_t>(got);  // a close or failure shows on the next call
+    if (n == 0) {  // the peer closed; a record cut short reads as a close too, as under OpenSSL
+      closed_ = true;
+      return 0;
+    }
+    if (!wouldBlock(errno)) return -1;
+    break;
+  }
+  if (sink.written() > 0) return static_cast<ssize_t>(sink.written());
+  readWant_ = POLLIN;
+  errno = EAGAIN;
+  return -1;
+}
+
+// A close_notify alert behind whatever the queue still holds, sent as far as the socket takes
+// it now (best effort: the peer reads a close without one as closed too).
+void TlsSession::sendCloseNotify() {
+  static const uint8_t kCloseNotify[] = {1, 0};  // warning, close_notify
+  const size_t room = writer_->bytesFor(sizeof(kCloseNotify));
+  uint8_t* out = bio_->out.grow(room);
+  std::string why;
+  const size_t used = writer_->seal(
+      sizeof(kCloseNotify), tls13::kAlert, out,
+      [](tls13::RecordKey& key, uint8_t* body) {
+        return key.crypt(kCloseNotify, body, sizeof(kCloseNotify));
+      },
+      &why);
+  if (used != room) return;
+  bio_->records.push_back({bio_->out.size(), 0});
+  (void)flushQueued(false);
+}
+
 short TlsSession::pollEvents(short events) const {
   short out = 0;
   if (events & POLLIN) out |= readWant_;
@@ -755,6 +933,7 @@ short TlsSession::pollEvents(short events) const {
 }
 
 bool TlsSession::pending() const {
+  if (reader_) return reader_->ready();
   return buffered_ || SSL_pending(static_cast<SSL*>(ssl_.get())) > 0;
 }
 

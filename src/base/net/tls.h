@@ -10,6 +10,10 @@
 // "braid-psk-1", cipher TLS_AES_128_GCM_SHA256, with an ECDHE exchange, so every connection has
 // fresh traffic keys). A peer with another key fails the binder check of the handshake; a peer
 // that speaks plaintext fails before any of its bytes reach the caller.
+//
+// After the handshake the records are sealed and opened by the kernel (kTLS) where it has TLS,
+// else by Braid's own record layer (tls_records.h: no copies beyond the kernel's), or, with
+// BRAID_TLS_RECORDS=openssl, by OpenSSL's.
 #pragma once
 
 #include <poll.h>
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/net/tls_records.h"
 #include "base/status.h"
 
 namespace braid::net {
@@ -40,6 +45,9 @@ Status setEncryption(int mode, const char* psk);
 Status validatePsk(const char* psk, const char* what);
 // Whether new connections are encrypted; an invalid BRAID_TLS_PSK is the error.
 Status encryptionEnabled(bool* on);
+// Tests only: the records Braid's record layer seals under one key before a KeyUpdate, for
+// sessions created from now on (0: tls13::kRecordsPerKey).
+void setRecordsPerKeyForTests(uint64_t records);
 
 class TlsContext;
 // The key new connections use (null: plaintext), from setEncryption, else BRAID_TLS_PSK.
@@ -58,10 +66,24 @@ class TlsSession {
   // queues the records' ciphertext in `out` instead of sending each, and the send hands the
   // kernel up to kQueueBytes at once; anything TLS writes while records wait joins the queue,
   // so that records stay in order.
+  // Bytes appended without the zero fill of std::vector's resize.
+  class ByteQueue {
+   public:
+    uint8_t* data() { return buf_.get(); }
+    size_t size() const { return size_; }
+    // Room for `bytes` more at the end, counted in size(): the caller fills it.
+    uint8_t* grow(size_t bytes);
+    void shrink(size_t bytes) { size_ -= bytes; }
+    void clear() { size_ = 0; }
+
+   private:
+    std::unique_ptr<uint8_t[]> buf_;
+    size_t size_ = 0, capacity_ = 0;
+  };
   struct BioState {
     int fd = -1;
     bool queue = false;
-    std::vector<uint8_t> out;  // ciphertext not yet sent, from `sent` on
+    ByteQueue out;  // ciphertext not yet sent, from `sent` on
     size_t sent = 0;
     // The records in `out` from `firstRecord` on: where each one's ciphertext ends, and its
     // plaintext bytes (kept with their storage until `out` empties).
@@ -96,6 +118,13 @@ class TlsSession {
   // Whether the kernel encrypts (kTLS) each direction.
   bool kernelSend() const { return ktlsSend_; }
   bool kernelRecv() const { return ktlsRecv_; }
+  // Whether Braid's record layer seals and opens the records (after the handshake).
+  bool ownRecords() const { return writer_ != nullptr; }
+  // The traffic secrets OpenSSL's key log hands a session that will run Braid's record layer.
+  struct Secrets {
+    tls13::Secret client, server;
+    bool malformed = false;
+  };
 
  private:
   bool readyForData();
@@ -106,12 +135,19 @@ class TlsSession {
   ssize_t writeRecord(const uint8_t* data, size_t bytes, bool staged);
   ssize_t sendvQueued(const iovec* iov, size_t count);
   int flushQueued(bool more);
+  int startRecords();
+  ssize_t recvvRecords(const iovec* iov, size_t count);
+  void sendCloseNotify();
 
   struct SslDeleter {
     void operator()(void* ssl) const;
   };
   std::shared_ptr<const TlsContext> context_;
-  std::unique_ptr<BioState> bio_;          // null where OpenSSL's socket BIO is used (kTLS)
+  std::unique_ptr<BioState> bio_;  // null where OpenSSL's socket BIO is used (kTLS)
+  // Braid's record layer: the secrets until the handshake ends, then the two directions' keys.
+  std::unique_ptr<Secrets> secrets_;
+  std::unique_ptr<tls13::RecordWriter> writer_;
+  std::unique_ptr<tls13::RecordReader> reader_;
   std::unique_ptr<void, SslDeleter> ssl_;  // SSL*, freed before bio_
   int fd_ = -1;
   Role role_ = Role::Client;
