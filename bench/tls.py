@@ -5,12 +5,15 @@ shaped by tc tbf to --rates Gbit/s; needs root), side by side in one run.
 
     python3 bench/tls.py --rates 10,40 --rounds 3 -b 64K -e 256M -f 4 -n 10 --lat-iters 2000
 
-Each round runs, at every rate in turn, plaintext then TLS: the busbw sweep (all_reduce_perf
--b..-e), then the 8-byte latency (all_reduce_perf -b 8 -e 8 with --lat-iters iterations). One
-rank per host, so every byte between the ranks crosses the shaped link over the TCP transport;
-the bootstrap is encrypted too under TLS, outside the timed calls. Per size the table gives each
-configuration's median busbw over the rounds and the median over rounds of TLS's busbw over
-plaintext's in the same round. The results file bench/results/<name>.md starts with the command
+The configurations (--configs): plain; tls, whose records Braid's record layer seals and opens
+(BRAID_TLS_RECORDS=braid, the default where the kernel has no TLS); tls-openssl, OpenSSL's
+record layer (BRAID_TLS_RECORDS=openssl). Each round runs, at every rate in turn, every
+configuration: the busbw sweep (all_reduce_perf -b..-e), then the 8-byte latency
+(all_reduce_perf -b 8 -e 8 with --lat-iters iterations). One rank per host, so every byte
+between the ranks crosses the shaped link over the TCP transport; the bootstrap is encrypted
+too under TLS, outside the timed calls. Per size the table gives each configuration's median
+busbw over the rounds and the median over rounds of its busbw over plaintext's in the same
+round. The results file bench/results/<name>.md starts with the command
 that reproduces it.
 
 Parsing and running are compare.py's (imported, not copied).
@@ -26,9 +29,15 @@ import compare  # noqa: E402
 from report import git_revision, human, machine, md_table  # noqa: E402
 
 KEY = "bench-tls-key-not-secret-0123456789abcdef"
+# Each configuration's environment beyond NCCL_SHM_DISABLE=1.
+CONFIGS = {
+    "plain": {},
+    "tls": {"BRAID_TLS_PSK": KEY, "BRAID_TLS_RECORDS": "braid"},
+    "tls-openssl": {"BRAID_TLS_PSK": KEY, "BRAID_TLS_RECORDS": "openssl"},
+}
 
 
-def run_one(args, rate, tls, sweep):
+def run_one(args, rate, config, sweep):
     """One all_reduce_perf run across the two hosts; its rows by size."""
     build = Path(args.build).resolve()
     perf = build / "bench" / "perf" / "all_reduce_perf"
@@ -42,10 +51,8 @@ def run_one(args, rate, tls, sweep):
     cmd = [str(compare.REPO / "tools" / "netcluster"), "--hosts", "2", "--racks", "1",
            "--rack-gbit", str(rate), "--prefix", "bnctls-", "--quiet", "--timeout", str(args.timeout),
            "--", str(perf)] + flags + ["-c", "1"]
-    env = {"NCCL_SHM_DISABLE": "1"}
-    if tls:
-        env["BRAID_TLS_PSK"] = KEY
-    key = f"braid/{rate}G-{'tls' if tls else 'plain'}-{'sweep' if sweep else 'latency'}"
+    env = {"NCCL_SHM_DISABLE": "1", **CONFIGS[config]}
+    key = f"braid/{rate}G-{config}-{'sweep' if sweep else 'latency'}"
     run = compare.Run(key, cmd, env=env)
     out = compare.execute(run, args, limit=args.timeout + 30)
     if out is None:
@@ -64,6 +71,8 @@ def main():
     ap.add_argument("--build", default=str(compare.REPO / "build" / "release"))
     ap.add_argument("--rates", default="10,40", help="link rates in Gbit/s (default 10,40)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help=f"which of {', '.join(CONFIGS)} to run (plain always runs)")
     ap.add_argument("-b", "--min", type=compare.parse_size, default=64 << 10)
     ap.add_argument("-e", "--max", type=compare.parse_size, default=256 << 20)
     ap.add_argument("-f", "--factor", type=int, default=4, choices=(2, 4))
@@ -76,22 +85,26 @@ def main():
     args = ap.parse_args()
     rates = [float(r) if "." in r else int(r) for r in args.rates.split(",")]
     sizes = compare.size_steps(args.min, args.max, args.factor)
+    configs = ["plain"] + [c for c in args.configs.split(",") if c != "plain"]
+    for c in configs:
+        if c not in CONFIGS:
+            ap.error(f"--configs: unknown '{c}' (known: {', '.join(CONFIGS)})")
     command = "python3 bench/tls.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
-    # busbw[rate][tls] = {size: [per round]}; lat[rate][tls] = [per round]
-    busbw = {r: {False: {s: [] for s in sizes}, True: {s: [] for s in sizes}} for r in rates}
-    lat = {r: {False: [], True: []} for r in rates}
+    # busbw[rate][config] = {size: [per round]}; lat[rate][config] = [per round]
+    busbw = {r: {c: {s: [] for s in sizes} for c in configs} for r in rates}
+    lat = {r: {c: [] for c in configs} for r in rates}
     for rnd in range(args.rounds):
         print(f"== round {rnd + 1} of {args.rounds}", file=sys.stderr, flush=True)
         for rate in rates:
-            for tls in (False, True):
-                rows = run_one(args, rate, tls, sweep=True)
+            for config in configs:
+                rows = run_one(args, rate, config, sweep=True)
                 for s in sizes:
                     if s in rows and rows[s]["wrong_all"] == 0:
-                        busbw[rate][tls][s].append(rows[s]["busbw"])
-                rows = run_one(args, rate, tls, sweep=False)
+                        busbw[rate][config][s].append(rows[s]["busbw"])
+                rows = run_one(args, rate, config, sweep=False)
                 if 8 in rows:
-                    lat[rate][tls].append(rows[8]["time_us"])
+                    lat[rate][config].append(rows[8]["time_us"])
 
     lines = [f"# AllReduce with TLS against plaintext, two emulated hosts", "",
              "    " + command, "",
@@ -99,42 +112,53 @@ def main():
              "Two hosts of `tools/netcluster --hosts 2 --racks 1 --rack-gbit RATE` (network namespaces, "
              "veth pairs through a bridge, every link shaped by tc tbf), one rank each, "
              "`NCCL_SHM_DISABLE=1` (the TCP transport, 4 streams); TLS is `BRAID_TLS_PSK` "
-             "(TLS 1.3, AES-128-GCM, OpenSSL's record layer: this kernel has no kTLS). "
+             "(TLS 1.3, AES-128-GCM; this kernel has no kTLS): `tls` with Braid's record layer "
+             "(`BRAID_TLS_RECORDS=braid`), `tls-openssl` with OpenSSL's. "
              f"all_reduce_perf, float sum, out of place, checked; {args.iters} iterations per size, "
-             f"{args.rounds} rounds, each round running every rate, plaintext then TLS. busbw "
-             "(GB/s) is the median over rounds; TLS/plain is the median over rounds of the ratio "
-             "within a round.", ""]
+             f"{args.rounds} rounds, each round running every rate, each configuration in turn "
+             f"({', '.join(configs)}). busbw (GB/s) is the median over rounds; x/plain is the "
+             "median over rounds of the ratio within a round.", ""]
+    encrypted = configs[1:]
     header = ["size"]
     for rate in rates:
-        header += [f"{rate}G plain", f"{rate}G TLS", f"{rate}G TLS/plain"]
+        header += [f"{rate}G plain"]
+        for c in encrypted:
+            header += [f"{rate}G {c}", f"{rate}G {c}/plain"]
     table = []
     for s in sizes:
         row = [human(s)]
         for rate in rates:
-            p, t = busbw[rate][False][s], busbw[rate][True][s]
-            row += [f"{compare.median(p):.3f}" if p else "-", f"{compare.median(t):.3f}" if t else "-",
-                    ratio(t, p) if len(p) == len(t) else "-"]
+            p = busbw[rate]["plain"][s]
+            row += [f"{compare.median(p):.3f}" if p else "-"]
+            for c in encrypted:
+                t = busbw[rate][c][s]
+                row += [f"{compare.median(t):.3f}" if t else "-",
+                        ratio(t, p) if len(p) == len(t) else "-"]
         table.append(row)
     lines += ["## busbw", ""] + md_table(header, table) + [""]
     lat_rows = []
     for rate in rates:
-        p, t = lat[rate][False], lat[rate][True]
-        cost = "-"
-        if p and t and len(p) == len(t):
-            cost = f"{compare.median(b - a for a, b in zip(p, t)):+.1f}"
-        lat_rows.append([f"{rate}G", f"{compare.median(p):.1f}" if p else "-",
-                         f"{compare.median(t):.1f}" if t else "-", cost])
+        p = lat[rate]["plain"]
+        row = [f"{rate}G", f"{compare.median(p):.1f}" if p else "-"]
+        for c in encrypted:
+            t = lat[rate][c]
+            cost = "-"
+            if p and t and len(p) == len(t):
+                cost = f"{compare.median(b - a for a, b in zip(p, t)):+.1f}"
+            row += [f"{compare.median(t):.1f}" if t else "-", cost]
+        lat_rows.append(row)
+    lat_header = ["link", "plain us"]
+    for c in encrypted:
+        lat_header += [f"{c} us", f"{c} cost us (median of per-round differences)"]
     lines += [f"## 8-byte AllReduce latency ({args.lat_iters} iterations)", ""] + \
-        md_table(["link", "plain us", "TLS us", "TLS cost us (median of per-round differences)"], lat_rows)
+        md_table(lat_header, lat_rows)
     lines += ["", "## Every round", ""]
     rr = []
     for rate in rates:
-        for tls in (False, True):
+        for c in configs:
             for s in sizes:
-                rr.append([f"{rate}G", "TLS" if tls else "plain", human(s)] +
-                          [f"{v:.3f}" for v in busbw[rate][tls][s]])
-            rr.append([f"{rate}G", "TLS" if tls else "plain", "8 B (us)"] +
-                      [f"{v:.1f}" for v in lat[rate][tls]])
+                rr.append([f"{rate}G", c, human(s)] + [f"{v:.3f}" for v in busbw[rate][c][s]])
+            rr.append([f"{rate}G", c, "8 B (us)"] + [f"{v:.1f}" for v in lat[rate][c]])
     lines += md_table(["link", "config", "size"] + [f"round {i + 1}" for i in range(args.rounds)], rr)
     text = "\n".join(lines) + "\n"
     path = Path(args.results) / f"{args.name}.md"
