@@ -11,10 +11,12 @@
 #                flat (every queue pair, completion queue, registration and channel released)
 #   two_guests   BINARY = all_reduce_perf: one rank in each of two guests, so the traffic
 #                crosses rxe's UDP path between them; every result checked
-#   ktls         BINARY = mp_tls_test inproc_endpoint_contract_test: encrypted TCP
-#                (BRAID_TLS_PSK) where the kernel has the tls module, so OpenSSL hands the
+#   ktls         BINARY = mp_tls_test inproc_endpoint_contract_test inproc_tls_test: encrypted
+#                TCP (BRAID_TLS_PSK) where the kernel has the tls module, so OpenSSL hands the
 #                sending side's record layer to the kernel after each handshake (kTLS; OpenSSL
-#                3.0 offloads TLS 1.3 sends only); the kernel's counters must show kTLS sockets
+#                3.0 offloads TLS 1.3 sends only) and Braid's record layer opens what arrives
+#                (against OpenSSL's in inproc_tls_test); the kernel's counters must show kTLS
+#                sockets
 # Skips (77) where no guest can be booted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,10 +42,15 @@ case $mode in
     export NCCL_IB_DISABLE=1  # the guest's rxe0 would carry the ranks' traffic otherwise
     guest --timeout 300 -- bash -c '
       grep -qw tls /proc/sys/net/ipv4/tcp_available_ulp || { echo "no tls ULP in the guest"; exit 77; }
-      "$0" && "$1" --gtest_filter="*/tcp_tls*" || exit 1
+      "$0" && "$1" --gtest_filter="*/tcp_tls*" && "$2" --gtest_filter="Tls.BraidsRecordLayer*" || exit 1
+      both=$(NCCL_DEBUG=TRACE NCCL_DEBUG_SUBSYS=NET "$1" \
+        --gtest_filter="*ManySmallMessagesOverSeveralRounds/tcp_tls_4streams" 2>&1 |
+        grep -c "records sealed by the kernel, opened by Braid" || true)
+      echo "TLS connections sealed by the kernel and opened by Braid: $both"
+      [ "$both" -gt 0 ] || { echo "no connection had kTLS sending and Braid receiving"; exit 1; }
       tx=$(awk "/^TlsTxSw[[:space:]]/{print \$2}" /proc/net/tls_stat)
       rx=$(awk "/^TlsRxSw[[:space:]]/{print \$2}" /proc/net/tls_stat)
       echo "kTLS sockets: ${tx:-?} sending, ${rx:-?} receiving"
-      [ "${tx:-0}" -gt 0 ] || { echo "kTLS did not run"; exit 1; }' "$1" "$2" ;;
+      [ "${tx:-0}" -gt 0 ] || { echo "kTLS did not run"; exit 1; }' "$1" "$2" "$3" ;;
   *) echo "braid_test.sh: unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -438,13 +438,13 @@ Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Rol
     s->bio_->fd = fd;
     BIO_set_data(bio, s->bio_.get());
     SSL_set_bio(ssl, bio, bio);  // the SSL owns it
-    if (own) {
-      // The key log hands over the traffic secrets; OpenSSL reads no byte past the handshake
-      // (each record's header, then its body), so the first data record is Braid's to open.
-      s->secrets_ = std::make_unique<Secrets>();
-      SSL_set_app_data(ssl, s->secrets_.get());
-      SSL_set_read_ahead(ssl, 0);
-    }
+  }
+  if (own) {
+    // The key log hands over the traffic secrets; OpenSSL reads no byte past the handshake
+    // (each record's header, then its body), so the first data record is Braid's to open.
+    s->secrets_ = std::make_unique<Secrets>();
+    SSL_set_app_data(ssl, s->secrets_.get());
+    SSL_set_read_ahead(ssl, 0);
   }
   if (role == Role::Client)
     SSL_set_connect_state(ssl);
@@ -568,12 +568,8 @@ int TlsSession::step() {
     ktlsSend_ = BIO_get_ktls_send(SSL_get_wbio(ssl)) != 0;
     ktlsRecv_ = BIO_get_ktls_recv(SSL_get_rbio(ssl)) != 0;
     if (secrets_ && startRecords() < 0) return -1;
-    BRAID_TRACE(kNet, "TLS with %s: handshake done (%s), records by %s", peer_.c_str(),
-                SSL_get_cipher_name(ssl),
-                ktlsSend_   ? (ktlsRecv_ ? "the kernel" : "the kernel (send), OpenSSL (receive)")
-                : writer_   ? "Braid"
-                : ktlsRecv_ ? "OpenSSL (send), the kernel (receive)"
-                            : "OpenSSL");
+    BRAID_TRACE(kNet, "TLS with %s: handshake done (%s), records sealed by %s, opened by %s",
+                peer_.c_str(), SSL_get_cipher_name(ssl), whoSeals(), whoOpens());
     return 1;
   }
   const int kind = SSL_get_error(ssl, rc);
@@ -843,7 +839,9 @@ ssize_t TlsSession::recvv(const iovec* iov, size_t count) {
 }
 
 // Braid's record layer takes over from OpenSSL once the handshake is done: OpenSSL has read
-// nothing past it and its key log has handed over both traffic secrets.
+// nothing past it and its key log has handed over both traffic secrets. It opens what arrives
+// unless the kernel does, and seals what goes out over Braid's BIO (where the kernel has TLS,
+// the kernel seals, or OpenSSL where the kernel refused the keys).
 int TlsSession::startRecords() {
   SSL* ssl = static_cast<SSL*>(ssl_.get());
   std::string why;
@@ -854,10 +852,11 @@ int TlsSession::startRecords() {
   } else {
     const bool client = role_ == Role::Client;
     const uint64_t perKey = gRecordsPerKey.load();
-    writer_ = std::make_unique<tls13::RecordWriter>(perKey ? perKey : tls13::kRecordsPerKey);
-    reader_ = std::make_unique<tls13::RecordReader>();
-    if (!writer_->init((client ? secrets_->client : secrets_->server).bytes, &why) ||
-        !reader_->init((client ? secrets_->server : secrets_->client).bytes, &why)) {
+    if (bio_)
+      writer_ = std::make_unique<tls13::RecordWriter>(perKey ? perKey : tls13::kRecordsPerKey);
+    if (!ktlsRecv_) reader_ = std::make_unique<tls13::RecordReader>();
+    if ((writer_ && !writer_->init((client ? secrets_->client : secrets_->server).bytes, &why)) ||
+        (reader_ && !reader_->init((client ? secrets_->server : secrets_->client).bytes, &why))) {
       writer_.reset();
       reader_.reset();
       if (why.empty()) why = "no record keys";

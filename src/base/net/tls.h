@@ -118,8 +118,12 @@ class TlsSession {
   // Whether the kernel encrypts (kTLS) each direction.
   bool kernelSend() const { return ktlsSend_; }
   bool kernelRecv() const { return ktlsRecv_; }
-  // Whether Braid's record layer seals and opens the records (after the handshake).
-  bool ownRecords() const { return writer_ != nullptr; }
+  // Whether Braid's record layer opens the records received after the handshake (and seals
+  // those sent, where the kernel does not).
+  bool ownRecords() const { return reader_ != nullptr; }
+  // Who seals and who opens the records after the handshake: "the kernel", "Braid" or "OpenSSL".
+  const char* whoSeals() const { return ktlsSend_ ? "the kernel" : writer_ ? "Braid" : "OpenSSL"; }
+  const char* whoOpens() const { return ktlsRecv_ ? "the kernel" : reader_ ? "Braid" : "OpenSSL"; }
   // The traffic secrets OpenSSL's key log hands a session that will run Braid's record layer.
   struct Secrets {
     tls13::Secret client, server;
