@@ -3,9 +3,11 @@
 // which rank 2 starts calls 9-23 30 ms late. Every rank must name rank 2 late at the same call,
 // report it in braidCommGetStats while it is late and not after, never re-plan for it (a
 // re-plan cannot help a late rank), and get every result exact. And a rank silent at a vote is
-// named on every other rank within BRAID_TIMEOUT_MS.
+// named on every other rank within BRAID_TIMEOUT_MS, while an abort during a vote ends the call
+// as an abort, naming no rank.
 #include <braid/braid.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -108,6 +110,52 @@ TEST(AdaptProcesses, ARankSilentAtAVoteIsNamedOnEveryOtherRank) {
         return 0;
       },
       {{"NCCL_HOSTID", "h%r"}, {"BRAID_TIMEOUT_MS", std::to_string(kTimeoutMs)}});
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
+}
+
+// ncclCommAbort while rank 0 waits in a vote for rank 3, which never comes: the call ends as the
+// data path's calls end on an abort, saying so; it names no rank lost and reports no loss.
+TEST(AdaptProcesses, AnAbortDuringAVoteEndsTheCallAsAnAbort) {
+  constexpr int kVoteBefore = 2 * kWindowCalls;
+  auto results = braid::testing::runProcesses(
+      4,
+      [](int rank, ncclComm_t comm) {
+        std::vector<float> v(262144, 1.0f);  // 1 MiB: a call adaptation watches
+        for (int call = 0; call < kVoteBefore; ++call)
+          if (ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, nullptr) !=
+              ncclSuccess)
+            return 1;
+        if (rank == 3) {  // never votes; gone before rank 0's wait could time out
+          std::this_thread::sleep_for(std::chrono::seconds(3));
+          _exit(0);
+        }
+        if (rank != 0) {  // vote, then lose rank 0 one way or another
+          (void)ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, nullptr);
+          return 0;
+        }
+        std::thread aborter([comm] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          ncclCommAbort(comm);
+        });
+        const ncclResult_t res =
+            ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, nullptr);
+        aborter.join();
+        const std::string error = ncclGetLastError(nullptr);
+        fprintf(stderr, "rank 0: %s: %s\n", ncclGetErrorString(res), error.c_str());
+        int code = 0;
+        if (res == ncclSuccess)
+          code = 2;
+        else if (error.find("adaptation's vote before call") == std::string::npos ||
+                 error.find("aborted") == std::string::npos)
+          code = 3;
+        else if (error.find("gave up") != std::string::npos ||
+                 error.find("stopped or died") != std::string::npos ||
+                 error.find("silent") != std::string::npos)
+          code = 4;
+        fflush(stderr);
+        _exit(code);  // the communicator is gone: runProcesses must not destroy it
+      },
+      {{"NCCL_HOSTID", "h%r"}, {"BRAID_TIMEOUT_MS", "5000"}});
   for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].exitCode, 0) << "rank " << r;
 }
 

@@ -285,8 +285,10 @@ Vote Adaptation::takeVote(bool canProbe) {
 // other, which voted) is named as that link, whichever rank's wait ran out first.
 namespace {
 // Gives up in the vote on rank `awaited` (why: what failed), or, where another rank's report
-// came in meanwhile, after that rank.
+// came in meanwhile, after that rank. An abort (ncclCommAbort) ends the vote as it ends a call's
+// wait on the data path: no rank is lost, so none is reported or named.
 Status gaveUpInVote(ncclComm* comm, const std::string& where, int awaited, const Status& why) {
+  if (comm->abortFlag.load()) return invalidUsage("%s: communicator aborted", where.c_str());
   std::vector<int> ranks{awaited};
   Status st(why.code(), where + ": " + why.message());
   std::string diagnosis;
