@@ -320,6 +320,64 @@ TEST_F(Tls, BraidsRecordLayerAndOpenSslsReadEachOther) {
   setRecordsPerKeyForTests(0);
 }
 
+// Moves what `from` has to `to`, changing the byte at offset `flip` of the stream (counted in
+// *seen) if it passes now.
+void relay(int from, int to, size_t* seen, size_t flip) {
+  uint8_t buf[65536];
+  const ssize_t n = ::recv(from, buf, sizeof(buf), MSG_DONTWAIT);
+  if (n <= 0) return;
+  if (flip >= *seen && flip < *seen + static_cast<size_t>(n)) buf[flip - *seen] ^= 0x20;
+  *seen += static_cast<size_t>(n);
+  for (ssize_t off = 0; off < n;) {
+    const ssize_t w = ::send(to, buf + off, static_cast<size_t>(n - off), MSG_NOSIGNAL);
+    ASSERT_GT(w, 0) << std::strerror(errno);
+    off += w;
+  }
+}
+
+// A byte changed on the way after the handshake: the receiver fails with TLS's verdict instead
+// of handing over the changed bytes, whichever record layer opens them.
+TEST_F(Tls, AByteChangedOnTheWayFailsTheReceiverSayingSo) {
+  for (const char* layer : {"braid", "openssl"}) {
+    setenv("BRAID_TLS_RECORDS", layer, 1);
+    Pair near = socketPair(1 << 20), far = socketPair(1 << 20);
+    Socket c = openWith(kKey, std::move(near.a), Socket::Role::Client);
+    Socket s = openWith(kKey, std::move(far.b), Socket::Role::Server);
+    unsetenv("BRAID_TLS_RECORDS");
+    size_t up = 0, down = 0;  // bytes relayed each way
+    bool cd = false, sd = false;
+    for (int i = 0; i < 10000 && !(cd && sd); ++i) {
+      if (!cd) ASSERT_TRUE(c.handshakeStep(&cd).ok());
+      if (!sd) ASSERT_TRUE(s.handshakeStep(&sd).ok());
+      relay(near.b.get(), far.a.get(), &up, SIZE_MAX);
+      relay(far.a.get(), near.b.get(), &down, SIZE_MAX);
+    }
+    ASSERT_TRUE(cd && sd);
+    std::vector<uint8_t> data(40000, 0x11), got(data.size());
+    const Waiter w(10000, nullptr);
+    ASSERT_TRUE(sendAll(c, data.data(), data.size(), w).ok());
+    relay(near.b.get(), far.a.get(), &up, up + 20000);  // inside the second record
+    ssize_t n = 0;
+    size_t total = 0;
+    for (int i = 0; i < 1000 && n >= 0; ++i) {
+      n = s.recv(got.data() + total, got.size() - total);
+      if (n > 0) total += static_cast<size_t>(n);
+      if (n < 0 && errno == EAGAIN) {
+        n = 0;
+        usleep(1000);
+      }
+    }
+    ASSERT_LT(n, 0) << layer << ": the changed record was accepted";
+    EXPECT_EQ(errno, EPROTO) << layer;
+    EXPECT_LE(total, 16384u) << layer << ": bytes of the changed record reached the caller";
+    const std::string text = s.errorText(EPROTO);
+    std::printf("%s: %s\n", layer, text.c_str());
+    EXPECT_TRUE(text.find("failed authentication") != std::string::npos ||
+                text.find("bad record mac") != std::string::npos)
+        << layer << ": " << text;
+  }
+}
+
 TEST_F(Tls, AnUnknownRecordLayerIsRefusedNamingTheVariable) {
   Pair p = socketPair();
   ASSERT_TRUE(setEncryption(kEncryptionPsk, kKey).ok());
