@@ -62,10 +62,6 @@ Status currentTlsContext(std::shared_ptr<const TlsContext>* out);
 class TlsSession {
  public:
   enum class Role { Client, Server };
-  // What Braid's own BIO (tls.cc) needs of its session. While a send encrypts (queue) the BIO
-  // queues the records' ciphertext in `out` instead of sending each, and the send hands the
-  // kernel up to kQueueBytes at once; anything TLS writes while records wait joins the queue,
-  // so that records stay in order.
   // Bytes appended without the zero fill of std::vector's resize.
   class ByteQueue {
    public:
@@ -80,6 +76,10 @@ class TlsSession {
     std::unique_ptr<uint8_t[]> buf_;
     size_t size_ = 0, capacity_ = 0;
   };
+  // What Braid's own BIO (tls.cc) needs of its session. A send's records go into `out`, sealed
+  // there by Braid's record layer or, while `queue` is set, written there by OpenSSL's instead of
+  // being sent one by one; the send hands the kernel up to kQueueBytes at once. Anything TLS
+  // writes while records wait joins the queue, so that records stay in order.
   struct BioState {
     int fd = -1;
     bool queue = false;
