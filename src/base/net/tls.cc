@@ -191,13 +191,13 @@ class IovCursor {
       *bytes = kRecordBytes;
       return static_cast<const uint8_t*>(iov_[i_].iov_base) + off_;
     }
-    size_t n = 0;
-    for (size_t k = i_, o = off_; k < count_ && n < kRecordBytes; ++k, o = 0) {
-      const size_t take = std::min(iov_[k].iov_len - o, kRecordBytes - n);
-      std::memcpy(stage + n, static_cast<const uint8_t*>(iov_[k].iov_base) + o, take);
-      n += take;
-    }
-    *bytes = n;
+    *bytes = nextRecordBytes();
+    uint8_t* to = stage;
+    eachPiece(*bytes, [&](const uint8_t* data, size_t n) {
+      std::memcpy(to, data, n);
+      to += n;
+      return true;
+    });
     return stage;
   }
   // The next record's plaintext bytes, and its pieces in order: f(data, bytes) for each, false
