@@ -3,13 +3,17 @@
 hosts (tools/netcluster: two network namespaces joined by veth through a bridge, every link
 shaped by tc tbf to --rates Gbit/s; needs root), side by side in one run.
 
-    python3 bench/tls.py --rates 10,40 --rounds 3 -b 64K -e 256M -f 4 -n 10 --lat-iters 2000
+    python3 bench/tls.py --rates 10,40 --rounds 3 -b 64K -e 256M -f 4 -n 10 --volume 64M --lat-iters 2000
 
 The configurations (--configs): plain; tls, whose records Braid's record layer seals and opens
 (BRAID_TLS_RECORDS=braid, the default where the kernel has no TLS); tls-openssl, OpenSSL's
 record layer (BRAID_TLS_RECORDS=openssl). Each round runs, at every rate in turn, every
-configuration: the busbw sweep (all_reduce_perf -b..-e), then the 8-byte latency
-(all_reduce_perf -b 8 -e 8 with --lat-iters iterations). One rank per host, so every byte
+configuration: the busbw sizes (-b..-e), then the 8-byte latency (all_reduce_perf -b 8 -e 8
+with --lat-iters iterations). Each size is its own all_reduce_perf run of max(-n, --volume /
+size) iterations after an eighth of that volume of warm-up: a tbf shaper passes its whole
+bucket (1 ms of traffic at the rate, 1.25 MB at 10 Gbit/s) at memory speed after idling, so ten
+calls of a small size would measure the bucket rather than the link, and even ten of 1 MiB read
+above the link's rate in plaintext. One rank per host, so every byte
 between the ranks crosses the shaped link over the TCP transport; the bootstrap is encrypted
 too under TLS, outside the timed calls. Per size the table gives each configuration's median
 busbw over the rounds and the median over rounds of its busbw over plaintext's in the same
@@ -37,28 +41,28 @@ CONFIGS = {
 }
 
 
-def run_one(args, rate, config, sweep):
-    """One all_reduce_perf run across the two hosts; its rows by size."""
+def iterations(args, size):
+    """(timed, warm-up) iterations for one size: at least --volume bytes timed, an eighth of
+    that warming up (enough to drain the shaper's bucket at 40 Gbit/s, 5 MB)."""
+    timed = max(args.iters, -(-args.volume // size))
+    return timed, max(args.warmup, -(-args.volume // (8 * size)))
+
+
+def run_one(args, rate, config, size, iters, warmup):
+    """One all_reduce_perf run of one size across the two hosts; its row, or None."""
     build = Path(args.build).resolve()
     perf = build / "bench" / "perf" / "all_reduce_perf"
-    if sweep:
-        sizes = compare.size_steps(args.min, args.max, args.factor)
-        flags = ["-b", str(args.min), "-e", str(args.max), "-f", str(args.factor), "-n",
-                 str(args.iters), "-w", str(args.warmup)]
-    else:
-        sizes = [8]
-        flags = ["-b", "8", "-e", "8", "-n", str(args.lat_iters), "-w", str(args.lat_iters // 10)]
+    flags = ["-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup)]
     cmd = [str(compare.REPO / "tools" / "netcluster"), "--hosts", "2", "--racks", "1",
            "--rack-gbit", str(rate), "--prefix", "bnctls-", "--quiet", "--timeout", str(args.timeout),
            "--", str(perf)] + flags + ["-c", "1"]
     env = {"NCCL_SHM_DISABLE": "1", **CONFIGS[config]}
-    key = f"braid/{rate}G-{config}-{'sweep' if sweep else 'latency'}"
-    run = compare.Run(key, cmd, env=env)
+    run = compare.Run(f"braid/{rate}G-{config}-{human(size)}", cmd, env=env)
     out = compare.execute(run, args, limit=args.timeout + 30)
     if out is None:
         print(f"   failed: {run.why}", file=sys.stderr)
-        return {}
-    return compare.parse_perf_table(out, "out", sizes)
+        return None
+    return compare.parse_perf_table(out, "out", [size]).get(size)
 
 
 def ratio(mine, base):
@@ -78,6 +82,8 @@ def main():
     ap.add_argument("-f", "--factor", type=int, default=4, choices=(2, 4))
     ap.add_argument("-n", "--iters", type=int, default=10)
     ap.add_argument("-w", "--warmup", type=int, default=3)
+    ap.add_argument("--volume", type=compare.parse_size, default=64 << 20,
+                    help="bytes each size moves at least in its timed calls (default 64M)")
     ap.add_argument("--lat-iters", type=int, default=2000, help="iterations of the 8-byte run")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--name", default="tls_netcluster_2hosts")
@@ -98,13 +104,13 @@ def main():
         print(f"== round {rnd + 1} of {args.rounds}", file=sys.stderr, flush=True)
         for rate in rates:
             for config in configs:
-                rows = run_one(args, rate, config, sweep=True)
                 for s in sizes:
-                    if s in rows and rows[s]["wrong_all"] == 0:
-                        busbw[rate][config][s].append(rows[s]["busbw"])
-                rows = run_one(args, rate, config, sweep=False)
-                if 8 in rows:
-                    lat[rate][config].append(rows[8]["time_us"])
+                    row = run_one(args, rate, config, s, *iterations(args, s))
+                    if row and row["wrong_all"] == 0:
+                        busbw[rate][config][s].append(row["busbw"])
+                row = run_one(args, rate, config, 8, args.lat_iters, args.lat_iters // 10)
+                if row:
+                    lat[rate][config].append(row["time_us"])
 
     lines = [f"# AllReduce with TLS against plaintext, two emulated hosts", "",
              "    " + command, "",
@@ -114,7 +120,10 @@ def main():
              "`NCCL_SHM_DISABLE=1` (the TCP transport, 4 streams); TLS is `BRAID_TLS_PSK` "
              "(TLS 1.3, AES-128-GCM; this kernel has no kTLS): `tls` with Braid's record layer "
              "(`BRAID_TLS_RECORDS=braid`), `tls-openssl` with OpenSSL's. "
-             f"all_reduce_perf, float sum, out of place, checked; {args.iters} iterations per size, "
+             f"all_reduce_perf, float sum, out of place, checked; each size its own run of "
+             f"max({args.iters}, {human(args.volume)} / size) iterations after an eighth of that "
+             "volume of warm-up (a shaper's bucket passes 1 ms of traffic at memory speed after "
+             "idling); "
              f"{args.rounds} rounds, each round running every rate, each configuration in turn "
              f"({', '.join(configs)}). busbw (GB/s) is the median over rounds; x/plain is the "
              "median over rounds of the ratio within a round.", ""]
