@@ -531,6 +531,11 @@ ssize_t Socket::recv(void* data, size_t bytes) {
   return tls_->recvv(&iov, 1);
 }
 
+void Socket::ackNow() {
+  const int one = 1;
+  (void)setsockopt(fd_.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+}
+
 bool Socket::pending() const { return tls_ && tls_->pending(); }
 
 bool Socket::peerSentPlaintext() const { return tls_ && tls_->peerSentPlaintext(); }
