@@ -125,8 +125,7 @@ class Socket {
   // 40 ms on Linux): TCP_QUICKACK, which lasts only until the kernel next decides to delay. A
   // socket that carries data both ways is taken for an interactive one and delays its ACKs, so a
   // sender whose window the unacknowledged tail of its last message fills waits for that timer
-  // (tools/netcluster: tree AllReduce of 256 KiB on 8 hosts took 3.5 times its price until the
-  // receivers acknowledged at once). A no-op for anything but TCP.
+  // (docs/net.md). A no-op for anything but TCP.
   void ackNow();
   // Received bytes held in user space (TLS) that a poll on fd() would not announce.
   bool pending() const;

@@ -33,7 +33,7 @@ bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 // window: at least 10 segments (the initial window, and the window after an idle spell), so
 // never for messages of a few KiB, whose immediate ACK would cost a packet each way (8-byte
 // AllReduce between two emulated hosts: 6 us with no immediate ACKs, 9-12 us with one after
-// every receive).
+// every receive; bench/results/tcp_quickack.md has the commands).
 constexpr size_t kAckNowBytes = 8192;
 
 }  // namespace
@@ -237,13 +237,13 @@ Status TcpEndpoint::pumpRecv(size_t j, bool* moved) {
   const size_t header = j == 0 ? kHeaderBytes : 0;
   // What this pump took off the socket is acknowledged before it returns, not on the kernel's
   // delayed-ACK timer (net::Socket::ackNow), where it matters (kAckNowBytes): the pump took that
-  // much, or it took the tail of a message part that large.
+  // much, or it took the tail of a message part that large (tail is set only after a receive).
   struct AckOnReturn {
     net::Socket* socket;
     size_t took = 0;
     bool tail = false;
     ~AckOnReturn() {
-      if (took >= kAckNowBytes || (took > 0 && tail)) socket->ackNow();
+      if (took >= kAckNowBytes || tail) socket->ackNow();
     }
   } ack{s.recv};
   for (;;) {
