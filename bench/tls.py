@@ -3,7 +3,7 @@
 hosts (tools/netcluster: two network namespaces joined by veth through a bridge, every link
 shaped by tc tbf to --rates Gbit/s; needs root), side by side in one run.
 
-    python3 bench/tls.py --rates 10,40 --rounds 3 -b 64K -e 256M -f 4 -n 10 --volume 64M --lat-iters 2000
+    python3 bench/tls.py --rates 10,40 --rounds 5 -b 64K -e 256M -f 4 -n 10 --volume 64M --lat-iters 2000
 
 The configurations (--configs): plain; tls, whose records Braid's record layer seals and opens
 (BRAID_TLS_RECORDS=braid, the default where the kernel has no TLS); tls-openssl, OpenSSL's
