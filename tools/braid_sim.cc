@@ -449,6 +449,7 @@ int main(int argc, char** argv) {
       options.signaturesOnDataEdges = braid::algos::needsEveryInput(coll->coll);
       options.symmetry = symmetry;
       options.approximateSymmetry = symmetry && !exactSymmetry;
+      options.buildAhead = true;  // the source below builds from `args` and `algo` alone
       braid::algos::OperationReport report;
       const auto started = std::chrono::steady_clock::now();
       const double us = braid::algos::simulateOperation(

@@ -70,6 +70,9 @@ struct OperationOptions {
   // rank's); beyond it nothing is simulated, and the report says overBudget. The selector's
   // bound on what it simulates per candidate.
   size_t maxSteps = 0;
+  // `source` may be called from a second thread while it runs on the caller's: every other
+  // rank's schedule is then built there (where the machine has a second core).
+  bool buildAhead = false;
 };
 
 // What a simulation found besides its time.

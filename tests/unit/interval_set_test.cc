@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <random>
 #include <vector>
@@ -26,6 +27,11 @@ struct Reference {
     if (it != busy.begin()) t = std::max(t, std::prev(it)->second);
     for (; it != busy.end() && it->first < t + length; ++it) t = std::max(t, it->second);
     return t;
+  }
+  // Where the free gap from t ends: the next interval's begin.
+  double gapEnd(double t) const {
+    auto it = busy.upper_bound(t);
+    return it == busy.end() ? std::numeric_limits<double>::infinity() : it->first;
   }
   void insert(double begin, double end) {
     auto it = busy.lower_bound(begin);
@@ -97,8 +103,23 @@ TEST(IntervalSet, MatchesAnOrderedMapOnRandomBookings) {
         // Whole numbers make exact touches (merges) common.
         const double t = now + std::floor(ahead(rng));
         const double l = std::floor(len(rng)) + (what % 3 == 0 ? 0.5 : 0.0);
-        const double gap = set.earliestGap(t, l);
+        double freeUntil = 0;
+        const double gap = set.earliestGap(t, l, &freeUntil);
         ASSERT_EQ(gap, ref.earliestGap(t, l)) << "trial " << trial << " op " << op;
+        ASSERT_EQ(freeUntil, ref.gapEnd(gap)) << "trial " << trial << " op " << op;
+        if (what == 1) {
+          // A run of searches from later and later times, each resuming from the last (as the
+          // operation simulator's search for a gap on all of a message's ports does).
+          IntervalSet::Cursor cursor;
+          double from = t;
+          for (int k = 0; k < 6; ++k) {
+            const double l2 = std::floor(len(rng)) + 0.5;
+            const double got = set.earliestGap(&cursor, from, l2, &freeUntil);
+            ASSERT_EQ(got, ref.earliestGap(from, l2)) << "trial " << trial << " op " << op;
+            ASSERT_EQ(freeUntil, ref.gapEnd(got)) << "trial " << trial << " op " << op;
+            from = got + std::floor(len(rng)) * (k % 2);  // the same time again, or later
+          }
+        }
         if (what % 2 == 0) {
           set.insert(gap, gap + l);
           ref.insert(gap, gap + l);
