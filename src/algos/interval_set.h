@@ -27,15 +27,11 @@ class IntervalSet {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  // The earliest t' >= t with [t', t' + length) free. *freeUntil, where given, is where the
-  // gap that holds it ends (the next interval's begin, or infinity): a later search from a
-  // t'' >= t' that ends by then would return t'' itself.
-  double earliestGap(double t, double length, double* freeUntil = nullptr) const {
-    Pos p = upperBound(t);  // the first interval starting after t
-    if (Pos q = p; prev(&q)) t = std::max(t, at(q).end);
-    for (; valid(p) && at(p).begin < t + length; next(&p)) t = std::max(t, at(p).end);
-    if (freeUntil) *freeUntil = valid(p) ? at(p).begin : std::numeric_limits<double>::infinity();
-    return t;
+  // The earliest t' >= t with [t', t' + length) free.
+  double earliestGap(double t, double length) const {
+    Cursor fresh;
+    double freeUntil;
+    return earliestGap(&fresh, t, length, &freeUntil);
   }
 
   // A place in the set for a run of searches from times that never decrease (and no change to
@@ -45,8 +41,9 @@ class IntervalSet {
     Pos p_{};
     bool placed_ = false;
   };
-  // earliestGap(t, length, freeUntil), from the cursor's place; t must be at least the last
-  // search's t.
+  // earliestGap(t, length) from the cursor's place (t at least the last search's t), and in
+  // *freeUntil where the gap that holds it ends (the next interval's begin, or infinity): a later
+  // search from t' <= t'' < *freeUntil that ends by then would return t'' itself.
   double earliestGap(Cursor* c, double t, double length, double* freeUntil) const {
     Pos& p = c->p_;
     // Past the intervals over by t (they change nothing): a few steps from the cursor, or a
@@ -59,7 +56,10 @@ class IntervalSet {
       p = upperBound(t);  // the first interval starting after t, or the one before if it ends later
       if (Pos q = p; prev(&q) && at(q).end > t) p = q;
     }
-    for (; valid(p) && at(p).begin < t + length; next(&p)) t = std::max(t, at(p).end);
+    // The interval holding t, if any, ends the search's first candidate even for no length (t
+    // at its very begin); the ones after it, only where they start before t + length.
+    for (; valid(p) && (at(p).begin <= t || at(p).begin < t + length); next(&p))
+      t = std::max(t, at(p).end);
     *freeUntil = valid(p) ? at(p).begin : std::numeric_limits<double>::infinity();
     return t;
   }

@@ -325,7 +325,7 @@ class OperationSim {
       std::fill_n(search, 2 * level, PortSearch{});
       for (int k = 0, accepted = 0; accepted < 2 * level; k = k + 1 == 2 * level ? 0 : k + 1) {
         const double length = busyFor(k / 2, start);
-        if (start + length <= search[k].freeUntil) {
+        if (start < search[k].freeUntil && start + length <= search[k].freeUntil) {
           ++accepted;
           continue;
         }

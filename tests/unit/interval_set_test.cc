@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -103,8 +104,9 @@ TEST(IntervalSet, MatchesAnOrderedMapOnRandomBookings) {
         // Whole numbers make exact touches (merges) common.
         const double t = now + std::floor(ahead(rng));
         const double l = std::floor(len(rng)) + (what % 3 == 0 ? 0.5 : 0.0);
+        IntervalSet::Cursor fresh;
         double freeUntil = 0;
-        const double gap = set.earliestGap(t, l, &freeUntil);
+        const double gap = set.earliestGap(&fresh, t, l, &freeUntil);
         ASSERT_EQ(gap, ref.earliestGap(t, l)) << "trial " << trial << " op " << op;
         ASSERT_EQ(freeUntil, ref.gapEnd(gap)) << "trial " << trial << " op " << op;
         if (what == 1) {
@@ -117,6 +119,15 @@ TEST(IntervalSet, MatchesAnOrderedMapOnRandomBookings) {
             const double got = set.earliestGap(&cursor, from, l2, &freeUntil);
             ASSERT_EQ(got, ref.earliestGap(from, l2)) << "trial " << trial << " op " << op;
             ASSERT_EQ(freeUntil, ref.gapEnd(got)) << "trial " << trial << " op " << op;
+            // What the simulator's ports accept without a search: any start in the gap and
+            // length that ends by its end, and nothing at its end (a busy interval's begin,
+            // where the interval is not empty: the simulator books none that are).
+            if (std::isfinite(freeUntil)) {
+              const double mid = (got + freeUntil) / 2;
+              ASSERT_EQ(ref.earliestGap(mid, freeUntil - mid), mid) << "trial " << trial;
+              if (ref.busy.at(freeUntil) > freeUntil)
+                ASSERT_GT(ref.earliestGap(freeUntil, 0), freeUntil) << "trial " << trial;
+            }
             from = got + std::floor(len(rng)) * (k % 2);  // the same time again, or later
           }
         }
