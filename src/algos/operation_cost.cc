@@ -139,7 +139,7 @@ class OperationSim {
         if (next.message != kNone) __builtin_prefetch(&c_.messages[next.message]);
       }
       // This event's step (fetched the same way) finishes soon: its dependents' list next.
-      __builtin_prefetch(&c_.dependents[c_.steps[e.step()].dependentsBegin]);
+      __builtin_prefetch(c_.dependents.data() + c_.steps[e.step()].dependentsBegin);
       now_ = e.time;
       if (e.resume()) {
         c_.pairs[e.pair].resumePending = false;
