@@ -75,8 +75,9 @@ TEST(AdaptProcesses, ALateRankIsNamedAtTheSameCallOnEveryRankAndNothingReplans) 
 
 // A rank silent at a vote (its own work outlasts BRAID_TIMEOUT_MS just before one) is named on
 // every other rank: rank 0, which gathers the votes, names it silent, and the others, which hear
-// that rank 0 gave up, name it silent too, through rank 0's report; it names rank 0, which gave
-// up on it.
+// that rank 0 gave up (from rank 0, or from a rank that heard it first and gave up after it),
+// name it silent too, through rank 0's report, naming rank 0; it names rank 0, which gave up on
+// it.
 TEST(AdaptProcesses, ARankSilentAtAVoteIsNamedOnEveryOtherRank) {
   constexpr int kTimeoutMs = 1000;
   constexpr int kSilentBefore = 2 * kWindowCalls;  // a vote precedes every kWindowCalls-th call

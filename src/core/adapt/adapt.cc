@@ -297,7 +297,8 @@ Status gaveUpInVote(ncclComm* comm, const std::string& where, int awaited, const
     ranks.push_back(report.from);
     st = remoteError("%s: %s gave up on its peers (%s)", where.c_str(),
                      loss::describeRank(comm, report.from).c_str(), report.text.c_str());
-    diagnosis = strfmt("%s: after rank %d gave up", where.c_str(), report.from);
+    diagnosis = strfmt("%s: after %s gave up", where.c_str(),
+                       loss::describeRank(comm, report.from).c_str());
   }
   st = loss::giveUp(comm, std::move(ranks), loss::progress(comm), st, diagnosis);
   comm->markFailed(st.code());

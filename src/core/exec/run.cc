@@ -636,7 +636,9 @@ Status Run::periodicChecks() {
     return lostPeers(plans_[p],
                      remoteError("rank %d gave up on its peers (%s)%s", report.from,
                                  report.text.c_str(), own.c_str()),
-                     std::move(ranks), strfmt("after rank %d gave up%s", report.from, own.c_str()));
+                     std::move(ranks),
+                     strfmt("after %s gave up%s",
+                            loss::describeRank(plans_[p].comm, report.from).c_str(), own.c_str()));
   }
   std::string text;
   for (size_t p = 0; p < plans_.size(); ++p)
