@@ -1,6 +1,10 @@
 #include "algos/rhd_allreduce.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "algos/pattern.h"
+#include "algos/topology.h"
 
 namespace braid::algos {
 
@@ -24,6 +28,38 @@ struct Fold {
   }
   int realRank(int vr) const { return vr < extra ? 2 * vr + 1 : vr + extra; }
 };
+
+// The exchanges' partner bits (masks of virtual ranks), in the order the halving takes them; the
+// doubling takes them in reverse. The halving's first exchange carries half of the buffer, the
+// next a quarter and so on, so the bits whose partners share the cheapest links go first: with
+// ranks numbered host by host the largest exchanges stay inside hosts, then racks, and a host's
+// uplink carries what hier's does (MPICH and Gloo pair the nearest ranks first for the same
+// reason, taking rank order for nearness). How near a bit's partners are is the mean level of
+// the group they share over a sample of virtual ranks (every rank computes the same order from
+// the topology alone); bits alike, and every bit without a topology, go from the highest down.
+std::vector<int> exchangeMasks(const Fold& fold, const Topology* topo) {
+  std::vector<int> masks;
+  for (int mask = fold.pow2 / 2; mask >= 1; mask /= 2) masks.push_back(mask);
+  if (!topo || topo->nranks() != fold.pow2 + fold.extra) return masks;
+  // An odd step visits distinct virtual ranks spread over the whole range.
+  constexpr int kSamples = 64;
+  const int samples = std::min(kSamples, fold.pow2);
+  const int step = (fold.pow2 / 2 + fold.pow2 / 8) | 1;
+  std::vector<std::pair<int, int>> keyed;  // (sum of shared levels, position in masks)
+  for (size_t i = 0; i < masks.size(); ++i) {
+    int levels = 0;
+    for (int k = 0; k < samples; ++k) {
+      const int v = static_cast<int>((static_cast<int64_t>(k) * step) & (fold.pow2 - 1));
+      levels += topo->commonLevel(fold.realRank(v), fold.realRank(v ^ masks[i]));
+    }
+    keyed.emplace_back(levels, static_cast<int>(i));
+  }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> ordered;
+  for (const auto& [levels, i] : keyed) ordered.push_back(masks[static_cast<size_t>(i)]);
+  return ordered;
+}
 
 // The elements of parts [first, first + parts) when the buffer is cut into `total` parts.
 Range partsRange(size_t count, int total, int first, int parts) {
@@ -75,9 +111,14 @@ Schedule RhdAllReduce::build(const CollArgs& a) const {
   }
 
   const int vr = fold.virtualRank(r), p2 = fold.pow2;
-  // Halving: keep the half of the current parts on this rank's side of bit `mask`.
+  // Halving: keep the half of the current parts on this rank's side of each bit in turn.
+  struct Halving {
+    int peer;
+    Range kept, given;
+  };
+  std::vector<Halving> halvings;
   int first = 0, parts = p2;
-  for (int mask = p2 / 2; mask >= 1; mask /= 2) {
+  for (int mask : exchangeMasks(fold, a.topology)) {
     const int peer = fold.realRank(vr ^ mask);
     parts /= 2;
     const int keep = (vr & mask) ? first + parts : first,
@@ -89,24 +130,19 @@ Schedule RhdAllReduce::build(const CollArgs& a) const {
              [&](size_t off, size_t n) {
                b.recvReduce(peer, {from, off, n}, {Buffer::Recv, off, n});
              });
+    halvings.push_back({peer, kept, given});
     source = Buffer::Recv;
     first = keep;
   }
-  // Now part vr is complete here and nowhere else: Avg divides it once.
-  const Range owned = evenPart(a.count, p2, vr);
+  // Now the part kept last is complete here and nowhere else: Avg divides it once.
+  const Range owned = halvings.back().kept;
   if (a.average && owned.count > 0) b.finishAvg(slice(all, owned.offset, owned.count));
 
-  // Doubling: exchange the parts gathered so far with the partner's, which sit next to them.
-  for (int mask = 1; mask < p2; mask *= 2) {
-    const int peer = fold.realRank(vr ^ mask);
-    const int peerFirst = first ^ mask;
-    const Range mine = partsRange(a.count, p2, first, parts);
-    const Range theirs = partsRange(a.count, p2, peerFirst, parts);
-    exchange(b, peer, slice(all, mine.offset, mine.count), theirs, a.chunkCount,
-             [&](size_t off, size_t n) { b.recv(peer, slice(all, off, n)); });
-    first = first < peerFirst ? first : peerFirst;
-    parts *= 2;
-  }
+  // Doubling: the exchanges in reverse, each sending what this rank kept there (complete by
+  // now) and receiving what it gave.
+  for (auto h = halvings.rbegin(); h != halvings.rend(); ++h)
+    exchange(b, h->peer, slice(all, h->kept.offset, h->kept.count), h->given, a.chunkCount,
+             [&](size_t off, size_t n) { b.recv(h->peer, slice(all, off, n)); });
 
   if (foldedInto) sendChunks(b, r - 1, all, a.chunkCount);
   return std::move(b).finish();

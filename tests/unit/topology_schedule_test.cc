@@ -270,6 +270,41 @@ const Topology* evenTwoLevels(int n) { return even(n, false); }
 const Topology* evenThreeLevels(int n) { return even(n, true); }
 
 TEST(TopologySchedule, RhdEveryRankCount) { sweep(algos::RhdAllReduce(), none); }
+// The topology orders the exchanges (a different order for each shape): the results stay exact.
+TEST(TopologySchedule, RhdEveryRankCountOnHostsAndRacks) {
+  sweep(algos::RhdAllReduce(), twoLevels);
+  sweep(algos::RhdAllReduce(), evenThreeLevels);
+}
+
+// Elements rank r's schedule sends to peers outside its host.
+size_t sentAcrossHosts(const algos::Schedule& s, const Topology& topo, int r) {
+  size_t sent = 0;
+  for (const algos::Step& st : s.steps)
+    if (st.kind == algos::StepKind::Send && topo.commonLevel(r, st.peer) > 0) sent += st.src.count;
+  return sent;
+}
+
+// On hosts of consecutive ranks the halving's largest exchanges stay inside a host: 8 ranks a
+// host, 4 hosts, each rank sends n/16 + n/32 across hosts in each phase (taking the highest bit
+// first, n/2 + n/4); with hosts alternating in rank order (rank r on host r mod 4), the same
+// bytes cross, through the other bits. Without a topology the order is from the highest bit.
+TEST(TopologySchedule, RhdExchangesTheMostWithTheNearestRanks) {
+  const size_t count = 32 * 64;
+  const algos::LinkCost link{1, 1e-4};
+  std::vector<int> blocks(32), alternate(32);
+  for (int r = 0; r < 32; ++r) blocks[r] = r / 8, alternate[r] = r % 4;
+  for (const std::vector<int>& hostOf : {blocks, alternate}) {
+    const Topology topo = Topology::hostsAndRacks(hostOf, {}, link, link, link);
+    const auto schedules =
+        buildAll(algos::RhdAllReduce(), {32, count, 1 << 20, false, false, false, &topo});
+    for (int r = 0; r < 32; ++r)
+      EXPECT_EQ(sentAcrossHosts(schedules[r], topo, r), 2 * (count / 16 + count / 32)) << r;
+  }
+  const Topology topo = Topology::hostsAndRacks(blocks, {}, link, link, link);
+  const auto blind = buildAll(algos::RhdAllReduce(), {32, count, 1 << 20});
+  for (int r = 0; r < 32; ++r)
+    EXPECT_EQ(sentAcrossHosts(blind[r], topo, r), 2 * (count / 2 + count / 4)) << r;
+}
 
 // Halving-doubling talks to rank ^ 2^k for each k, and past a power of two the folded pairs
 // add one partner each.
