@@ -98,7 +98,7 @@ TEST(OperationSim, ABlockOfRanksPricesWhatEveryRankDoes) {
 // every rank simulated does. XOR by less than a pod would keep a rack or a pod where it is and
 // share its port among the blocks, so the block is a pod. (From a few chunks a part, which
 // earlier sends a reduction waits behind depends on the side of each split the rank kept, so
-// the schedules differ by more than their peers and the blocks are two halves by a shift.)
+// the schedules differ by more than their peers, and no exact block remains.)
 TEST(OperationSim, RhdBlocksAreAPodApartByXor) {
   const Topology topo = clos(4);
   for (size_t bytes : {size_t{64} << 10, size_t{1} << 20}) {
