@@ -24,6 +24,14 @@ struct HierBuilder {
   // The phase whose steps are emitted. A walk emits one phase; the walk itself (and `source`)
   // is the same every time, so the phases of one range can be emitted apart.
   Phase emit = Phase::Down;
+  // Per level, the groups of the members the walk meets there and the index of this rank's: the
+  // same for every range and phase, so a build splits the members once per level, not once per
+  // walk (at thousands of ranks that split is most of a pipelined schedule's build).
+  struct Level {
+    std::vector<std::vector<int>> groups;
+    size_t mine = 0;
+  };
+  std::vector<Level>* levels = nullptr;
 
   bool emitting(Phase phase) const { return emit == phase; }
 
@@ -37,10 +45,15 @@ struct HierBuilder {
       source = Buffer::Recv;
       return;
     }
-    const std::vector<std::vector<int>> groups = groupsAt(topo, level, members);
+    Level& split = (*levels)[static_cast<size_t>(level)];
+    if (split.groups.empty()) {
+      split.groups = groupsAt(topo, level, members);
+      split.mine = groupHolding(split.groups, a.rank);
+    }
+    const std::vector<std::vector<int>>& groups = split.groups;
     size_t g = groups[0].size();
     for (const auto& group : groups) g = std::min(g, group.size());
-    const std::vector<int>& mine = groups[groupHolding(groups, a.rank)];
+    const std::vector<int>& mine = groups[split.mine];
     const size_t k = static_cast<size_t>(positionOf(mine, a.rank));
 
     if (k >= g) {  // beyond the even split: fold into rank k mod g, get the result back
@@ -131,9 +144,10 @@ Schedule HierAllReduce::build(const CollArgs& a) const {
   const std::vector<int> order = nestedOrder(topo);
   const int pieces =
       static_cast<int>(std::min(piecesFor(a.count * a.typeSize), std::max<size_t>(a.count, 1)));
+  std::vector<HierBuilder::Level> levels(static_cast<size_t>(topo.levels()));
   auto emit = [&](int piece, Phase phase) {
     const Range r = evenPart(a.count, pieces, piece);
-    HierBuilder walk{b, topo, a, inputBuffer(a), phase};
+    HierBuilder walk{b, topo, a, inputBuffer(a), phase, &levels};
     walk.allReduce(order, 0, r);
   };
   emit(0, Phase::Down);
