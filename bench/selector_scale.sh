@@ -2,7 +2,9 @@
 # The selector above its whole-operation budget, against the whole operations it chooses among:
 # for each fabric and size, every candidate's whole-operation price (braid-sim's simulation of
 # all ranks, with the symmetric-block shortcut) and `auto`'s choice, with the selector's own
-# prices (--why). Optionally a second build's `auto` beside it (the selector before a change).
+# prices (--why) and each `auto` run's wall time and peak memory (the selector's choice and the
+# chosen candidate's simulation, whose time the sim(s) column gives). Optionally a second
+# build's `auto` beside it (the selector before a change).
 # Results: bench/results/selector_scale.md.
 #   bash bench/selector_scale.sh [BUILD_DIR] [OTHER_BUILD_DIR]
 set -u
@@ -18,11 +20,12 @@ row() {  # name, size, then the fabric
   local name=$1 size=$2
   shift 2
   echo "## $name $size"
-  "$sim" "$@" -b "$size" -e "$size" --algos ring,hier,hierpipe,tree --why 2>&1 | grep -v '^level\|^top:\|^# level\|^# braid\|^#  '
-  "$sim" "$@" -b "$size" -e "$size" --algos auto --why 2>&1 | grep -v '^level\|^top:\|^# level\|^# braid\|^#  \|^# peak'
-  [ -n "$other" ] && echo "# before:" && "$other" "$@" -b "$size" -e "$size" --algos auto 2>&1 |
-    grep -v '^level\|^top:\|^#'
+  "$sim" "$@" -b "$size" -e "$size" --algos ring,hier,hierpipe,tree,rhd 2>&1 | grep -v '^level\|^top:\|^# level\|^# braid\|^#  '
+  /usr/bin/time -f '# wall %e s, peak %M KB' "$sim" "$@" -b "$size" -e "$size" --algos auto --why 2>&1 | grep -v '^level\|^top:\|^# level\|^# braid\|^#  \|^# peak'
+  [ -n "$other" ] && echo "# before:" &&
+    /usr/bin/time -f '# wall %e s, peak %M KB' "$other" "$@" -b "$size" -e "$size" --algos auto --why 2>&1 |
+    grep -v '^level\|^top:\|^# level\|^# braid\|^#  \|^# peak'
 }
-for size in 25M 64M 256M 1G; do row clos3072 "$size" "${clos[@]}"; done
+for size in 256K 4M 25M 64M 256M 1G; do row clos3072 "$size" "${clos[@]}"; done
 row gpt3_10gbe_1024 1G "${ten[@]}"
 for size in 64M 1G; do row fp32_3072 "$size" "${fp32[@]}"; done

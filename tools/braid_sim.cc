@@ -33,7 +33,8 @@
 // rank by the block maps the fabric and the schedules onto themselves; the "ranks" column says
 // how many were simulated, with a ~ where the blocks' schedules differ in what their steps wait
 // for (approximate: off with --exact-symmetry); --no-symmetry simulates every rank.
-// --why: for `auto`, the selector's price of every candidate (its TUNING log line), on stderr.
+// --why: for `auto`, the selector's price of every candidate (its TUNING log line) and the time
+// it took to choose, on stderr.
 // Exit status 2 on a usage error, 1 when a call cannot be priced, with the reason on stderr.
 #include <spawn.h>
 #include <sys/resource.h>
@@ -425,12 +426,17 @@ int main(int argc, char** argv) {
       const braid::algos::Algorithm* algo = nullptr;
       if (name == "auto") {
         braid::algos::Choice choice;
+        const auto choosing = std::chrono::steady_clock::now();
         if (braid::Status s = braid::algos::chooseAlgorithm(args, {}, "", &choice); !s.ok()) {
           std::fprintf(stderr, "braid-sim: %s\n", s.message().c_str());
           return 1;
         }
+        const double chose =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - choosing).count();
         algo = choice.algorithm;
-        if (why) std::fprintf(stderr, "# auto, %zu bytes: %s\n", bytes, choice.reason.c_str());
+        if (why)
+          std::fprintf(stderr, "# auto, %zu bytes, chosen in %.2f s: %s\n", bytes, chose,
+                       choice.reason.c_str());
       } else {
         for (const braid::algos::Algorithm* a : braid::algos::algorithms())
           if (a->name() == name && a->compressed() == (codec != nullptr) && a->supports(args))

@@ -19,20 +19,23 @@ double codecStepUs(const Step& st, double gammaUsPerByte) {
 
 namespace {
 
-// Where a rank is walked alone on a topology, its receives also wait for their senders, taken
-// to be where this rank is in its own schedule: the m-th message from peer p leaves when this
-// rank's m-th message to p's mirror image (2 rank - p: a ring's successor for its predecessor)
-// left, or its m-th message to p itself where it sends the mirror nothing (an exchange), if
-// either was sent before the receive in schedule order; it arrives a hop later (Flows::hop: the
-// hop's latency and transfer as the ranks of the host that play the same part see them on
-// average, since a chunk passing along a ring crosses every kind of hop in turn). Without it a
-// rank never waits for a predecessor, and a ring's receives pipelined at their port's rate: a
+// Where a rank is walked alone on a topology, its receives also wait for their senders. The m-th
+// message from peer p leaves when this rank's m-th message to p's mirror image (2 rank - p: a
+// ring's successor for its predecessor) left, if the rank sent the mirror anything before the
+// receive in schedule order (a ring's rank is where its neighbours are in theirs). Else the
+// sender cone, where there is one, evaluates p's schedule up to that message (a tree's parent
+// waits for its children's subtrees, a leaf for the root's answer); failing that, the m-th
+// message to p itself, as in an exchange. The message arrives a hop later (Flows::hop: the hop's
+// latency and transfer as the ranks of the host that play the same part see them on average,
+// since a chunk passing along a ring crosses every kind of hop in turn). Without it a rank never
+// waits for a predecessor, and a ring's receives pipelined at their port's rate: a
 // latency-bound ring at thousands of ranks priced a fraction of its whole operation.
 struct Senders {
   int rank = 0;
   int nranks = 0;                                 // 0: receives wait for nothing but their port
   std::map<int, std::vector<double>> sendStarts;  // per peer, each message's start
   std::map<int, size_t> received;                 // per peer, messages received so far
+  SenderCone* cone = nullptr;                     // places what the mirror does not
 
   void sent(int peer, double start) {
     if (nranks > 0) sendStarts[peer].push_back(start);
@@ -41,13 +44,40 @@ struct Senders {
   double from(int peer) {
     if (nranks <= 0) return -1.0;
     const size_t m = received[peer]++;
-    for (int image : {((2 * rank - peer) % nranks + nranks) % nranks, peer}) {
+    auto sentTo = [&](int image) -> const std::vector<double>* {
       auto it = sendStarts.find(image);
-      if (it != sendStarts.end()) return it->second.size() > m ? it->second[m] : -1.0;
+      return it == sendStarts.end() ? nullptr : &it->second;
+    };
+    if (const auto* mirror = sentTo(((2 * rank - peer) % nranks + nranks) % nranks))
+      return mirror->size() > m ? (*mirror)[m] : -1.0;
+    if (cone) {
+      if (const double t = cone->sendStart(peer, rank, m); t >= 0) return t;
     }
-    return -1.0;
+    const auto* exchange = sentTo(peer);
+    return exchange && exchange->size() > m ? (*exchange)[m] : -1.0;
   }
 };
+
+// When step `st` of `s` may start: its dependencies' latest finish.
+double readyAt(const Schedule& s, const Step& st, const std::vector<double>& finish) {
+  double start = 0.0;
+  for (uint32_t k = 0; k < st.depCount; ++k)
+    start = std::max(start, finish[s.deps[st.depBegin + k]]);
+  return start;
+}
+
+// The time of a step that moves no message: a reduction, a copy or a codec step.
+double localUs(const Step& st, double bytes, double gamma, double copy) {
+  switch (st.kind) {
+    case StepKind::Reduce:
+    case StepKind::FinishAvg: return bytes * gamma;
+    case StepKind::Copy: return bytes * copy;
+    case StepKind::Encode:
+    case StepKind::DecodeAccumulate:
+    case StepKind::Decode: return codecStepUs(st, gamma);
+    default: return 0.0;
+  }
+}
 
 // The pricing walk shared by both entry points; `linkOf(peer)` names the link level and cost.
 // `linkOf(peer, step, out)` names the link level and the message's cost per byte.
@@ -59,12 +89,9 @@ double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int l
   double end = 0.0;
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
-    double start = 0.0;
-    for (uint32_t k = 0; k < st.depCount; ++k)
-      start = std::max(start, finish[s.deps[st.depBegin + k]]);
+    double start = readyAt(s, st, finish);
     const double bytes = stepBytes(st, typeSize);
-
-    double done = start;
+    double done = start + localUs(st, bytes, gamma, copy);
     switch (st.kind) {
       case StepKind::Send:
       case StepKind::Recv:
@@ -84,17 +111,27 @@ double walk(const Schedule& s, size_t typeSize, double gamma, double copy, int l
         if (st.kind == StepKind::RecvReduce) done += bytes * gamma;
         break;
       }
-      case StepKind::Reduce:
-      case StepKind::FinishAvg: done = start + bytes * gamma; break;
-      case StepKind::Copy: done = start + bytes * copy; break;
-      case StepKind::Encode:
-      case StepKind::DecodeAccumulate:
-      case StepKind::Decode: done = start + codecStepUs(st, gamma); break;
+      default: break;
     }
     finish[i] = done;
     end = std::max(end, done);
   }
   return end;
+}
+
+// A rank's link to `peer` on the topology: the level, its cost, and the message's cost per byte
+// with the flows that share its ports (cost_model.h, FlowCount).
+auto topologyLink(const Topology& t, int rank, const Flows& flows) {
+  return [&t, rank, flows](int peer, size_t step, bool out) {
+    const int level = t.commonLevel(rank, peer);
+    const LinkCost& link = t.link[static_cast<size_t>(level)];
+    double beta = link.betaUsPerByte;
+    if (flows.count)
+      for (int l = 0; l < level; ++l)
+        beta = std::max(beta, flows.count(flows.context, step, l, out) *
+                                  t.link[static_cast<size_t>(l) + 1].betaUsPerByte);
+    return std::make_tuple(level, link, beta);
+  };
 }
 
 }  // namespace
@@ -110,19 +147,131 @@ double estimateMicroseconds(const Schedule& s, size_t typeSize, const Topology& 
 
 double estimateMicroseconds(const Schedule& s, size_t typeSize, const Topology& t, int rank,
                             Flows flows) {
-  return walk(
-      s, typeSize, t.gammaUsPerByte, t.gammaUsPerByte, t.levels(),
-      [&](int peer, size_t step, bool out) {
-        const int level = t.commonLevel(rank, peer);
-        const LinkCost& link = t.link[static_cast<size_t>(level)];
-        double beta = link.betaUsPerByte;
-        if (flows.count)
-          for (int l = 0; l < level; ++l)
-            beta = std::max(beta, flows.count(flows.context, step, l, out) *
-                                      t.link[static_cast<size_t>(l) + 1].betaUsPerByte);
-        return std::make_tuple(level, link, beta);
-      },
-      Senders{rank, t.nranks(), {}, {}}, flows);
+  return walk(s, typeSize, t.gammaUsPerByte, t.gammaUsPerByte, t.levels(),
+              topologyLink(t, rank, flows), Senders{rank, t.nranks(), {}, {}, flows.cone}, flows);
+}
+
+// A rank the cone has taken on: its schedule's steps, evaluated on demand.
+struct SenderCone::Rank {
+  int rank;
+  const Schedule& s;
+  std::vector<double> finish;  // per step, once known
+  std::vector<double> start;   // per send step, once known: when its message left
+  std::vector<uint8_t> state;  // per step: kUnknown, kOpen (its dependencies are being
+                               // evaluated), kKnown
+  std::vector<uint32_t> nth;   // per send or receive: its place among those to or from its peer
+  std::map<int, std::vector<uint32_t>> sendSteps;  // per peer, its send steps in order
+};
+
+namespace {
+constexpr uint8_t kUnknown = 0, kOpen = 1, kKnown = 2;
+}  // namespace
+
+SenderCone::SenderCone(const Topology& topology, size_t typeSize, ScheduleOf scheduleOf,
+                       const void* context, size_t maxSteps)
+    : topo_(topology),
+      typeSize_(typeSize),
+      scheduleOf_(scheduleOf),
+      context_(context),
+      maxSteps_(maxSteps) {}
+
+SenderCone::~SenderCone() = default;
+
+SenderCone::Rank* SenderCone::rankState(int r) {
+  auto it = ranks_.find(r);
+  if (it != ranks_.end()) return it->second.get();
+  if (steps_ >= maxSteps_) return nullptr;
+  const Schedule& s = scheduleOf_(context_, r);
+  steps_ += s.steps.size();
+  const size_t n = s.steps.size();
+  auto q = std::unique_ptr<Rank>(new Rank{r,
+                                          s,
+                                          std::vector<double>(n, 0.0),
+                                          std::vector<double>(n, 0.0),
+                                          std::vector<uint8_t>(n, kUnknown),
+                                          std::vector<uint32_t>(n, 0),
+                                          {}});
+  std::map<int, uint32_t> received;
+  for (size_t i = 0; i < n; ++i) {
+    const Step& st = s.steps[i];
+    if (st.kind == StepKind::Send) {
+      auto& sends = q->sendSteps[st.peer];
+      q->nth[i] = static_cast<uint32_t>(sends.size());
+      sends.push_back(static_cast<uint32_t>(i));
+    } else if (st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce) {
+      q->nth[i] = received[st.peer]++;
+    }
+  }
+  return ranks_.emplace(r, std::move(q)).first->second.get();
+}
+
+// Evaluates step `target` of q and the steps it depends on, without recursion inside q (a
+// ring's step depends on the one before it, thousands deep): a step is known once its
+// dependencies are, at its dependencies' finish (no port queue: the cone's ranks are not walked
+// in schedule order) plus its own time, a receive no earlier than its sender's message arrives.
+bool SenderCone::evaluate(Rank& q, uint32_t target) {
+  if (q.state[target] == kKnown) return true;
+  if (q.state[target] == kOpen) return false;  // asked again while being evaluated: a cycle
+  const Schedule& s = q.s;
+  std::vector<uint32_t> stack{target}, opened;
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    const Step& st = s.steps[i];
+    if (q.state[i] == kKnown) {
+      stack.pop_back();
+      continue;
+    }
+    if (q.state[i] == kUnknown) {
+      q.state[i] = kOpen;
+      opened.push_back(i);
+      for (uint32_t k = 0; k < st.depCount; ++k) {
+        const uint32_t d = s.deps[st.depBegin + k];
+        if (q.state[d] == kUnknown) {
+          stack.push_back(d);
+        } else if (q.state[d] == kOpen) {
+          // Open in an evaluation of q further up the cone (this one's opened steps are all
+          // later than their dependencies): the step waits on itself through other ranks.
+          for (uint32_t o : opened)
+            if (q.state[o] == kOpen) q.state[o] = kUnknown;
+          return false;
+        }
+      }
+      continue;
+    }
+    const double start = readyAt(s, st, q.finish);
+    const double bytes = stepBytes(st, typeSize_);
+    const double gamma = topo_.gammaUsPerByte;
+    double done = start + localUs(st, bytes, gamma, gamma);
+    if (st.kind == StepKind::Send || st.kind == StepKind::Recv || st.kind == StepKind::RecvReduce) {
+      const LinkCost& link = topo_.link[static_cast<size_t>(topo_.commonLevel(q.rank, st.peer))];
+      const double hop = link.alphaUs + bytes * link.betaUsPerByte;
+      done = start + hop;
+      if (st.kind == StepKind::Send) {
+        q.start[i] = start;
+      } else {
+        if (const double sent = sendStart(st.peer, q.rank, q.nth[i]); sent >= 0)
+          done = std::max(done, sent + hop);
+        if (st.kind == StepKind::RecvReduce) done += bytes * gamma;
+      }
+    }
+    q.finish[i] = done;
+    q.state[i] = kKnown;
+    stack.pop_back();
+  }
+  return true;
+}
+
+double SenderCone::sendStart(int from, int to, size_t m) {
+  if (from < 0 || from >= topo_.nranks() || depth_ >= kMaxDepth) return -1.0;
+  Rank* q = rankState(from);
+  if (!q) return -1.0;
+  auto it = q->sendSteps.find(to);
+  if (it == q->sendSteps.end() || it->second.size() <= m) return -1.0;
+  const uint32_t step = it->second[m];
+  ++depth_;
+  const bool known = evaluate(*q, step);
+  --depth_;
+  return known ? q->start[step] : -1.0;
 }
 
 }  // namespace braid::algos

@@ -24,6 +24,12 @@ constexpr int kWholeOperationRanks = 16;
 // benchmark machine, once per distinct call (tests/unit/selector_test.cc's 256-rank Clos: 12
 // whole operations of every rank, up to 64 MiB, in 1.7 s).
 constexpr size_t kWholeOperationSteps = size_t{1} << 21;
+// The steps of the schedules a representatives' sender cone takes on (cost_model.h, SenderCone):
+// building those schedules is what it costs, about 1 us a step for the pipelined hierarchy. At
+// 3,072 ranks on the seed's Clos (bench/selector_scale.sh) half the whole operation's budget
+// keeps each candidate's representatives within 0.75 s, where the whole budget took 1.3 s
+// for the same choices.
+constexpr size_t kConeSteps = kWholeOperationSteps / 2;
 // Prices this close are a tie (selector.h's rule). Where shaped links are priced in a steady
 // stream of calls, several schedules reach the slowest link's rate alike; the one-shot schedules
 // then queue their burst at that link, which the model does not price: on the emulated cluster
@@ -295,7 +301,9 @@ double priceOperation(const Algorithm& algo, const CollArgs& args, double* links
 
 // Each representative alone, its messages priced with the ports they share: the flows that other
 // ranks of its groups send out of (or into) the same group at the same step, counted on a sample
-// of those ranks (GroupFlows).
+// of those ranks (GroupFlows). Its receives wait for their senders: placed by the mirror rule
+// (cost_model.cc), else walked in one sender cone that the representatives share, as far as the
+// whole operation's budget of steps.
 double priceRepresentatives(const Algorithm& algo, const CollArgs& args, double* linksUs) {
   const int n = args.nranks;
   const Topology& topo = *args.topology;
@@ -305,12 +313,19 @@ double priceRepresentatives(const Algorithm& algo, const CollArgs& args, double*
     if (it == built.end()) it = built.emplace(r, algo.build(rankView(args, r))).first;
     return it->second;
   };
+  SenderCone cone(
+      topo, args.typeSize,
+      [](const void* context, int r) -> const Schedule& {
+        return (*static_cast<const decltype(scheduleOf)*>(context))(r);
+      },
+      &scheduleOf, kConeSteps);
   double worst = 0.0;
   for (int r : {0, n / 2, n - 1, args.root}) {
     if (r < 0 || r >= n) continue;
     const GroupFlows flows(topo, r, args.typeSize, scheduleOf);
-    const double walked = estimateMicroseconds(scheduleOf(r), args.typeSize, topo, r,
-                                               Flows{&GroupFlows::count, &flows, &GroupFlows::hop});
+    const double walked =
+        estimateMicroseconds(scheduleOf(r), args.typeSize, topo, r,
+                             Flows{&GroupFlows::count, &flows, &GroupFlows::hop, &cone});
     worst = std::max({worst, walked, flows.portBoundUs()});
   }
   if (linksUs) *linksUs = worst;
