@@ -229,8 +229,9 @@ bool SenderCone::evaluate(Rank& q, uint32_t target) {
         if (q.state[d] == kUnknown) {
           stack.push_back(d);
         } else if (q.state[d] == kOpen) {
-          // Open in an evaluation of q further up the cone (this one's opened steps are all
-          // later than their dependencies): the step waits on itself through other ranks.
+          // Open, yet not in this evaluation (a step comes after the steps it depends on, so
+          // none of them is open here): an evaluation of q further up the cone waits for this
+          // one, and the step waits on itself through other ranks.
           for (uint32_t o : opened)
             if (q.state[o] == kOpen) q.state[o] = kUnknown;
           return false;

@@ -57,9 +57,9 @@ struct Flows {
   FlowCount count = nullptr;
   const void* context = nullptr;
   HopUs hop = nullptr;
-  // Where the mirror rule (cost_model.cc) does not place a receive's sender, the cone walks the
-  // sender's schedule to find when it sent. Null: such a receive is taken to answer the rank's
-  // own message to the sender (an exchange), or waits for its port only.
+  // Where the mirror rule (cost_model.cc) does not place a receive's sender, the cone evaluates
+  // the sender's schedule to find when it sent. Null: such a receive is taken to answer the
+  // rank's own message to the sender (an exchange), or waits for its port only.
   SenderCone* cone = nullptr;
 };
 double estimateMicroseconds(const Schedule& schedule, size_t typeSize, const Topology& topology,
