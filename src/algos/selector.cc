@@ -302,8 +302,8 @@ double priceOperation(const Algorithm& algo, const CollArgs& args, double* links
 // Each representative alone, its messages priced with the ports they share: the flows that other
 // ranks of its groups send out of (or into) the same group at the same step, counted on a sample
 // of those ranks (GroupFlows). Its receives wait for their senders: placed by the mirror rule
-// (cost_model.cc), else walked in one sender cone that the representatives share, as far as the
-// whole operation's budget of steps.
+// (cost_model.cc), else evaluated in one sender cone that the representatives share, within
+// kConeSteps.
 double priceRepresentatives(const Algorithm& algo, const CollArgs& args, double* linksUs) {
   const int n = args.nranks;
   const Topology& topo = *args.topology;
