@@ -124,6 +124,14 @@ summary() {
     done
     r=$(perf_rows "$logs/collectives-np1.log" | awk '{w += $9 + $13; n++} END {if (n) print n" rows of 7 collectives, "w" wrong elements"}')
     [[ -n "$r" ]] && echo "- every collective at one rank on device buffers: $r"
+    for s in ipc-np2 ipc-t2 ipc-np4; do
+      r=$(perf_rows "$logs/$s.log" | awk '{w += $9 + $13; n++} END {if (n) print n" rows of 7 collectives, "w" wrong elements"}')
+      [[ -n "$r" ]] && echo "- $s, every collective over IPC (BRAID_DEVICE_IPC=1): $r"
+      r=$(grep -c "device collectives over CUDA IPC" "$logs/$s.log" 2>/dev/null)
+      [[ -n "$r" ]] && echo "- $s: $r communicators joined the IPC path"
+    done
+    r=$(side_rows staged-np2 ipc-allreduce-np2)
+    [[ -n "$r" ]] && echo "- 2 ranks, us per call, device buffers staged / over IPC: $r"
     r=$(side_rows allreduce-np1 nccl-np1)
     [[ -n "$r" ]] && echo "- one rank, us per call, Braid / NCCL: $r"
     r=$(side_rows latency-np1 latency-np2 latency-t2 latency-np2-pinned)
@@ -303,6 +311,25 @@ if ((built)); then
   stage torch-np2 150 torch_check 2
   stage allreduce-np4 150 run_perf 4 all_reduce_perf "${ar[@]}"
   stage torch-np4 150 torch_check 4
+  # The devices running the collectives among themselves (BRAID_DEVICE_IPC=1: CUDA IPC
+  # mailboxes, no staging), first run here: every collective checked at 2 ranks as processes, 2
+  # as threads of one process and 4; AllReduce side by side with the staged path (staged-np2).
+  ipc_log=(env BRAID_DEVICE_IPC=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROXY)
+  collectives() {  # ranks perf-arguments...
+    local n=$1 bin rc=0
+    shift
+    for bin in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
+               alltoall_perf sendrecv_perf; do
+      echo "== $bin"
+      run_perf "$n" "$bin" "$@" || rc=1
+    done
+    return $rc
+  }
+  export -f collectives
+  stage ipc-np2 60 "${ipc_log[@]}" bash -c 'collectives 2 "$@"' run "${small[@]}"
+  stage ipc-t2 60 "${ipc_log[@]}" bash -c 'collectives 1 -t 2 "$@"' run "${small[@]}"
+  stage ipc-np4 60 "${ipc_log[@]}" bash -c 'collectives 4 "$@"' run "${small[@]}"
+  stage ipc-allreduce-np2 60 "${ipc_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"
   # One rank, Braid beside NVIDIA's NCCL: every power of two to 1 GiB even in QUICK mode (a
   # communicator of one rank runs as kernels on the stream, as NCCL's does).
   ar1=(-G 1 -b 8 -e 1G -f 2 -n 20 -w 5 -c 1)
@@ -329,17 +356,7 @@ PY
   done
   # Every collective on a communicator of one rank (kernels on the stream; sendrecv to itself is
   # staged), each checked.
-  collectives_np1() {  # perf arguments
-    local bin rc=0
-    for bin in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf \
-               alltoall_perf sendrecv_perf; do
-      echo "== $bin"
-      run_perf 1 "$bin" "$@" || rc=1
-    done
-    return $rc
-  }
-  export -f collectives_np1
-  stage collectives-np1 60 collectives_np1 "${small[@]}"
+  stage collectives-np1 60 collectives 1 "${small[@]}"
   # Staging as configured (large batches by the progress thread), against every batch staged on
   # the caller's stream; the progress thread's INFO line says where its time went.
   stage staged-np2 60 "${proxy_log[@]}" bash -c 'run_perf 2 all_reduce_perf -G 1 "$@"' run "${staged[@]}"

@@ -9,6 +9,7 @@
 #include "core/comm/comm.h"
 #include "core/comm/config.h"
 #include "core/device/device.h"
+#include "core/device/ipc_path.h"
 
 using braid::Status;
 using braid::api::guard;
@@ -80,9 +81,11 @@ BRAID_API(ncclResult_t, ncclCommResume, ncclComm_t comm) {
   });
 }
 
-// The statistics count GPU memory, and Braid allocates none for a communicator (device calls
-// stage through pinned host memory, which a suspend releases), so the byte counts are 0;
-// ncclStatGpuMemSuspended says whether the communicator is suspended.
+// The statistics count GPU memory. Braid's only GPU memory per communicator is its mailbox where
+// its ranks run device collectives on the devices (BRAID_DEVICE_IPC), which stays while suspended
+// (peers write into it); otherwise device calls stage through pinned host memory, which a
+// suspend releases, and the counts are 0. ncclStatGpuMemSuspended says whether the communicator
+// is suspended.
 BRAID_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat,
           uint64_t* value) {
   braid::api::noteClient232();
@@ -91,9 +94,11 @@ BRAID_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t sta
     if (!value) return braid::invalidArgument("value is NULL");
     switch (braid::api::enumValue(stat)) {
       case ncclStatGpuMemSuspended: *value = comm->suspended.load() ? 1 : 0; break;
-      case ncclStatGpuMemSuspend:
+      case ncclStatGpuMemSuspend: *value = 0; break;
       case ncclStatGpuMemPersist:
-      case ncclStatGpuMemTotal: *value = 0; break;
+      case ncclStatGpuMemTotal:
+        *value = comm->deviceIpc ? comm->deviceIpc->mailboxBytes() : 0;
+        break;
       default:
         return braid::invalidArgument("stat %d is not an ncclCommMemStat_t",
                                       braid::api::enumValue(stat));

@@ -47,6 +47,16 @@ const Var kBraidCuda = {
     "0: device-memory support off even where a CUDA driver and device are present (host memory "
     "only, no CUDA call on any collective's path); 1: on wherever the build, a driver and a "
     "device allow it"};
+const Var kBraidDeviceIpc = {
+    "BRAID_DEVICE_IPC", "0",
+    "1: a communicator whose ranks are all on one host runs its collectives on device buffers on "
+    "the devices (CUDA IPC mailboxes; copies and reductions queued as stream work; no staging, "
+    "no progress thread; every rank must then call with device buffers, as with NCCL; not yet "
+    "run on a GPU); 0: through pinned host staging and the host transports"};
+const Var kBraidDeviceIpcSlotBytes = {
+    "BRAID_DEVICE_IPC_SLOT_BYTES", "1048576",
+    "BRAID_DEVICE_IPC: the piece a message crosses in (a rank's mailbox holds 4 per peer, so a "
+    "sender runs at most 4 pieces ahead of its receiver)"};
 const Var kBraidDeviceStreamCopyBytes = {
     "BRAID_DEVICE_STREAM_COPY_BYTES", "1048576",
     "device buffers: a call (or a group's part on one communicator) needing up to this many bytes "
@@ -96,6 +106,8 @@ List coreVariables() {
                                      &kBraidCompressFeedback,
                                      &kBraidCompressMinBytes,
                                      &kBraidCuda,
+                                     &kBraidDeviceIpc,
+                                     &kBraidDeviceIpcSlotBytes,
                                      &kBraidDevicePieceBytes,
                                      &kBraidDeviceStreamCopyBytes,
                                      &kBraidDirectMaxBytes,

@@ -17,6 +17,8 @@ extern const Var kBraidCompress;
 extern const Var kBraidCompressFeedback;
 extern const Var kBraidCompressMinBytes;
 extern const Var kBraidCuda;
+extern const Var kBraidDeviceIpc;
+extern const Var kBraidDeviceIpcSlotBytes;
 extern const Var kBraidDevicePieceBytes;
 extern const Var kBraidDeviceStreamCopyBytes;
 extern const Var kBraidDirectMaxBytes;

@@ -31,6 +31,8 @@ struct PeerInfo {
                              // NCCL_HOSTID says (emulated hosts in namespaces share them)
   int32_t cores = 1;         // CPUs this process may run on (its affinity mask)
   int32_t ibPorts = 0;       // active RDMA ports the ib transport can use (Transport::advertise)
+  int32_t deviceIpc = 0;     // runs device collectives among one host's ranks on the devices
+                             // where all do (core/device/ipc_path.h)
 };
 
 // Receives the bytes of a posted receive as they arrive, in place of a memcpy into the buffer

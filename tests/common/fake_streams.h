@@ -85,11 +85,17 @@ class FakeStream {
 };
 
 class FakeStreamOps final : public device::StreamOps {
+  // An event: done once the stream ran past its record; waits and the stream share the state.
+  struct FakeEvent {
+    std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+  };
+
  public:
   struct Counters {
     std::atomic<int> copiesToHost{0}, copiesToDevice{0}, waits{0}, stagingAllocs{0};
     std::atomic<int> copiesOnOwnStreams{0};   // of those copies, made on a makeStream() stream
-    std::atomic<int> deviceKernels{0};        // deviceCopy, deviceReduce, deviceFinishAvg
+    std::atomic<int> deviceKernels{0};        // deviceCopy, deviceReduce(3), deviceFinishAvg
+    std::atomic<int> valueWaits{0};           // waitValue
     std::atomic<void*> lastStaging{nullptr};  // where the last copy to the host went
   };
 
@@ -133,16 +139,16 @@ class FakeStreamOps final : public device::StreamOps {
     return Status::Ok();
   }
   Status record(cudaStream_t s, device::Event* event) override {
-    auto* done = new std::atomic<bool>(false);
+    auto* ev = new FakeEvent;
     if (++records_ == failRecordAt_) {
-      *event = done;
+      *event = ev;
       return {ncclUnhandledCudaError, "fake record failed"};
     }
-    FakeStream::of(s)->push([done] {
+    FakeStream::of(s)->push([done = ev->done] {
       done->store(true);
       return true;
     });
-    *event = done;
+    *event = ev;
     return Status::Ok();
   }
   Status waitFlag(cudaStream_t s, uint32_t value) override {
@@ -156,14 +162,68 @@ class FakeStreamOps final : public device::StreamOps {
     return Status::Ok();
   }
   Status query(device::Event e, bool* done) override {
-    *done = static_cast<std::atomic<bool>*>(e)->load();
+    *done = static_cast<FakeEvent*>(e)->done->load();
     return Status::Ok();
   }
   void synchronize(device::Event e) override {
-    while (!static_cast<std::atomic<bool>*>(e)->load())
+    while (!static_cast<FakeEvent*>(e)->done->load())
       std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  void destroy(device::Event e) override { delete static_cast<std::atomic<bool>*>(e); }
+  void destroy(device::Event e) override { delete static_cast<FakeEvent*>(e); }
+  // A wait holds the event's state: the event may be destroyed once the wait is queued.
+  Status waitEvent(cudaStream_t s, device::Event e) override {
+    FakeStream::of(s)->push([done = static_cast<FakeEvent*>(e)->done] { return done->load(); });
+    return Status::Ok();
+  }
+  Status waitValue(cudaStream_t s, const uint32_t* word, uint32_t value) override {
+    ++counters_->valueWaits;
+    FakeStream::of(s)->push(
+        [=] { return int32_t(__atomic_load_n(word, __ATOMIC_ACQUIRE) - value) >= 0; });
+    return Status::Ok();
+  }
+  Status writeValue(cudaStream_t s, uint32_t* word, uint32_t value) override {
+    FakeStream::of(s)->push([=] {
+      __atomic_store_n(word, value, __ATOMIC_RELEASE);
+      return true;
+    });
+    return Status::Ok();
+  }
+  Status deviceReduce3(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+                       ncclRedOp_t op, cudaStream_t s) override {
+    ++counters_->deviceKernels;
+    FakeStream::of(s)->push([=] {
+      kernels::reduce(dst, a, b, count, type, op);
+      return true;
+    });
+    return Status::Ok();
+  }
+  // "Shared device memory" is host memory; its handle carries the address (ranks are threads).
+  Status allocShared(size_t bytes, void** out) override {
+    *out = std::calloc(1, bytes);
+    return *out ? Status::Ok() : systemError("out of memory");
+  }
+  void freeShared(void* p) override { std::free(p); }
+  Status exportMemory(void* p, device::MemHandle* out) override {
+    std::memcpy(out->bytes, &p, sizeof p);
+    return Status::Ok();
+  }
+  Status openMemory(const device::MemHandle& h, void** out) override {
+    std::memcpy(out, h.bytes, sizeof *out);
+    return Status::Ok();
+  }
+  void closeMemory(void*) override {}
+  Status enablePeerAccess(int) override { return Status::Ok(); }
+  Status allocAsync(size_t bytes, cudaStream_t, void** out) override {
+    *out = std::malloc(bytes ? bytes : 1);
+    return *out ? Status::Ok() : systemError("out of memory");
+  }
+  Status freeAsync(void* p, cudaStream_t s) override {
+    FakeStream::of(s)->push([p] {
+      std::free(p);
+      return true;
+    });
+    return Status::Ok();
+  }
   Status allocStaging(size_t bytes, void** out) override {
     ++counters_->stagingAllocs;
     *out = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);

@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/device_cases.h"
 #include "common/fake_streams.h"
 #include "common/ranks.h"
 #include "core/comm/comm.h"
@@ -33,8 +34,6 @@ namespace {
 
 using algos::Collective;
 
-float value(int rank, size_t i) { return float(rank * 1000 + int(i % 997)); }
-
 // BRAID_DEVICE_STREAM_COPY_BYTES for the proxies made meanwhile: "0" stages every batch on the
 // proxy's own stream.
 struct StreamCopyBytes {
@@ -42,14 +41,6 @@ struct StreamCopyBytes {
     if (v) setenv("BRAID_DEVICE_STREAM_COPY_BYTES", v, 1);
   }
   ~StreamCopyBytes() { unsetenv("BRAID_DEVICE_STREAM_COPY_BYTES"); }
-};
-
-struct Case {
-  const char* name;
-  Collective coll;
-  bool inPlace;
-  int root = -1;
-  int pinned = 0;  // 1: sendbuff, 2: recvbuff, 3: both stand for pinned host memory (no staging)
 };
 
 // One rank's side: its stream, its proxy (with fake stream operations) and its "device" buffer.
@@ -71,18 +62,6 @@ struct Rank {
   std::string error;
 };
 
-Plan devicePlan(ncclComm* comm, const Call& call, const ResolvedOp& op, const void* send,
-                void* recv, cudaStream_t stream, Status* st) {
-  Plan plan;
-  *st = makePlan(comm, call, op, send, recv, &plan);
-  const device::Buffers b = extents(comm, call, send, recv);
-  plan.onDevice = true;
-  plan.stream = stream;
-  plan.sendBytes = b.sendBytes;
-  plan.recvBytes = b.recvBytes;
-  return plan;
-}
-
 // Plans one call on r's stream and submits it alone: the plan's error, else the submit's.
 Status submitOne(Rank& r, const Call& call, const ResolvedOp& op, const void* send, void* recv) {
   Status st;
@@ -95,66 +74,26 @@ Status submitOne(Rank& r, const Call& call, const ResolvedOp& op, const void* se
 // Runs one case on every rank; "" or what went wrong, per rank. `byProxy`: every staged batch
 // must be copied on the proxy's own stream; else batches of at most 1 MiB of staging (the
 // default) on the caller's.
-std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byProxy) {
+std::vector<std::string> runCase(int nranks, const DeviceCase& c, size_t n, bool byProxy) {
   std::atomic<int> submitted{0};
   std::atomic<bool> go{false};
   return runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
     Rank r(comm);
     if (!r.error.empty()) return r.error;
-    const size_t p = size_t(nranks), all = n * p;
-    const int rootRank = c.root < 0 ? -1 : c.root % nranks;
-    const bool root = rank == rootRank;
-    std::vector<float> sendBuf(all + 64, -1.0f), recvBuf(all + 64, -1.0f);
-    float* send = sendBuf.data();
-    float* recv = recvBuf.data();
-    size_t sendCount = n, recvCount = n;
-    Call call{c.coll, n, ncclFloat32};
-    switch (c.coll) {
-      case Collective::AllReduce: call.reduces = true; break;
-      case Collective::Reduce: call.reduces = true; break;
-      case Collective::AllGather: recvCount = all; break;
-      case Collective::ReduceScatter:
-        sendCount = all;
-        call.reduces = true;
-        break;
-      case Collective::AlltoAll: sendCount = recvCount = all; break;
-      case Collective::Gather: recvCount = all; break;
-      case Collective::Scatter: sendCount = all; break;
-      default: break;
-    }
-    call.root = rootRank;
-    call.inputCount = sendCount;
-    if (c.inPlace) {
-      // NCCL's in-place layouts, in one buffer.
-      recv = sendBuf.data();
-      if (c.coll == Collective::AllGather)
-        send = recv + size_t(rank) * n;
-      else if (c.coll == Collective::ReduceScatter)
-        recv = send + size_t(rank) * n;
-      else
-        send = recv;
-      call.inPlace = true;
-    }
+    CaseRank buffers(c, rank, nranks, n);
     ResolvedOp op;
     // The gate, then the "kernel" that makes the input: both on the stream, before the call.
     r.stream.push([&] { return go.load(); });
-    r.stream.push([=] {
-      for (size_t i = 0; i < sendCount; ++i) send[i] = value(rank, i);
+    r.stream.push([&] {
+      buffers.writeInput();
       return true;
     });
     Status st;
     std::vector<Plan> plans;
-    if (c.coll == Collective::Send) {
-      // A ring of sends and receives in one group: to rank + 1, from rank - 1.
-      Call s{Collective::Send, n, ncclFloat32}, v{Collective::Recv, n, ncclFloat32};
-      s.root = (rank + 1) % nranks;
-      v.root = (rank + nranks - 1) % nranks;
-      plans.push_back(devicePlan(comm, s, op, send, nullptr, r.stream.handle(), &st));
-      if (st.ok()) plans.push_back(devicePlan(comm, v, op, nullptr, recv, r.stream.handle(), &st));
-    } else {
-      plans.push_back(devicePlan(comm, call, op, send, recv, r.stream.handle(), &st));
+    for (const CaseRank::Made& m : buffers.calls()) {
+      plans.push_back(devicePlan(comm, m.call, op, m.send, m.recv, r.stream.handle(), &st));
+      if (!st.ok()) return "makePlan: " + st.message();
     }
-    if (!st.ok()) return "makePlan: " + st.message();
     for (Plan& p : plans) {
       p.sendPinned = c.pinned & 1;
       p.recvPinned = c.pinned & 2;
@@ -182,38 +121,7 @@ std::vector<std::string> runCase(int nranks, const Case& c, size_t n, bool byPro
       return "a copy went on the caller's stream although the proxy stages every batch";
     if (!byProxy && n <= 1000 && r.counters.copiesOnOwnStreams.load() != 0)
       return "a small batch was staged by the proxy, not on the caller's stream";
-
-    // Expected values.
-    for (size_t i = 0; i < recvCount; ++i) {
-      float want = 0;
-      bool check = true;
-      switch (c.coll) {
-        case Collective::AllReduce:
-          for (int q = 0; q < nranks; ++q) want += value(q, i);
-          break;
-        case Collective::Broadcast: want = value(rootRank, i); break;
-        case Collective::Reduce:
-          check = root;
-          for (int q = 0; q < nranks; ++q) want += value(q, i);
-          break;
-        case Collective::AllGather: want = value(int(i / n), i % n); break;
-        case Collective::ReduceScatter:
-          for (int q = 0; q < nranks; ++q) want += value(q, size_t(rank) * n + i);
-          break;
-        case Collective::AlltoAll: want = value(int(i / n), size_t(rank) * n + i % n); break;
-        case Collective::Gather:
-          check = root;
-          want = value(int(i / n), i % n);
-          break;
-        case Collective::Scatter: want = value(rootRank, size_t(rank) * n + i); break;
-        case Collective::Send: want = value((rank + nranks - 1) % nranks, i); break;
-        default: break;
-      }
-      if (check && recv[i] != want)
-        return "element " + std::to_string(i) + " is " + std::to_string(recv[i]) + ", want " +
-               std::to_string(want);
-    }
-    return "";
+    return buffers.check();
   });
 }
 
@@ -223,31 +131,7 @@ class StreamProxy : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 TEST_P(StreamProxy, EveryCollectiveInAndOutOfPlace) {
   const auto [nranks, byProxy] = GetParam();
   StreamCopyBytes copyBytes(byProxy ? "0" : nullptr);
-  const Case cases[] = {
-      {"AllReduce", Collective::AllReduce, false},
-      {"AllReduce in place", Collective::AllReduce, true},
-      {"Broadcast", Collective::Broadcast, false, 1},
-      {"Broadcast in place", Collective::Broadcast, true, 1},
-      {"Reduce", Collective::Reduce, false, 0},
-      {"Reduce in place", Collective::Reduce, true, 1},
-      {"AllGather", Collective::AllGather, false},
-      {"AllGather in place", Collective::AllGather, true},
-      {"ReduceScatter", Collective::ReduceScatter, false},
-      {"ReduceScatter in place", Collective::ReduceScatter, true},
-      {"AlltoAll", Collective::AlltoAll, false},
-      {"AlltoAll in place", Collective::AlltoAll, true},
-      {"Gather", Collective::Gather, false, 1},
-      {"Scatter", Collective::Scatter, false, 0},
-      {"Send/Recv ring", Collective::Send, false},
-      {"AllReduce, pinned host buffers", Collective::AllReduce, false, -1, 3},
-      {"AllReduce, pinned sendbuff", Collective::AllReduce, false, -1, 1},
-      {"AllReduce, pinned recvbuff", Collective::AllReduce, false, -1, 2},
-      {"AllReduce in place, pinned", Collective::AllReduce, true, -1, 3},
-      {"Broadcast in place, pinned", Collective::Broadcast, true, 1, 3},
-      {"AllGather in place, pinned", Collective::AllGather, true, -1, 3},
-      {"Send/Recv ring, pinned", Collective::Send, false, -1, 3},
-  };
-  for (const Case& c : cases)
+  for (const DeviceCase& c : deviceCases())
     // The largest is staged piece by piece when the proxy stages it (over 2 MiB on every rank).
     for (size_t n : {size_t(1), size_t(1000), size_t(300001), (size_t(1) << 20) + 3}) {
       SCOPED_TRACE(std::string(c.name) + ", count " + std::to_string(n));
@@ -315,7 +199,7 @@ TEST(StreamProxyOps, LargeCallsOverlapTheirCopiesWithTheirMessages) {
     Rank r(comm);
     if (!r.error.empty()) return r.error;
     std::vector<float> send(n), recv(n, -1.0f);
-    for (size_t i = 0; i < n; ++i) send[i] = value(0, i);
+    for (size_t i = 0; i < n; ++i) send[i] = caseValue(0, i);
     if (rank == 1) {
       receiver.store(&r.counters);
     } else {
@@ -338,7 +222,7 @@ TEST(StreamProxyOps, LargeCallsOverlapTheirCopiesWithTheirMessages) {
     r.stream.sync();
     if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
     for (size_t i = 0; i < n; ++i)
-      if (recv[i] != value(0, i))
+      if (recv[i] != caseValue(0, i))
         return "element " + std::to_string(i) + " is " + std::to_string(recv[i]);
     if (rank == 0 && r.counters.copiesToHost.load() != pieces)
       return std::to_string(r.counters.copiesToHost.load()) + " copies of the input, not " +
@@ -363,7 +247,7 @@ TEST(StreamProxyOps, PieceBytesSetsThePiecesOfAStagedCall) {
       Rank r(comm);
       if (!r.error.empty()) return r.error;
       std::vector<float> send(n), recv(n, -1.0f);
-      for (size_t i = 0; i < n; ++i) send[i] = value(rank, i);
+      for (size_t i = 0; i < n; ++i) send[i] = caseValue(rank, i);
       Call call{Collective::AllReduce, n, ncclFloat32, ncclSum, true};
       call.inputCount = n;
       if (Status s = submitOne(r, call, ResolvedOp{}, send.data(), recv.data()); !s.ok())
@@ -371,7 +255,7 @@ TEST(StreamProxyOps, PieceBytesSetsThePiecesOfAStagedCall) {
       r.stream.sync();
       if (Status d = r.proxy->drain(); !d.ok()) return "drain: " + d.message();
       for (size_t i = 0; i < n; ++i)
-        if (recv[i] != value(0, i) + value(1, i))
+        if (recv[i] != caseValue(0, i) + caseValue(1, i))
           return "element " + std::to_string(i) + " is " + std::to_string(recv[i]);
       if (r.counters.copiesToHost.load() != copies)
         return std::to_string(r.counters.copiesToHost.load()) + " copies of the input, want " +

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "core/adapt/adapt.h"
 #include "core/comm/calls_in_flight.h"
+#include "core/device/device.h"
 #include "core/variables.h"
 #include "topo/comm_topology.h"
 #include "topo/host_topology.h"
@@ -131,6 +132,7 @@ Status ncclComm::initWith(const ncclUniqueId& id, bool hostRoot, const braid::Wa
   peers.assign(nranks, {});
   BRAID_TRY(braid::transport::createTransports(&transports));
   peers[rank] = braid::localPeerInfo(rank);
+  peers[rank].deviceIpc = braid::device::offersIpc(this);
   for (const auto& t : transports) t->advertise(&peers[rank]);
   BRAID_TRY(bootstrap->allGather(peers.data(), sizeof(braid::transport::PeerInfo)));
   for (int r = 0; r < nranks; ++r) {
@@ -152,6 +154,7 @@ Status ncclComm::initWith(const ncclUniqueId& id, bool hostRoot, const braid::Wa
   BRAID_INFO(kInit, "rank %d: %d local ranks on %d cores: %s while waiting", rank, localRanks,
              cores, localRanks <= cores ? "spinning" : "not spinning");
   BRAID_TRY(connectAll(waiter));
+  if (!twinOf) BRAID_TRY(braid::device::joinIpc(this));
   if (twinOf)
     topology = twinOf->topology;
   else

@@ -30,6 +30,7 @@ namespace braid {
 
 namespace device {
 class Proxy;
+class IpcPath;
 }  // namespace device
 namespace async {
 struct Lanes;
@@ -113,6 +114,9 @@ struct ncclComm {
   // device::shutdown ends it before the communicator is freed).
   int cudaDev = -1;
   braid::device::Proxy* deviceProxy = nullptr;
+  // Its ranks' mailboxes where they run device collectives on the devices (BRAID_DEVICE_IPC), made
+  // at init; null otherwise.
+  braid::device::IpcPath* deviceIpc = nullptr;
   // Host streams (core/async/engine.h): the priority classes' lanes and progress threads, made
   // at the first queued call (async::shutdown ends them). A twin (a class's own connections)
   // names the communicator it serves and its class.

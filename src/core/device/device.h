@@ -36,6 +36,15 @@ Status deviceCount(int* count);
 // current device; -1 without device support.
 Status bindDevice(int requested, int* device);
 
+// Whether this rank offers to run device collectives on the device among the ranks of one host
+// (BRAID_DEVICE_IPC=1, device support on, a bound device): PeerInfo::deviceIpc.
+bool offersIpc(const ncclComm* comm);
+
+// At init, after the peer table is gathered, on every rank: where every rank is on this host and
+// offered it, makes and maps the mailboxes (core/device/ipc_path.h; comm->deviceIpc), all ranks
+// or none. An error only where the bootstrap failed.
+Status joinIpc(ncclComm* comm);
+
 // A call's buffers, each with the bytes the call reads or writes there (0: unused on this rank).
 struct Buffers {
   const void* send = nullptr;

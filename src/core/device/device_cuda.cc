@@ -16,6 +16,7 @@
 #include "core/comm/comm.h"
 #include "core/device/cuda_scopes.h"
 #include "core/device/cuda_stream_ops.h"
+#include "core/device/ipc_path.h"
 #include "core/device/stream_proxy.h"
 #include "core/exec/executor.h"
 #include "core/variables.h"
@@ -102,6 +103,23 @@ Status bindDevice(int requested, int* device) {
   return cuda::cudaStatus(cudaGetDevice(device), "cudaGetDevice");
 }
 
+bool offersIpc(const ncclComm* comm) {
+  return enabled() && comm->cudaDev >= 0 && env::getInt(env::kBraidDeviceIpc) == 1;
+}
+
+Status joinIpc(ncclComm* comm) {
+  if (comm->nranks < 2) return Status::Ok();
+  for (const transport::PeerInfo& p : comm->peers)
+    if (!p.deviceIpc || p.hostHash != comm->peers[0].hostHash) return Status::Ok();
+  std::unique_ptr<StreamOps> ops;
+  BRAID_TRY(cuda::makeStreamOps(comm->cudaDev, &ops));
+  std::unique_ptr<IpcPath> path;
+  const int64_t slot = env::getInt(env::kBraidDeviceIpcSlotBytes);
+  BRAID_TRY(IpcPath::join(comm, std::move(ops), slot > 0 ? size_t(slot) : size_t(1) << 20, &path));
+  comm->deviceIpc = path.release();
+  return Status::Ok();
+}
+
 Status classify(const ncclComm* comm, const Buffers& b, bool pinnedInStreamOrder,
                 Placement* where) {
   *where = {};
@@ -172,11 +190,18 @@ Status recordEvent(cudaEvent_t event, cudaStream_t stream) {
 }
 
 Status submit(std::span<Plan> plans) {
-  // One batch per communicator, in call order; all of them queued together (Proxy::submitAll), so
-  // communicators that share a stream do not wait behind each other's input copies.
+  // Plans the devices run among themselves (IpcPath) are queued first; the rest go in one batch
+  // per communicator, in call order, all queued together (Proxy::submitAll), so communicators
+  // that share a stream do not wait behind each other's input copies; only then do the callers'
+  // streams wait for the IpcPath plans' ends (a stream holding both waits for neither first).
+  std::vector<Plan> onDevices;
   std::vector<std::pair<Proxy*, std::vector<Plan>>> parts;
   for (Plan& p : plans) {
     ncclComm* comm = p.comm;
+    if (comm->deviceIpc && comm->deviceIpc->runs(p)) {
+      onDevices.push_back(std::move(p));
+      continue;
+    }
     if (!comm->deviceProxy) {
       std::unique_ptr<StreamOps> ops;
       BRAID_TRY(cuda::makeStreamOps(comm->cudaDev, &ops));
@@ -190,7 +215,11 @@ Status submit(std::span<Plan> plans) {
     }
     it->second.push_back(std::move(p));
   }
-  return Proxy::submitAll(std::move(parts));
+  std::vector<IpcPath::Queued> queued;
+  Status st = onDevices.empty() ? Status::Ok() : IpcPath::start(onDevices, &queued);
+  if (st.ok() && !parts.empty()) st = Proxy::submitAll(std::move(parts));
+  Status ends = IpcPath::finish(queued);
+  return st.ok() ? ends : st;
 }
 
 Status drain(ncclComm* comm) {
@@ -203,6 +232,9 @@ Status suspend(ncclComm* comm, size_t* pinnedBytes) { return Proxy::release(comm
 void shutdown(ncclComm* comm) {
   delete comm->deviceProxy;
   comm->deviceProxy = nullptr;
+  if (comm->deviceIpc) comm->deviceIpc->close(comm->abortFlag.load());
+  delete comm->deviceIpc;
+  comm->deviceIpc = nullptr;
 }
 
 Status memAlloc(size_t size, void** out, bool* handled) {

@@ -25,6 +25,10 @@ Status bindDevice(int, int* device) {
   return Status::Ok();
 }
 
+bool offersIpc(const ncclComm*) { return false; }
+
+Status joinIpc(ncclComm*) { return Status::Ok(); }
+
 Status classify(const ncclComm*, const Buffers&, bool, Placement* where) {
   *where = {};
   return Status::Ok();

@@ -14,6 +14,11 @@ namespace braid::device {
 
 using Event = void*;
 
+// A device allocation named so that another process can map it (cudaIpcMemHandle_t's bytes).
+struct MemHandle {
+  char bytes[64] = {};
+};
+
 class StreamOps {
  public:
   virtual ~StreamOps() = default;
@@ -51,6 +56,30 @@ class StreamOps {
   // lets it go once what is queued on it has run.
   virtual Status makeStream(cudaStream_t* out) = 0;
   virtual void destroyStream(cudaStream_t stream) = 0;
+
+  // Stream-ordered execution across the ranks of one host (core/device/ipc_path.h): `stream`
+  // waits for `event` (recorded on another stream); holds `stream` until
+  // (int32_t)(*word - value) >= 0, `word` being device memory of this or another rank (mapped);
+  // writes `value` to `word` once what is queued before it on `stream` has run and its writes
+  // are visible to the other devices and processes.
+  virtual Status waitEvent(cudaStream_t stream, Event event) = 0;
+  virtual Status waitValue(cudaStream_t stream, const uint32_t* word, uint32_t value) = 0;
+  virtual Status writeValue(cudaStream_t stream, uint32_t* word, uint32_t value) = 0;
+  // dst = a OP b on the device (dst may be a or b).
+  virtual Status deviceReduce3(void* dst, const void* a, const void* b, size_t count,
+                               ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) = 0;
+  // Device memory of this communicator's device, zeroed, that other processes may map
+  // (exportMemory, then openMemory there; closeMemory lets a mapping go).
+  virtual Status allocShared(size_t bytes, void** out) = 0;
+  virtual void freeShared(void* ptr) = 0;
+  virtual Status exportMemory(void* ptr, MemHandle* out) = 0;
+  virtual Status openMemory(const MemHandle& handle, void** out) = 0;
+  virtual void closeMemory(void* ptr) = 0;
+  // Lets this communicator's device reach memory of `device` (a rank of this process there).
+  virtual Status enablePeerAccess(int device) = 0;
+  // Device memory in stream order (cudaMallocAsync / cudaFreeAsync).
+  virtual Status allocAsync(size_t bytes, cudaStream_t stream, void** out) = 0;
+  virtual Status freeAsync(void* ptr, cudaStream_t stream) = 0;
 
   // The flag word (host memory the streams can read), made once.
   virtual uint32_t* flag() = 0;

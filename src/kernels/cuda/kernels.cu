@@ -36,6 +36,12 @@ __global__ void waitKernel(const volatile uint32_t* flag, uint32_t value) {
   while (int32_t(*flag - value) < 0) __nanosleep(1000);
 }
 
+// Makes what the stream wrote before it visible to every device and the host, then writes the word.
+__global__ void writeKernel(volatile uint32_t* word, uint32_t value) {
+  __threadfence_system();
+  *word = value;
+}
+
 // Packs of perPack elements, one per worker, and a tail of up to perPack elements.
 unsigned gridFor(size_t count, size_t perPack) { return gridBlocks(count / perPack + perPack); }
 
@@ -191,6 +197,11 @@ Status finishAvg(void* data, size_t count, ncclDataType_t type, int nranks, cuda
 Status waitFlagKernel(const volatile uint32_t* flag, uint32_t value, cudaStream_t stream) {
   waitKernel<<<1, 1, 0, stream>>>(flag, value);
   return cudaStatus(cudaGetLastError(), "wait kernel");
+}
+
+Status writeWordKernel(volatile uint32_t* word, uint32_t value, cudaStream_t stream) {
+  writeKernel<<<1, 1, 0, stream>>>(word, value);
+  return cudaStatus(cudaGetLastError(), "write kernel");
 }
 
 }  // namespace braid::cuda

@@ -43,5 +43,8 @@ Status finishAvg(void* data, size_t count, ncclDataType_t type, int nranks, cuda
 // Holds `stream` until (int32_t)(*flag - value) >= 0, reading host-mapped memory from a kernel:
 // the fallback where cuStreamWaitValue32 is not supported.
 Status waitFlagKernel(const volatile uint32_t* flag, uint32_t value, cudaStream_t stream);
+// Writes `value` to `word` once what `stream` wrote before is visible system-wide (a fence): the
+// fallback where cuStreamWriteValue32 is not supported.
+Status writeWordKernel(volatile uint32_t* word, uint32_t value, cudaStream_t stream);
 
 }  // namespace braid::cuda
