@@ -109,8 +109,14 @@ bool offersIpc(const ncclComm* comm) {
 
 Status joinIpc(ncclComm* comm) {
   if (comm->nranks < 2) return Status::Ok();
-  for (const transport::PeerInfo& p : comm->peers)
-    if (!p.deviceIpc || p.hostHash != comm->peers[0].hostHash) return Status::Ok();
+  for (const transport::PeerInfo& p : comm->peers) {
+    if (p.deviceIpc && p.hostHash == comm->peers[0].hostHash) continue;
+    if (comm->peers[size_t(comm->rank)].deviceIpc)
+      BRAID_INFO(kInit, "rank %d: %s=1, but rank %d %s: device collectives through host staging",
+                 comm->rank, env::kBraidDeviceIpc.name, p.rank,
+                 p.deviceIpc ? "is on another host" : "does not offer it");
+    return Status::Ok();
+  }
   std::unique_ptr<StreamOps> ops;
   BRAID_TRY(cuda::makeStreamOps(comm->cudaDev, &ops));
   std::unique_ptr<IpcPath> path;

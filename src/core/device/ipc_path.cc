@@ -69,7 +69,8 @@ Status IpcPath::join(ncclComm* comm, std::shared_ptr<StreamOps> ops, size_t slot
   Status gathered = comm->bootstrap->allGather(all.data(), sizeof(Entry));
   if (!gathered.ok()) {
     o.restoreCurrent(caller);
-    return gathered;  // init fails; the path goes with it (nothing was mapped)
+    path->close(false);  // nothing was mapped: the mailbox can go
+    return gathered;     // and init fails
   }
 
   // Map every peer's mailbox: the address itself within this process, the IPC handle across.
@@ -103,13 +104,13 @@ Status IpcPath::join(ncclComm* comm, std::shared_ptr<StreamOps> ops, size_t slot
   const auto missing = std::find(ready.begin(), ready.end(), uint8_t(0));
   if (missing != ready.end()) {
     if (!st.ok())
-      BRAID_INFO(kInit, "rank %d: device collectives through host staging, not IPC: %s", rank,
+      BRAID_WARN("rank %d: device collectives through host staging, not IPC: %s", rank,
                  st.message().c_str());
     else
-      BRAID_INFO(kInit,
-                 "rank %d: device collectives through host staging, not IPC: rank %d could "
-                 "not map the mailboxes",
-                 rank, int(missing - ready.begin()));
+      BRAID_WARN(
+          "rank %d: device collectives through host staging, not IPC: rank %d could not "
+          "map the mailboxes",
+          rank, int(missing - ready.begin()));
     path->close(false);
     return Status::Ok();
   }

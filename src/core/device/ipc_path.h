@@ -44,8 +44,8 @@ class IpcPath {
 
   // At init, on every rank of `comm` at once (two allgathers over its bootstrap): makes this
   // rank's mailbox, publishes it, and maps every peer's. *out is null on every rank where any
-  // rank could not (the reason at INFO, from each rank that failed), so all ranks agree on the
-  // path. `ops` runs on the communicator's device.
+  // rank could not (a warning says why on each rank), so all ranks agree on the path. `ops` runs
+  // on the communicator's device.
   static Status join(ncclComm* comm, std::shared_ptr<StreamOps> ops, size_t slotBytes,
                      std::unique_ptr<IpcPath>* out);
   // Waits until every peer has consumed what this rank sent and every stream ran, then lets the
