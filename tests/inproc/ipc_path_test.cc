@@ -118,15 +118,21 @@ TEST_P(IpcPathCollectives, EveryCollectiveInAndOutOfPlace) {
   for (int r = 0; r < nranks; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
 }
 
+std::string caseName(const ::testing::TestParamInfo<std::tuple<int, const char*>>& info) {
+  const std::string algo = std::get<1>(info.param);
+  return std::to_string(std::get<0>(info.param)) + "ranks_" + (algo.empty() ? "auto" : algo);
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, IpcPathCollectives,
-                         ::testing::Combine(::testing::Values(2, 3, 4),
+                         ::testing::Combine(::testing::Values(2, 3, 4, 5),
                                             ::testing::Values("", "ring", "rhd", "tree", "direct",
-                                                              "chain", "pairwise")),
-                         [](const auto& info) {
-                           const std::string algo = std::get<1>(info.param);
-                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
-                                  (algo.empty() ? "auto" : algo);
-                         });
+                                                              "hierdirect", "hier", "hierpipe",
+                                                              "rackring", "chain", "pairwise")),
+                         caseName);
+// Eight ranks, as on an 8-GPU machine.
+INSTANTIATE_TEST_SUITE_P(EightRanks, IpcPathCollectives,
+                         ::testing::Combine(::testing::Values(8), ::testing::Values("", "ring")),
+                         caseName);
 
 // Large messages at the default slot size: one piece per MiB.
 TEST(IpcPath, LargeMessagesAtTheDefaultSlots) {
