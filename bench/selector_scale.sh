@@ -5,7 +5,7 @@
 # prices (--why) and each `auto` run's wall time and peak memory (the selector's choice and the
 # chosen candidate's simulation, whose time the sim(s) column gives). Optionally a second
 # build's `auto` beside it (the selector before a change).
-# Results: bench/results/selector_scale.md.
+# AllReduce, and ReduceScatter on the 3,072-rank Clos. Results: bench/results/selector_scale.md.
 #   bash bench/selector_scale.sh [BUILD_DIR] [OTHER_BUILD_DIR]
 set -u
 sim=${1:-build/release}/tools/braid-sim
@@ -27,5 +27,7 @@ row() {  # name, size, then the fabric
     grep -v '^level\|^top:\|^# level\|^# braid\|^#  \|^# peak'
 }
 for size in 256K 4M 25M 64M 256M 1G; do row clos3072 "$size" "${clos[@]}"; done
+# ReduceScatter on the same fabric (the candidates that serve it: ring and hier).
+for size in 64K 1M 16M 256M; do row clos3072_reducescatter "$size" "${clos[@]}" --coll reducescatter; done
 row gpt3_10gbe_1024 1G "${ten[@]}"
 for size in 64M 1G; do row fp32_3072 "$size" "${fp32[@]}"; done

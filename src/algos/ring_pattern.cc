@@ -5,7 +5,10 @@ namespace braid::algos {
 // Step s: position i sends part (i - s) and receives part (i - s - 1) from its predecessor,
 // adding its own contribution, so after size - 1 steps it holds the whole sum of part (i + 1).
 // The two directions of a step interleave chunk by chunk, so a chunk moves on as soon as it
-// has arrived, not when its whole part has.
+// has arrived, not when its whole part has. A chunk's send is listed before the receive of the
+// same step, which it does not wait for: the selector's representative ranks (cost_model.cc)
+// time a receive from the predecessor by the rank's own send to its successor with the same
+// number, which must come first in schedule order.
 void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Buffer input,
                        size_t chunk) {
   const int n = ring.size(), i = ring.pos;
@@ -15,13 +18,13 @@ void ringReduceScatter(ScheduleBuilder& b, const RingOrder& ring, Range data, Bu
     const Range in = ringPart(data, n, mod(i - s - 1, n));
     const Buffer sendFrom = s == 0 ? input : Buffer::Recv;
     interleaveChunks(
-        in.count, out.count, chunk,
+        out.count, in.count, chunk,
+        [&](size_t off, size_t cnt) {
+          b.send(ring.next(), {sendFrom, out.offset + off, cnt});
+        },
         [&](size_t off, size_t cnt) {
           b.recvReduce(ring.prev(), {input, in.offset + off, cnt},
                        {Buffer::Recv, in.offset + off, cnt});
-        },
-        [&](size_t off, size_t cnt) {
-          b.send(ring.next(), {sendFrom, out.offset + off, cnt});
         });
   }
 }

@@ -30,9 +30,11 @@ Schedule RingReduceScatter::build(const CollArgs& a) const {
     const Region out = s == 0 ? input(r - 1) : partial(s - 1);
     const Region mine = input(r - s - 2);
     const Region into = last ? result : partial(s);
+    // The send first (it waits for the last step's receive, not this one's), as in
+    // ring_pattern.cc's reduce-scatter.
     forEachChunk(a.count, a.chunkCount, [&](size_t off, size_t cnt) {
-      b.recvReduce(prev, slice(mine, off, cnt), slice(into, off, cnt));
       b.send(next, slice(out, off, cnt));
+      b.recvReduce(prev, slice(mine, off, cnt), slice(into, off, cnt));
       if (last && a.average) b.finishAvg(slice(into, off, cnt));
     });
   }
