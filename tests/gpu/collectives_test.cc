@@ -1,8 +1,8 @@
 // Collectives on device buffers with threads as ranks on the one GPU (Braid allows several ranks
 // per device): results, stream order (inputs written and results read by async copies on the same
-// stream around the call), the call not waiting for its stream, every collective, groups over two
-// streams, memory-kind errors, graph capture, ncclCommCuDevice and ncclMemAlloc. Skips without a
-// device.
+// stream around the call), the call not waiting for its stream, every collective (through pinned
+// staging and over CUDA IPC, BRAID_DEVICE_IPC=1), groups over two streams, memory-kind errors,
+// graph capture, ncclCommCuDevice and ncclMemAlloc. Skips without a device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -205,14 +205,28 @@ TEST_F(GpuCollectives, LaunchCompletionEventFollowsTheCall) {
   }));
 }
 
+// BRAID_DEVICE_IPC for the communicators made meanwhile.
+struct DeviceIpc {
+  explicit DeviceIpc(bool on) { setenv("BRAID_DEVICE_IPC", on ? "1" : "0", 1); }
+  ~DeviceIpc() { unsetenv("BRAID_DEVICE_IPC"); }
+};
+
 // AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll and a Send/Recv ring, each checked. One
-// rank's run as kernels on the stream (a send to itself is staged).
-TEST_F(GpuCollectives, EveryCollective) {
+// rank's run as kernels on the stream (a send to itself is staged). `ipc`: the devices run the
+// collectives among themselves (core/device/ipc_path.h), which a communicator of several ranks
+// shows by its mailbox (ncclCommMemStats' persistent GPU memory).
+void everyCollective(bool ipc) {
+  DeviceIpc env(ipc);
   for (int nranks : {1, 2, 4}) {
     SCOPED_TRACE(std::to_string(nranks) + " ranks");
     expectAllOk(runThreads(nranks, [&](int rank, ncclComm_t comm) -> std::string {
       RankDevice d;
       if (auto e = d.init(comm); !e.empty()) return e;
+      uint64_t mailbox = 0;
+      RANK_NCCL(ncclCommMemStats(comm, ncclStatGpuMemPersist, &mailbox), comm);
+      if ((mailbox > 0) != (ipc && nranks > 1))
+        return "persistent GPU memory " + std::to_string(mailbox) + " bytes: the IPC path is " +
+               (mailbox > 0 ? "on" : "off");
       const size_t n = 1000, all = n * nranks;
       float *send, *recv, *in, *out;
       if (auto e = d.alloc(all * 4, &send); !e.empty()) return e;
@@ -275,6 +289,9 @@ TEST_F(GpuCollectives, EveryCollective) {
     }));
   }
 }
+
+TEST_F(GpuCollectives, EveryCollective) { everyCollective(false); }
+TEST_F(GpuCollectives, EveryCollectiveOverIpc) { everyCollective(true); }
 
 // One group, two operations on two streams of each rank.
 TEST_F(GpuCollectives, GroupOverTwoStreams) {
@@ -395,7 +412,8 @@ TEST_F(GpuCollectives, HostStreamTakesHostBuffersOnly) {
 // NCCL's single-thread pattern on one GPU: one thread drives both ranks of a communicator
 // (ncclCommInitAll with a device list) in one group on one stream, a created stream and the
 // legacy stream. Each rank's input copy must be queued before any rank's stream wait.
-TEST_F(GpuCollectives, OneThreadDrivesTwoRanksOnOneStream) {
+void oneThreadDrivesTwoRanks(bool ipc) {
+  DeviceIpc env(ipc);
   ncclComm_t comms[2] = {};
   const int devs[2] = {0, 0};
   ASSERT_EQ(ncclCommInitAll(comms, 2, devs), ncclSuccess) << ncclGetLastError(nullptr);
@@ -433,6 +451,9 @@ TEST_F(GpuCollectives, OneThreadDrivesTwoRanksOnOneStream) {
   }
   cudaStreamDestroy(created);
 }
+
+TEST_F(GpuCollectives, OneThreadDrivesTwoRanksOnOneStream) { oneThreadDrivesTwoRanks(false); }
+TEST_F(GpuCollectives, OneThreadDrivesTwoRanksOnOneStreamOverIpc) { oneThreadDrivesTwoRanks(true); }
 
 // Pinned host buffers on a CUDA stream are served in stream order, as NCCL serves them: the input
 // below is written by a copy from device memory that a gate holds on the stream, so a call that
