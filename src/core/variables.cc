@@ -50,9 +50,8 @@ const Var kBraidCuda = {
 const Var kBraidDeviceIpc = {
     "BRAID_DEVICE_IPC", "0",
     "1: a communicator whose ranks are all on one host runs its collectives on device buffers on "
-    "the devices (CUDA IPC mailboxes; copies and reductions queued as stream work; no staging, "
-    "no progress thread; every rank must then call with device buffers, as with NCCL; not yet "
-    "run on a GPU); 0: through pinned host staging and the host transports"};
+    "the devices over CUDA IPC (no staging or progress thread; every rank must then call with "
+    "device buffers, as with NCCL; not yet run on a GPU); 0: through pinned host staging"};
 const Var kBraidDeviceIpcSlotBytes = {
     "BRAID_DEVICE_IPC_SLOT_BYTES", "1048576",
     "BRAID_DEVICE_IPC: the piece a message crosses in (a rank's mailbox holds 4 per peer, so a "
