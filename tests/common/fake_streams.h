@@ -94,7 +94,7 @@ class FakeStreamOps final : public device::StreamOps {
   struct Counters {
     std::atomic<int> copiesToHost{0}, copiesToDevice{0}, waits{0}, stagingAllocs{0};
     std::atomic<int> copiesOnOwnStreams{0};   // of those copies, made on a makeStream() stream
-    std::atomic<int> deviceKernels{0};        // deviceCopy, deviceReduce(3), deviceFinishAvg
+    std::atomic<int> deviceKernels{0};        // deviceCopy, deviceReduce, deviceFinishAvg
     std::atomic<int> valueWaits{0};           // waitValue
     std::atomic<void*> lastStaging{nullptr};  // where the last copy to the host went
   };
@@ -188,8 +188,8 @@ class FakeStreamOps final : public device::StreamOps {
     });
     return Status::Ok();
   }
-  Status deviceReduce3(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
-                       ncclRedOp_t op, cudaStream_t s) override {
+  Status deviceReduce(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+                      ncclRedOp_t op, cudaStream_t s) override {
     ++counters_->deviceKernels;
     FakeStream::of(s)->push([=] {
       kernels::reduce(dst, a, b, count, type, op);
@@ -247,15 +247,6 @@ class FakeStreamOps final : public device::StreamOps {
     ++counters_->deviceKernels;
     FakeStream::of(s)->push([=] {
       std::memmove(dst, src, bytes);
-      return true;
-    });
-    return Status::Ok();
-  }
-  Status deviceReduce(void* dst, const void* src, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                      cudaStream_t s) override {
-    ++counters_->deviceKernels;
-    FakeStream::of(s)->push([=] {
-      kernels::reduce(dst, dst, src, count, type, op);
       return true;
     });
     return Status::Ok();

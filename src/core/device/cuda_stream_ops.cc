@@ -97,12 +97,8 @@ class CudaStreamOps final : public device::StreamOps {
   Status deviceCopy(void* dst, const void* src, size_t bytes, cudaStream_t stream) override {
     return copy(dst, src, bytes, stream, "cudaMemcpyAsync (device to device)");
   }
-  Status deviceReduce(void* dst, const void* src, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                      cudaStream_t stream) override {
-    return reduce(dst, dst, src, count, type, op, stream);
-  }
-  Status deviceReduce3(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
-                       ncclRedOp_t op, cudaStream_t stream) override {
+  Status deviceReduce(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+                      ncclRedOp_t op, cudaStream_t stream) override {
     return reduce(dst, a, b, count, type, op, stream);
   }
   Status waitEvent(cudaStream_t stream, device::Event event) override {

@@ -29,8 +29,7 @@ struct Entry {
 }  // namespace
 
 IpcPath::IpcPath(ncclComm* comm, std::shared_ptr<StreamOps> ops, size_t slotBytes)
-    : comm_(comm),
-      ops_(std::move(ops)),
+    : ops_(std::move(ops)),
       slotBytes_(slotBytes),
       rank_(comm->rank),
       nranks_(comm->nranks),
@@ -296,8 +295,8 @@ Status IpcPath::enqueue(const Plan& plan, Queued* q) {
           st = ops_->deviceCopy(at(step.dst), at(step.src), step.dst.count * unit, stream);
         break;
       case algos::StepKind::Reduce:
-        st = ops_->deviceReduce3(at(step.dst), at(step.dst), at(step.src), step.dst.count,
-                                 plan.type, plan.op, stream);
+        st = ops_->deviceReduce(at(step.dst), at(step.dst), at(step.src), step.dst.count, plan.type,
+                                plan.op, stream);
         break;
       default:
         st = ops_->deviceFinishAvg(at(step.dst), step.dst.count, plan.type, nranks_, stream);
@@ -358,9 +357,9 @@ Status IpcPath::recvPieces(const algos::Step& st, char* dst, const char* src, si
       BRAID_TRY(ops_->deviceCopy(dst + off, in, len, stream));
     } else if (len) {
       const char* local = src + off;
-      BRAID_TRY(ops_->deviceReduce3(dst + off, st.incomingFirst ? in : local,
-                                    st.incomingFirst ? local : in, len / unit, plan.type, plan.op,
-                                    stream));
+      BRAID_TRY(ops_->deviceReduce(dst + off, st.incomingFirst ? in : local,
+                                   st.incomingFirst ? local : in, len / unit, plan.type, plan.op,
+                                   stream));
     }
     BRAID_TRY(ops_->writeValue(stream, word(p.base, size_t(nranks_ + rank_)), uint32_t(n + 1)));
     ++p.received;

@@ -69,10 +69,8 @@ class IpcPath {
   static Status start(std::vector<Plan>& plans, std::vector<Queued>* queued);
   static Status finish(std::vector<Queued>& queued);
 
-  // What it queued so far, for tests and the log.
-  uint64_t piecesSent() const { return piecesSent_; }
-  uint64_t creditWaits() const { return creditWaits_; }  // pieces that waited for a free slot
-  uint64_t plansRun() const { return plansRun_; }
+  // Pieces queued so far that wait for a free slot (tests; the log counts them with the rest).
+  uint64_t creditWaits() const { return creditWaits_; }
   size_t mailboxBytes() const { return headerBytes() + size_t(nranks_) * kSlots * slotBytes_; }
 
  private:
@@ -98,7 +96,6 @@ class IpcPath {
   Status recvPieces(const algos::Step& st, char* dst, const char* src, size_t unit,
                     const Plan& plan, cudaStream_t stream);
 
-  ncclComm* comm_;
   std::shared_ptr<StreamOps> ops_;
   size_t slotBytes_;
   int rank_, nranks_;

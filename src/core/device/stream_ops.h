@@ -41,12 +41,12 @@ class StreamOps {
   virtual void freeStaging(void* ptr) = 0;
   virtual bool isDeviceMemory(const void* ptr) = 0;
 
-  // Device kernels on `stream`, for schedules made only of local steps (Proxy::onStreamOnly):
-  // dst = src between device buffers (same bytes, no overlap unless equal), dst = dst OP src, and
-  // Avg's final division. hasKernels: whether the build has them for (type, op).
+  // Device kernels on `stream`, for schedules run on the devices (Proxy::onStreamOnly, IpcPath):
+  // dst = src between device buffers (same bytes, no overlap unless equal), dst = a OP b (dst may
+  // be a or b), and Avg's final division. hasKernels: whether the build has them for (type, op).
   virtual Status deviceCopy(void* dst, const void* src, size_t bytes, cudaStream_t stream) = 0;
-  virtual Status deviceReduce(void* dst, const void* src, size_t count, ncclDataType_t type,
-                              ncclRedOp_t op, cudaStream_t stream) = 0;
+  virtual Status deviceReduce(void* dst, const void* a, const void* b, size_t count,
+                              ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) = 0;
   virtual Status deviceFinishAvg(void* data, size_t count, ncclDataType_t type, int nranks,
                                  cudaStream_t stream) = 0;
   virtual bool hasKernels(ncclDataType_t type, ncclRedOp_t op) = 0;
@@ -65,9 +65,6 @@ class StreamOps {
   virtual Status waitEvent(cudaStream_t stream, Event event) = 0;
   virtual Status waitValue(cudaStream_t stream, const uint32_t* word, uint32_t value) = 0;
   virtual Status writeValue(cudaStream_t stream, uint32_t* word, uint32_t value) = 0;
-  // dst = a OP b on the device (dst may be a or b).
-  virtual Status deviceReduce3(void* dst, const void* a, const void* b, size_t count,
-                               ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) = 0;
   // Device memory of this communicator's device, zeroed, that other processes may map
   // (exportMemory, then openMemory there; closeMemory lets a mapping go).
   virtual Status allocShared(size_t bytes, void** out) = 0;

@@ -369,8 +369,8 @@ Status Proxy::runOnStream(const Plan& plan, StreamOps& ops) {
       if (at(st.src) != at(st.dst))
         BRAID_TRY(ops.deviceCopy(at(st.dst), at(st.src), st.dst.count * unit, plan.stream));
     } else if (st.kind == algos::StepKind::Reduce) {
-      BRAID_TRY(
-          ops.deviceReduce(at(st.dst), at(st.src), st.dst.count, plan.type, plan.op, plan.stream));
+      BRAID_TRY(ops.deviceReduce(at(st.dst), at(st.dst), at(st.src), st.dst.count, plan.type,
+                                 plan.op, plan.stream));
     } else {
       BRAID_TRY(
           ops.deviceFinishAvg(at(st.dst), st.dst.count, plan.type, plan.comm->nranks, plan.stream));
