@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -103,6 +104,12 @@ class FakeStreamOps final : public device::StreamOps {
   // with a type the build has no kernels for).
   explicit FakeStreamOps(Counters* counters = nullptr, bool kernels = true)
       : counters_(counters ? counters : &own_), kernels_(kernels) {}
+  // As a device's memory goes with its context: "shared device memory" not freed (a mailbox left
+  // by an abort) goes with these operations, once their streams have run.
+  ~FakeStreamOps() override {
+    ownStreams_.clear();
+    for (void* p : shared_) std::free(p);
+  }
 
   // Ranges isDeviceMemory() reports as device memory.
   void markDevice(const void* p, size_t bytes) {
@@ -200,9 +207,18 @@ class FakeStreamOps final : public device::StreamOps {
   // "Shared device memory" is host memory; its handle carries the address (ranks are threads).
   Status allocShared(size_t bytes, void** out) override {
     *out = std::calloc(1, bytes);
-    return *out ? Status::Ok() : systemError("out of memory");
+    if (!*out) return systemError("out of memory");
+    std::lock_guard<std::mutex> lock(ownMu_);
+    shared_.insert(*out);
+    return Status::Ok();
   }
-  void freeShared(void* p) override { std::free(p); }
+  void freeShared(void* p) override {
+    {
+      std::lock_guard<std::mutex> lock(ownMu_);
+      shared_.erase(p);
+    }
+    std::free(p);
+  }
   Status exportMemory(void* p, device::MemHandle* out) override {
     std::memcpy(out->bytes, &p, sizeof p);
     return Status::Ok();
@@ -280,6 +296,7 @@ class FakeStreamOps final : public device::StreamOps {
 
   std::mutex ownMu_;
   std::vector<std::unique_ptr<FakeStream>> ownStreams_;
+  std::set<void*> shared_;  // allocShared's, not yet freed
   Counters own_;
   Counters* counters_;
   std::shared_ptr<uint32_t> flag_ = std::make_shared<uint32_t>(0);

@@ -173,6 +173,45 @@ TEST(IpcPath, RunsStreamOrderedPlansOnly) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
 }
 
+// An abort lets go of a call that a peer never joined: every wait its streams hold passes, so the
+// caller's stream runs on (the data of a call cut short is undefined, as after NCCL's abort).
+// Left waiting for the peer, the stream, and any framework stream behind it, never ran again.
+TEST(IpcPath, AnAbortReleasesACallItsPeerNeverJoined) {
+  std::atomic<bool> through{false};
+  auto results = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    auto held = std::make_unique<IpcRank>(comm, 256);
+    IpcRank& r = *held;
+    if (!r.error.empty()) return r.error;
+    if (rank == 1) {
+      // Never calls; its mailbox, into which rank 0's released sends copy, stays until then.
+      while (!through.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return "";
+    }
+    struct Through {
+      std::atomic<bool>& flag;
+      ~Through() { flag = true; }
+    } done{through};
+    const DeviceCase c{"AllReduce", Collective::AllReduce, false};
+    CaseRank buffers(c, rank, 2, 5003);  // 79 pieces of 256 bytes: the sender runs out of slots
+    buffers.writeInput();
+    Status st;
+    const CaseRank::Made m = buffers.calls()[0];
+    std::vector<Plan> plans{
+        devicePlan(comm, m.call, ResolvedOp{}, m.send, m.recv, r.stream.handle(), &st)};
+    if (!st.ok()) return "makePlan: " + st.message();
+    if (st = submit(plans); !st.ok()) return "submit: " + st.message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (r.stream.idle()) return "the call ended although its peer never joined";
+    comm->deviceIpc->close(true);
+    for (int i = 0; i < 2000 && !r.stream.idle(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (r.stream.idle()) return "";
+    held.release();  // its streams would wait forever to be joined: left running, the test fails
+    return "the stream still waits 10 s after the abort";
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
+}
+
 // NCCL's single-thread pattern: one thread, one stream, a group over both ranks. Every plan's
 // start is on the stream before any wait for an end, or the stream would wait for rank 0's end
 // before rank 1's call could start.

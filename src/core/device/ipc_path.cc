@@ -156,13 +156,44 @@ void IpcPath::close(bool aborted) {
       if (ops_->record(s, &e).ok()) ops_->synchronize(e);
       if (e) ops_->destroy(e);
     }
+    for (Peer& p : peers_)
+      if (p.opened) ops_->closeMemory(p.base);
+    if (mailbox_) ops_->freeShared(mailbox_);
+  } else {
+    releaseWaits(&streams);
+    // The streams it released may still copy into the peers' mailboxes, and peers may still
+    // write into this one: the mappings and the mailbox stay.
   }
-  for (Peer& p : peers_)
-    if (p.opened) ops_->closeMemory(p.base);
-  // After an abort a peer may still write into the mailbox: it stays allocated.
-  if (!aborted && mailbox_) ops_->freeShared(mailbox_);
   for (cudaStream_t s : streams) ops_->destroyStream(s);
   ops_->restoreCurrent(caller);
+}
+
+// Every wait of this rank's streams is on a word of its own mailbox, for at most the pieces it
+// queued to receive from a peer (delivered) or to send to it (consumed). Setting those words to
+// those counts, on a stream that waits for nothing else, lets every queued wait pass, so the
+// streams run to their ends and the callers' streams behind them go on; the data of calls cut
+// short is undefined, as after NCCL's abort. Nothing waits for it: an abort must not hang on a
+// peer, and a watchdog aborting one communicator after another must not hang on the next one's.
+void IpcPath::releaseWaits(std::vector<cudaStream_t>* streams) {
+  if (!mailbox_) return;
+  cudaStream_t s = nullptr;
+  Status st;
+  for (int q = 0; q < nranks_ && st.ok(); ++q) {
+    const Peer& p = peers_[size_t(q)];
+    if (p.received == 0 && p.sent == 0) continue;
+    if (!s) {
+      st = ops_->makeStream(&s);
+      if (!st.ok()) break;
+      streams->push_back(s);
+    }
+    st = ops_->writeValue(s, word(mailbox_, size_t(q)), uint32_t(p.received));
+    if (st.ok()) st = ops_->writeValue(s, word(mailbox_, size_t(nranks_ + q)), uint32_t(p.sent));
+  }
+  if (!st.ok())
+    BRAID_WARN(
+        "rank %d: could not release the device streams of its calls cut short by the "
+        "abort (%s); streams still waiting for peers may never run on",
+        rank_, st.message().c_str());
 }
 
 bool IpcPath::runs(const Plan& plan) const {

@@ -49,8 +49,9 @@ class IpcPath {
   static Status join(ncclComm* comm, std::shared_ptr<StreamOps> ops, size_t slotBytes,
                      std::unique_ptr<IpcPath>* out);
   // Waits until every peer has consumed what this rank sent and every stream ran, then lets the
-  // mailbox, the mappings and the streams go. After an abort nothing is waited for, and the
-  // mailbox stays allocated (a peer may still write into it).
+  // mailbox, the mappings and the streams go. After an abort nothing is waited for: every wait
+  // the streams hold is let pass (the calls cut short end with undefined data, as in NCCL), and
+  // the mailbox and the mappings stay (the streams and the peers may still write into them).
   void close(bool aborted);
   ~IpcPath();
   IpcPath(const IpcPath&) = delete;
@@ -93,6 +94,7 @@ class IpcPath {
   Status streamFor(cudaStream_t* s);
   Status enqueue(const Plan& plan, Queued* q);
   Status sendPieces(int peer, const char* src, size_t bytes, cudaStream_t stream);
+  void releaseWaits(std::vector<cudaStream_t>* streams);
   Status recvPieces(const algos::Step& st, char* dst, const char* src, size_t unit,
                     const Plan& plan, cudaStream_t stream);
 
