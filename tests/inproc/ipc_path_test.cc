@@ -173,6 +173,16 @@ TEST(IpcPath, RunsStreamOrderedPlansOnly) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
 }
 
+// After an abort: "" once the rank's stream has run to its end. A rank whose stream still waits
+// is left running (its streams could never be joined), so that the test fails rather than hangs.
+std::string idleAfterAbort(std::unique_ptr<IpcRank>& held) {
+  for (int i = 0; i < 2000 && !held->stream.idle(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (held->stream.idle()) return "";
+  held.release();
+  return "the stream still waits 10 s after the abort";
+}
+
 // An abort lets go of a call that a peer never joined: every wait its streams hold passes, so the
 // caller's stream runs on (the data of a call cut short is undefined, as after NCCL's abort).
 // Left waiting for the peer, the stream, and any framework stream behind it, never ran again.
@@ -203,11 +213,65 @@ TEST(IpcPath, AnAbortReleasesACallItsPeerNeverJoined) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (r.stream.idle()) return "the call ended although its peer never joined";
     comm->deviceIpc->close(true);
-    for (int i = 0; i < 2000 && !r.stream.idle(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (r.stream.idle()) return "";
-    held.release();  // its streams would wait forever to be joined: left running, the test fails
-    return "the stream still waits 10 s after the abort";
+    return idleAfterAbort(held);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
+}
+
+// A call that could not be queued whole (here: its start's event record failed) leaves the rank
+// out of step with its peers, which queued theirs, so the communicator fails: its later calls
+// are refused with the error rather than pairing the wrong pieces, and an abort on each rank
+// then releases both ranks' streams.
+TEST(IpcPath, ACallNotQueuedWholeFailsTheCommunicator) {
+  std::atomic<int> submitted{0}, aborted{0}, finished{0};
+  auto results = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+    auto held = std::make_unique<IpcRank>(comm, 256);
+    IpcRank& r = *held;
+    if (!r.error.empty()) return r.error;
+    auto barrier = [](std::atomic<int>& count) {
+      ++count;
+      while (count.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    std::string out;
+    const DeviceCase c{"AllReduce", Collective::AllReduce, false};
+    std::vector<std::unique_ptr<CaseRank>> calls;  // kept while the streams may use them
+    for (int call = 0; call < 2 && out.empty(); ++call) {
+      CaseRank& buffers = *calls.emplace_back(std::make_unique<CaseRank>(c, rank, 2, 5003));
+      buffers.writeInput();
+      Status st;
+      const CaseRank::Made m = buffers.calls()[0];
+      std::vector<Plan> plans{
+          devicePlan(comm, m.call, ResolvedOp{}, m.send, m.recv, r.stream.handle(), &st)};
+      if (!st.ok()) return "makePlan: " + st.message();
+      const bool failing = call == 1 && rank == 0;
+      if (failing) r.ops->failRecord(1);  // the call's start: none of its steps is queued
+      st = submit(plans);
+      if (call == 0) {
+        if (!st.ok()) return "first call: " + st.message();
+        r.stream.sync();
+        out = buffers.check();
+      } else if (failing && st.ok()) {
+        out = "the call whose record failed was queued";
+      } else if (!failing && !st.ok()) {
+        out = "submit: " + st.message();
+      }
+    }
+    if (out.empty() && rank == 0) {
+      if (comm->asyncError.load() == ncclSuccess) out = "the communicator did not fail";
+      float x = 1;
+      if (out.empty() && ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, nullptr) == ncclSuccess)
+        out = "a later call on the failed communicator ran";
+    }
+    barrier(submitted);
+    // Rank 0 aborts first: once its streams have run, nothing writes rank 1's words back below
+    // what rank 1's release sets (a limit of the release: docs/architecture.md).
+    if (rank == 1)
+      while (aborted.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    comm->deviceIpc->close(true);
+    if (std::string e = idleAfterAbort(held); out.empty()) out = e;
+    ++aborted;
+    barrier(finished);  // neither mailbox goes while the other rank's streams may write into it
+    return out;
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
 }

@@ -222,6 +222,17 @@ Status IpcPath::streamFor(cudaStream_t* s) {
 Status IpcPath::start(std::vector<Plan>& plans, std::vector<Queued>* queued) {
   queued->clear();
   queued->reserve(plans.size());
+  // A plan not queued whole leaves its communicator out of step with its peers, which queued
+  // theirs: its later calls would pair the wrong pieces, so the communicator fails (its calls
+  // are refused, naming the error, until it is aborted, which releases the streams' waits).
+  auto outOfStep = [&](size_t from, const Status& st) {
+    for (size_t i = from; i < plans.size(); ++i) {
+      BRAID_WARN("rank %d: a device call could not be queued whole (%s): the communicator fails",
+                 plans[i].comm->rank, st.message().c_str());
+      plans[i].comm->markFailed(st.code());
+    }
+    return st;
+  };
   // Every plan's start on its caller's stream (and its scratch, in that stream's order) ...
   for (Plan& plan : plans) {
     IpcPath* path = plan.comm->deviceIpc;
@@ -233,7 +244,7 @@ Status IpcPath::start(std::vector<Plan>& plans, std::vector<Queued>* queued) {
     if (st.ok()) st = path->ops_->record(plan.stream, &q.started);
     path->ops_->restoreCurrent(caller);
     queued->push_back(std::move(q));
-    BRAID_TRY(st);
+    if (!st.ok()) return outOfStep(0, st);
   }
   // ... then every plan's steps, which wait for it.
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -247,7 +258,7 @@ Status IpcPath::start(std::vector<Plan>& plans, std::vector<Queued>* queued) {
     q.path->ops_->restoreCurrent(caller);
     plans[i].comm->callStats.ended(plans[i].profilerTag, st.ok(), false, 0,
                                    uint64_t(plans[i].count) * kernels::typeSize(plans[i].type));
-    BRAID_TRY(st);
+    if (!st.ok()) return outOfStep(i, st);
   }
   return Status::Ok();
 }
@@ -341,7 +352,11 @@ Status IpcPath::enqueue(const Plan& plan, Queued* q) {
   for (cudaStream_t stream : q->used) {
     Event e = nullptr;
     if (st.ok()) st = ops_->record(stream, &e);
-    if (e) q->ends.push_back(e);
+    if (e && st.ok()) {
+      q->ends.push_back(e);
+    } else if (e) {
+      ops_->destroy(e);  // not recorded: nothing to wait for
+    }
   }
   for (Event e : events)
     if (e) ops_->destroy(e);
