@@ -529,6 +529,39 @@ TEST_F(GpuCollectives, AbortsOneAfterAnotherOnASharedGpu) {
   cudaStreamDestroy(free);
 }
 
+// Over CUDA IPC the devices wait for each other on words of their mailboxes, so a call whose peer
+// never calls holds its stream until the abort lets those waits pass (core/device/ipc_path.h).
+TEST_F(GpuCollectives, AbortReleasesAnIpcCallItsPeerNeverJoined) {
+  DeviceIpc env(true);
+  ncclComm_t pair[2] = {};
+  const int devs[2] = {0, 0};
+  ASSERT_EQ(ncclCommInitAll(pair, 2, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  uint64_t mailbox = 0;
+  ASSERT_EQ(ncclCommMemStats(pair[0], ncclStatGpuMemPersist, &mailbox), ncclSuccess);
+  ASSERT_GT(mailbox, 0u) << "the IPC path is off";
+  BRAID_CUDA_OK(cudaSetDevice(0));
+  cudaStream_t held = nullptr;
+  BRAID_CUDA_OK(cudaStreamCreateWithFlags(&held, cudaStreamNonBlocking));
+  float* x = nullptr;
+  BRAID_CUDA_OK(cudaMalloc(&x, 1 << 20));
+  ASSERT_EQ(ncclAllReduce(x, x, 1 << 18, ncclFloat32, ncclSum, pair[0], held), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cudaStreamQuery(held), cudaErrorNotReady) << "the call ended without its peer";
+  ncclCommAbort(pair[0]);
+  cudaError_t state = cudaErrorNotReady;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((state = cudaStreamQuery(held)) == cudaErrorNotReady &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(state, cudaSuccess) << "the stream still waits 20 s after the abort: "
+                                << cudaGetErrorString(state);
+  ncclCommAbort(pair[1]);
+  if (state == cudaSuccess) {
+    cudaFree(x);
+    cudaStreamDestroy(held);
+  }
+}
+
 // A child forked after device support came on cannot use the CUDA context it inherits: its calls
 // take the host path, as in a process without a device.
 TEST_F(GpuCollectives, ForkedChildRunsHostCalls) {
