@@ -99,7 +99,10 @@ Status IpcPath::join(ncclComm* comm, std::shared_ptr<StreamOps> ops, size_t slot
   ready[size_t(rank)] = st.ok();
   gathered = comm->bootstrap->allGather(ready.data(), 1);
   o.restoreCurrent(caller);
-  BRAID_TRY(gathered);
+  if (!gathered.ok()) {
+    path->close(false);  // no call ran: nothing to wait for, and nothing writes here yet
+    return gathered;     // and init fails
+  }
   const auto missing = std::find(ready.begin(), ready.end(), uint8_t(0));
   if (missing != ready.end()) {
     if (!st.ok())
