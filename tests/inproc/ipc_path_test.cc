@@ -173,6 +173,18 @@ TEST(IpcPath, RunsStreamOrderedPlansOnly) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
 }
 
+const DeviceCase kAllReduce{"AllReduce", Collective::AllReduce, false};
+
+// The AllReduce of `buffers` (its input written) as the one plan of a submit, on `stream`.
+std::vector<Plan> allReducePlan(ncclComm_t comm, CaseRank& buffers, cudaStream_t stream,
+                                Status* st) {
+  buffers.writeInput();
+  const CaseRank::Made m = buffers.calls()[0];
+  std::vector<Plan> plans;
+  plans.push_back(devicePlan(comm, m.call, ResolvedOp{}, m.send, m.recv, stream, st));
+  return plans;
+}
+
 // After an abort: "" once the rank's stream has run to its end. A rank whose stream still waits
 // is left running (its streams could never be joined), so that the test fails rather than hangs.
 std::string idleAfterAbort(std::unique_ptr<IpcRank>& held) {
@@ -201,13 +213,9 @@ TEST(IpcPath, AnAbortReleasesACallItsPeerNeverJoined) {
       std::atomic<bool>& flag;
       ~Through() { flag = true; }
     } done{through};
-    const DeviceCase c{"AllReduce", Collective::AllReduce, false};
-    CaseRank buffers(c, rank, 2, 5003);  // 79 pieces of 256 bytes: the sender runs out of slots
-    buffers.writeInput();
+    CaseRank buffers(kAllReduce, rank, 2, 5003);  // 79 pieces of 256 bytes: slots run out
     Status st;
-    const CaseRank::Made m = buffers.calls()[0];
-    std::vector<Plan> plans{
-        devicePlan(comm, m.call, ResolvedOp{}, m.send, m.recv, r.stream.handle(), &st)};
+    std::vector<Plan> plans = allReducePlan(comm, buffers, r.stream.handle(), &st);
     if (!st.ok()) return "makePlan: " + st.message();
     if (st = submit(plans); !st.ok()) return "submit: " + st.message();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -233,15 +241,12 @@ TEST(IpcPath, ACallNotQueuedWholeFailsTheCommunicator) {
       while (count.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     };
     std::string out;
-    const DeviceCase c{"AllReduce", Collective::AllReduce, false};
     std::vector<std::unique_ptr<CaseRank>> calls;  // kept while the streams may use them
     for (int call = 0; call < 2 && out.empty(); ++call) {
-      CaseRank& buffers = *calls.emplace_back(std::make_unique<CaseRank>(c, rank, 2, 5003));
-      buffers.writeInput();
+      CaseRank& buffers =
+          *calls.emplace_back(std::make_unique<CaseRank>(kAllReduce, rank, 2, 5003));
       Status st;
-      const CaseRank::Made m = buffers.calls()[0];
-      std::vector<Plan> plans{
-          devicePlan(comm, m.call, ResolvedOp{}, m.send, m.recv, r.stream.handle(), &st)};
+      std::vector<Plan> plans = allReducePlan(comm, buffers, r.stream.handle(), &st);
       if (!st.ok()) return "makePlan: " + st.message();
       const bool failing = call == 1 && rank == 0;
       if (failing) r.ops->failRecord(1);  // the call's start: none of its steps is queued
@@ -292,16 +297,12 @@ TEST(IpcPath, RanksOfOneThreadShareAStreamInAGroup) {
     for (auto& r : ranks) ASSERT_EQ(r->error, "");
 
     FakeStream stream;
-    const DeviceCase c{"AllReduce", Collective::AllReduce, false};
     std::vector<std::unique_ptr<CaseRank>> buffers;
     std::vector<Plan> plans;
     for (int r = 0; r < kRanks; ++r) {
-      buffers.push_back(std::make_unique<CaseRank>(c, r, kRanks, 3000));
-      buffers.back()->writeInput();
+      buffers.push_back(std::make_unique<CaseRank>(kAllReduce, r, kRanks, 3000));
       Status st;
-      const CaseRank::Made m = buffers.back()->calls()[0];
-      plans.push_back(
-          devicePlan(comms[r], m.call, ResolvedOp{}, m.send, m.recv, stream.handle(), &st));
+      plans.push_back(std::move(allReducePlan(comms[r], *buffers.back(), stream.handle(), &st)[0]));
       ASSERT_TRUE(st.ok()) << st.message();
     }
     ASSERT_TRUE(submit(plans).ok());
