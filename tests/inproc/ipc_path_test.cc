@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -195,17 +196,17 @@ std::string idleAfterAbort(std::unique_ptr<IpcRank>& held) {
   return "the stream still waits 10 s after the abort";
 }
 
-// An abort lets go of a call that a peer never joined: every wait its streams hold passes, so the
-// caller's stream runs on (the data of a call cut short is undefined, as after NCCL's abort).
-// Left waiting for the peer, the stream, and any framework stream behind it, never ran again.
-TEST(IpcPath, AnAbortReleasesACallItsPeerNeverJoined) {
+// Two ranks of which only rank 0 calls: it submits an AllReduce of 79 pieces of 256 bytes (the
+// sender runs out of slots), then `after` ends the call its peer never joined. Rank 1 keeps its
+// mailbox, into which rank 0's released sends copy, until rank 0 is through. "" or what went
+// wrong, per rank.
+std::vector<std::string> callWithoutPeer(
+    const std::function<std::string(ncclComm_t, std::unique_ptr<IpcRank>&)>& after) {
   std::atomic<bool> through{false};
-  auto results = runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
+  return runThreads(2, [&](int rank, ncclComm_t comm) -> std::string {
     auto held = std::make_unique<IpcRank>(comm, 256);
-    IpcRank& r = *held;
-    if (!r.error.empty()) return r.error;
+    if (!held->error.empty()) return held->error;
     if (rank == 1) {
-      // Never calls; its mailbox, into which rank 0's released sends copy, stays until then.
       while (!through.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       return "";
     }
@@ -213,14 +214,39 @@ TEST(IpcPath, AnAbortReleasesACallItsPeerNeverJoined) {
       std::atomic<bool>& flag;
       ~Through() { flag = true; }
     } done{through};
-    CaseRank buffers(kAllReduce, rank, 2, 5003);  // 79 pieces of 256 bytes: slots run out
+    CaseRank buffers(kAllReduce, rank, 2, 5003);
     Status st;
-    std::vector<Plan> plans = allReducePlan(comm, buffers, r.stream.handle(), &st);
+    std::vector<Plan> plans = allReducePlan(comm, buffers, held->stream.handle(), &st);
     if (!st.ok()) return "makePlan: " + st.message();
     if (st = submit(plans); !st.ok()) return "submit: " + st.message();
+    return after(comm, held);
+  });
+}
+
+// An abort lets go of a call that a peer never joined: every wait its streams hold passes, so the
+// caller's stream runs on (the data of a call cut short is undefined, as after NCCL's abort).
+// Left waiting for the peer, the stream, and any framework stream behind it, never ran again.
+TEST(IpcPath, AnAbortReleasesACallItsPeerNeverJoined) {
+  auto results = callWithoutPeer([](ncclComm_t comm, std::unique_ptr<IpcRank>& held) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (r.stream.idle()) return "the call ended although its peer never joined";
+    if (held->stream.idle()) return std::string("the call ended although its peer never joined");
     comm->deviceIpc->close(true);
+    return idleAfterAbort(held);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;
+}
+
+// With BRAID_TIMEOUT_MS a destroy waits that long for its streams at most: a call whose peer
+// never joined then goes as after an abort (a warning), rather than holding the destroy forever.
+TEST(IpcPath, ADestroyWaitsNoLongerThanTheTimeout) {
+  auto results = callWithoutPeer([](ncclComm_t comm, std::unique_ptr<IpcRank>& held) {
+    const auto start = std::chrono::steady_clock::now();
+    comm->deviceIpc->close(false, 200);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (ms < 200) return "the destroy returned after " + std::to_string(ms) + " ms, not 200";
+    if (ms > 5000) return "the destroy took " + std::to_string(ms) + " ms with a 200 ms timeout";
     return idleAfterAbort(held);
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[size_t(r)], "") << "rank " << r;

@@ -238,7 +238,7 @@ Status suspend(ncclComm* comm, size_t* pinnedBytes) { return Proxy::release(comm
 void shutdown(ncclComm* comm) {
   delete comm->deviceProxy;
   comm->deviceProxy = nullptr;
-  if (comm->deviceIpc) comm->deviceIpc->close(comm->abortFlag.load());
+  if (comm->deviceIpc) comm->deviceIpc->close(comm->abortFlag.load(), comm->timeoutMs);
   delete comm->deviceIpc;
   comm->deviceIpc = nullptr;
 }

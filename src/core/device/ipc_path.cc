@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "base/log.h"
 #include "base/strfmt.h"
@@ -126,7 +128,7 @@ Status IpcPath::join(ncclComm* comm, std::shared_ptr<StreamOps> ops, size_t slot
 
 IpcPath::~IpcPath() { close(true); }
 
-void IpcPath::close(bool aborted) {
+void IpcPath::close(bool aborted, int64_t timeoutMs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return;
   closed_ = true;
@@ -154,21 +156,53 @@ void IpcPath::close(bool aborted) {
                                .ok())
         BRAID_WARN("rank %d: could not wait for rank %d to consume its last pieces", rank_, q);
     }
-    for (cudaStream_t s : streams) {
-      Event e = nullptr;
-      if (ops_->record(s, &e).ok()) ops_->synchronize(e);
-      if (e) ops_->destroy(e);
+    aborted = !drained(streams, timeoutMs);
+    if (aborted) {
+      BRAID_WARN(
+          "rank %d: its device streams still wait after %lld ms (%s): a peer has not consumed "
+          "what this rank sent, or not sent what it waits for; they are released as by an "
+          "abort",
+          rank_, static_cast<long long>(timeoutMs), env::kBraidTimeoutMs.name);
+    } else {
+      for (Peer& p : peers_)
+        if (p.opened) ops_->closeMemory(p.base);
+      if (mailbox_) ops_->freeShared(mailbox_);
     }
-    for (Peer& p : peers_)
-      if (p.opened) ops_->closeMemory(p.base);
-    if (mailbox_) ops_->freeShared(mailbox_);
-  } else {
+  }
+  if (aborted) {
     releaseWaits(&streams);
     // The streams it released may still copy into the peers' mailboxes, and peers may still
     // write into this one: the mappings and the mailbox stay.
   }
   for (cudaStream_t s : streams) ops_->destroyStream(s);
   ops_->restoreCurrent(caller);
+}
+
+// Whether every stream ran what is queued on it: at once with no timeout, else polled until
+// `timeoutMs` passed.
+bool IpcPath::drained(const std::vector<cudaStream_t>& streams, int64_t timeoutMs) {
+  std::vector<Event> ends;
+  for (cudaStream_t s : streams) {
+    Event e = nullptr;
+    if (ops_->record(s, &e).ok())
+      ends.push_back(e);
+    else if (e)
+      ops_->destroy(e);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  bool all = true;
+  for (Event e : ends) {
+    bool done = timeoutMs <= 0;
+    if (done) {
+      ops_->synchronize(e);
+    } else {
+      while (ops_->query(e, &done).ok() && !done && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    all = all && done;
+    ops_->destroy(e);
+  }
+  return all;
 }
 
 // Every wait of this rank's streams is on a word of its own mailbox, for at most the pieces it

@@ -52,7 +52,9 @@ class IpcPath {
   // mailbox, the mappings and the streams go. After an abort nothing is waited for: every wait
   // the streams hold is let pass (the calls cut short end with undefined data, as in NCCL), and
   // the mailbox and the mappings stay (the streams and the peers may still write into them).
-  void close(bool aborted);
+  // `timeoutMs` (BRAID_TIMEOUT_MS; 0: none) bounds the wait; past it, a warning, and the rest
+  // goes as after an abort.
+  void close(bool aborted, int64_t timeoutMs = 0);
   ~IpcPath();
   IpcPath(const IpcPath&) = delete;
   IpcPath& operator=(const IpcPath&) = delete;
@@ -94,6 +96,7 @@ class IpcPath {
   Status streamFor(cudaStream_t* s);
   Status enqueue(const Plan& plan, Queued* q);
   Status sendPieces(int peer, const char* src, size_t bytes, cudaStream_t stream);
+  bool drained(const std::vector<cudaStream_t>& streams, int64_t timeoutMs);
   void releaseWaits(std::vector<cudaStream_t>* streams);
   Status recvPieces(const algos::Step& st, char* dst, const char* src, size_t unit,
                     const Plan& plan, cudaStream_t stream);
