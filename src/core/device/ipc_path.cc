@@ -178,8 +178,8 @@ void IpcPath::close(bool aborted, int64_t timeoutMs) {
   ops_->restoreCurrent(caller);
 }
 
-// Whether every stream ran what is queued on it: at once with no timeout, else polled until
-// `timeoutMs` passed.
+// Whether every stream ran what is queued on it: waited for however long that takes where
+// `timeoutMs` is 0, else polled until `timeoutMs` passed.
 bool IpcPath::drained(const std::vector<cudaStream_t>& streams, int64_t timeoutMs) {
   std::vector<Event> ends;
   for (cudaStream_t s : streams) {
