@@ -183,7 +183,18 @@ class Compiler {
     return c_.steps.size() < UINT32_MAX && c_.dependents.size() < UINT32_MAX &&
            c_.pairs.size() < UINT32_MAX && !tooManyDeps_ && !overBudget();
   }
-  bool overBudget() const { return maxSteps_ > 0 && c_.steps.size() > maxSteps_; }
+  // Over the budget once the steps compiled pass it, or once those of the block's ranks compiled
+  // so far (at least kProjectAfter of them, and an eighth of the block), scaled to the whole
+  // block, pass it: a block that will not fit is given up after a part of its schedules is
+  // built, which is what compiling costs (a ring at 3,072 ranks: 64 of a 512-rank block's
+  // schedules, not the 333 that reach the budget). At the block's last rank the two agree.
+  bool overBudget() const {
+    if (maxSteps_ == 0) return false;
+    const size_t ranks = c_.rankBase.size() - 1, block = static_cast<size_t>(c_.period);
+    if (ranks >= kProjectAfter && ranks * 8 >= block)
+      return double(c_.steps.size()) * double(block) > double(maxSteps_) * double(ranks);
+    return c_.steps.size() > maxSteps_;
+  }
 
   Compiled finish(const GroupPerms& perms) && {
     c_.steps.emplace_back().dependentsBegin = static_cast<uint32_t>(c_.dependents.size());
@@ -281,6 +292,10 @@ class Compiler {
       for (int p = 0; p < c_.n; ++p) lone(p);
     }
   }
+
+  // Fewer ranks than this are too few to stand for a block: a hierarchy's first rank, its host's
+  // leader, has many times the steps of the ranks after it.
+  static constexpr size_t kProjectAfter = 64;
 
   Compiled c_;
   size_t typeSize_;

@@ -289,9 +289,7 @@ bool priceWhole(const Algorithm& algo, const CollArgs& args, double* us, double*
 // the slowest of a few representative ranks on their own. Up to kWholeOperationRanks every rank
 // is simulated; above, the whole operation runs with the symmetric-block shortcut
 // (OperationOptions::symmetry) while the ranks it simulates have at most kWholeOperationSteps
-// steps in all, which bounds the work where no block is found (chooseAlgorithm prices every
-// candidate one way: representatives price lower than whole operations, a rank walked alone
-// never waiting for its predecessors).
+// steps in all, which bounds the work where no block is found.
 double priceOperation(const Algorithm& algo, const CollArgs& args, double* linksUs) {
   double us = 0, links = 0;
   if (!priceWhole(algo, args, &us, &links)) us = priceRepresentatives(algo, args, &links);
@@ -395,18 +393,23 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     out->reason += "no topology to price with";
     return Status::Ok();
   }
+  // Each candidate is priced as priceOperation does: its whole operation where that fits the
+  // budget, else its representatives, even where other candidates' whole operations fit. The
+  // representatives' error has no one direction (bench/results/selector_scale.md, 3,072 ranks:
+  // a ring's 1.17-1.24 times its whole operation, a tree's 0.39-0.73), so a candidate is best
+  // priced by its whole operation wherever that is affordable; pricing every candidate by
+  // representatives once one was over the budget chose the tree at 25 and 64 MiB there, 1.19
+  // and 1.09 times the cheapest whole operation.
   std::vector<Priced> priced;
-  bool whole = true;
   for (const Algorithm* algo : allowed) {
-    priced.push_back(Priced{algo});
-    whole = whole && priceWhole(*algo, args, &priced.back().us, &priced.back().linksUs);
-  }
-  for (Priced& p : priced) {
-    if (!whole) p.us = priceRepresentatives(*p.algorithm, args, &p.linksUs);
+    Priced& p = priced.emplace_back(Priced{algo});
+    const bool whole = priceWhole(*algo, args, &p.us, &p.linksUs);
+    if (!whole) p.us = priceRepresentatives(*algo, args, &p.linksUs);
     out->reason +=
         strfmt("%s%.*s %.1f us", out->reason.empty() ? "" : ", ",
                static_cast<int>(p.algorithm->name().size()), p.algorithm->name().data(), p.us);
     if (p.linksUs < p.us) out->reason += strfmt(" (links %.1f)", p.linksUs);
+    if (!whole) out->reason += " (representatives)";
   }
   const Priced& winner = priced[pickCheapest(priced)];
   out->algorithm = winner.algorithm;

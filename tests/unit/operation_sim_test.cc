@@ -26,10 +26,11 @@ const algos::Algorithm& byName(std::string_view name) {
 }
 
 // `bytes` of floats AllReduced with `algo` on `topo`, each stage's blocks unchunked unless
-// `chunkBytes` says otherwise.
+// `chunkBytes` says otherwise; with `built`, counting the schedules built there.
 algos::OperationReport simulate(std::string_view algo, const Topology& topo, size_t bytes,
                                 bool symmetry, size_t chunkBytes = 0,
-                                bool approximateSymmetry = false) {
+                                bool approximateSymmetry = false, size_t maxSteps = 0,
+                                int* built = nullptr) {
   algos::CollArgs args;
   args.count = bytes / 4;
   args.nranks = topo.nranks();
@@ -42,10 +43,13 @@ algos::OperationReport simulate(std::string_view algo, const Topology& topo, siz
   options.signaturesOnDataEdges = true;
   options.symmetry = symmetry;
   options.approximateSymmetry = approximateSymmetry;
+  options.maxSteps = maxSteps;
+  if (built) *built = 0;
   algos::OperationReport report;
   algos::simulateOperation(
       topo.nranks(),
       [&](int r, algos::Schedule& storage) -> const algos::Schedule& {
+        if (built) ++*built;
         algos::CollArgs v = args;
         v.rank = r;
         storage = a.build(v);
@@ -214,6 +218,30 @@ TEST(OperationSim, DoubleBinaryTreeComesNearItsClosedForm) {
     EXPECT_LE(r.us, 1.3 * form) << n << " ranks";
     EXPECT_NEAR(r.busiestUs, nics, 1e-6 * nics) << n << " ranks: the busiest NIC carries 2 B";
   }
+}
+
+// OperationOptions::maxSteps: a simulation over the budget prices nothing and says so, and it
+// stops once the ranks built so far (64 or more, and an eighth of those simulated), scaled to
+// all of them, pass the budget, rather than building schedules until their steps do. A flat
+// ring of 512 ranks, every rank simulated, each rank's schedule the same length.
+TEST(OperationSim, ABudgetStopsWhenTheRanksBuiltSoFarProjectPastIt) {
+  const Topology topo = Topology::flat(512);
+  auto run = [&](size_t maxSteps, int* built) {
+    return simulate("ring", topo, 4 << 20, false, 0, false, maxSteps, built);
+  };
+  int built = 0;
+  const algos::OperationReport whole = run(0, &built);
+  ASSERT_FALSE(whole.overBudget);
+  ASSERT_EQ(built, 512);
+  // Just enough: priced as without a budget.
+  const algos::OperationReport fits = run(whole.steps, &built);
+  EXPECT_FALSE(fits.overBudget);
+  EXPECT_EQ(fits.us, whole.us);
+  // One step short: over, known at the 64th rank of 512.
+  const algos::OperationReport over = run(whole.steps - 1, &built);
+  EXPECT_TRUE(over.overBudget);
+  EXPECT_FALSE(std::isfinite(over.us));
+  EXPECT_EQ(built, 64);
 }
 
 }  // namespace
