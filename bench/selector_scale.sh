@@ -5,7 +5,8 @@
 # prices (--why) and each `auto` run's wall time and peak memory (the selector's choice and the
 # chosen candidate's simulation, whose time the sim(s) column gives). Optionally a second
 # build's `auto` beside it (the selector before a change).
-# AllReduce, and ReduceScatter on the 3,072-rank Clos. Results: bench/results/selector_scale.md.
+# AllReduce (and at 16,384 ranks, 25 MiB), and ReduceScatter on the 3,072-rank Clos. Results:
+# bench/results/selector_scale.md.
 #   bash bench/selector_scale.sh [BUILD_DIR] [OTHER_BUILD_DIR]
 set -u
 sim=${1:-build/release}/tools/braid-sim
@@ -14,6 +15,8 @@ gpu=(--ranks-per-host 8 --local-gbps 1200 --local-us 2 --reduce-gbytes 500 -d ha
 # bench/sim_seed.sh's fabrics: B (3,072 ranks, three tiers, racks 3:1) and A (1,024 ranks, 10 GbE).
 clos=("${gpu[@]}" --hosts-per-rack 16 --racks-per-pod 4 --pods 6 --nic-gbps 200 --rack-oversub 3)
 ten=("${gpu[@]}" --hosts-per-rack 16 --racks-per-pod 8 --pods 1 --nic-gbps 10 --rack-oversub 1)
+# B with 32 pods: 16,384 ranks.
+big=("${gpu[@]}" --hosts-per-rack 16 --racks-per-pod 4 --pods 32 --nic-gbps 200 --rack-oversub 3)
 # bench/sim_scale.sh's fabric: 3,072 ranks, fp32, 100 Gbit/s NICs.
 fp32=(--ranks-per-host 8 --hosts-per-rack 16 --racks-per-pod 4 --pods 6 --rack-oversub 3)
 row() {  # name, size, then the fabric
@@ -31,3 +34,4 @@ for size in 256K 4M 25M 64M 256M 1G; do row clos3072 "$size" "${clos[@]}"; done
 for size in 64K 1M 16M 256M; do row clos3072_reducescatter "$size" "${clos[@]}" --coll reducescatter; done
 row gpt3_10gbe_1024 1G "${ten[@]}"
 for size in 64M 1G; do row fp32_3072 "$size" "${fp32[@]}"; done
+row clos16384 25M "${big[@]}"

@@ -280,10 +280,12 @@ std::map<std::string, double> wholePrices(const CollArgs& a) {
   return prices;
 }
 
-// priceRepresentatives for the uncompressed algorithm `name`.
+// priceRepresentatives for the uncompressed algorithm `name` that serves the call (names repeat
+// across collectives).
 double representativePrice(std::string_view name, const CollArgs& a) {
   for (const Algorithm* algo : algorithms())
-    if (algo->name() == name && !algo->compressed()) return priceRepresentatives(*algo, a);
+    if (algo->name() == name && !algo->compressed() && algo->supports(a))
+      return priceRepresentatives(*algo, a);
   ADD_FAILURE() << "no algorithm " << name;
   return 0.0;
 }
@@ -397,27 +399,37 @@ TEST(Selector, RepresentativesOfAHierarchysRingsWaitForTheirPredecessors) {
   }
 }
 
-// Every candidate's whole-operation price with the symmetric-block shortcut (what braid-sim
-// prints), leaving out those whose simulated ranks have more than maxSteps steps (0: none).
+// `algo`'s whole-operation price with the symmetric-block shortcut (what braid-sim prints); with
+// maxSteps (0: none), whether its simulated ranks fit that many steps (*fits).
+double blockPrice(const Algorithm& algo, const CollArgs& a, size_t maxSteps = 0,
+                  bool exactOnly = false, bool* fits = nullptr) {
+  OperationOptions options;
+  options.signaturesOnDataEdges = needsEveryInput(a.coll);
+  options.symmetry = true;
+  options.approximateSymmetry = !exactOnly;
+  options.maxSteps = maxSteps;
+  OperationReport report;
+  simulateOperation(
+      a.nranks,
+      [&](int r, Schedule& storage) -> const Schedule& {
+        CollArgs v = a;
+        v.rank = r;
+        storage = algo.build(v);
+        return storage;
+      },
+      a.typeSize, *a.topology, options, &report);
+  if (fits) *fits = !report.overBudget;
+  return report.us;
+}
+
+// Every candidate's blockPrice, leaving out those over maxSteps.
 std::map<std::string, double> blockPrices(const CollArgs& a, size_t maxSteps = 0) {
   std::map<std::string, double> whole;
   for (const Algorithm* algo : algorithms()) {
     if (algo->compressed() || !algo->supports(a)) continue;
-    OperationOptions options;
-    options.symmetry = true;
-    options.approximateSymmetry = true;
-    options.maxSteps = maxSteps;
-    OperationReport report;
-    simulateOperation(
-        a.nranks,
-        [&](int r, Schedule& storage) -> const Schedule& {
-          CollArgs v = a;
-          v.rank = r;
-          storage = algo->build(v);
-          return storage;
-        },
-        a.typeSize, *a.topology, options, &report);
-    if (!report.overBudget) whole[std::string(algo->name())] = report.us;
+    bool fits = true;
+    const double us = blockPrice(*algo, a, maxSteps, false, &fits);
+    if (fits) whole[std::string(algo->name())] = us;
   }
   return whole;
 }
@@ -453,6 +465,56 @@ TEST(Selector, AThousandRanksArePricedWholeWhereABlockFitsTheBudget) {
   expectTheCheapestWhole(allReduce((size_t(25) << 20) / 4, n, topo));
 }
 
+// bench/sim_seed.sh's fabrics: `pods` pods of `podRacks` racks of 16 hosts of 8 ranks; 150 GB/s
+// inside a host, NICs of `nicGbps`, racks oversubscribed `rackOversub`:1, reductions at 500 GB/s.
+Topology seedClos(int pods, int podRacks, double nicGbps, double rackOversub) {
+  constexpr int kHost = 8, kRackHosts = 16;
+  const int n = kHost * kRackHosts * podRacks * pods;
+  std::vector<int> host(n), rack(n), pod(n);
+  for (int r = 0; r < n; ++r) {
+    host[static_cast<size_t>(r)] = r / kHost;
+    rack[static_cast<size_t>(r)] = r / (kHost * kRackHosts);
+    pod[static_cast<size_t>(r)] = r / (kHost * kRackHosts * podRacks);
+  }
+  const double rackGbps = kRackHosts * nicGbps / rackOversub;
+  Topology topo;
+  topo.groupOf = {host, rack, pod};
+  topo.link = {LinkCost{2, 8e-3 / 1200}, LinkCost{2, 8e-3 / nicGbps}, LinkCost{4, 8e-3 / rackGbps},
+               LinkCost{6, 8e-3 / (podRacks * rackGbps)}};
+  topo.gammaUsPerByte = 1.0 / 500e3;
+  return topo;
+}
+
+// An AllReduce of `bytes` of fp16 on `topo`, chunked as braid-sim chunks it.
+CollArgs fp16AllReduce(size_t bytes, const Topology& topo) {
+  CollArgs a = allReduce(bytes / 2, topo.nranks(), topo);
+  a.typeSize = 2;
+  a.type = ncclFloat16;
+  a.chunkCount = pipelineChunk(Collective::AllReduce, a.count, a.nranks, a.typeSize, 512 * 1024);
+  return a;
+}
+
+// hier's blocks differ in what their top ring's steps wait for, so no exact block stands for the
+// others; at 1 GiB every rank simulated is over the budget, and the selector prices hier by the
+// approximate block, as braid-sim does, not by representatives (bench/sim_seed.sh's 10 GbE
+// fabric: 1,024 ranks).
+TEST(Selector, AnApproximateBlockPricesHierWhereNoExactOneFits) {
+  const Topology topo = seedClos(1, 8, 10, 1);
+  CollArgs a = fp16AllReduce(size_t(1) << 30, topo);
+  const Algorithm* hier = nullptr;
+  for (const Algorithm* algo : algorithms())
+    if (algo->name() == "hier" && !algo->compressed() && algo->supports(a)) hier = algo;
+  ASSERT_NE(hier, nullptr);
+  constexpr size_t kBudget = size_t{1} << 21;
+  bool fits = true;
+  blockPrice(*hier, a, kBudget, true, &fits);
+  ASSERT_FALSE(fits) << "an exact block or every rank fits the budget now";
+  const double approximate = blockPrice(*hier, a, kBudget, false, &fits);
+  ASSERT_TRUE(fits) << "the approximate block is over the budget now";
+  EXPECT_EQ(priceOperation(*hier, a), approximate);
+  EXPECT_NE(priceRepresentatives(*hier, a), approximate);
+}
+
 // Where one candidate's whole operation is over the budget, the others' are still priced whole,
 // and the choice is the cheapest of those (the ring and rackring, priced by representatives at
 // 8.0 ms, are three times those here): representatives err both ways, and priced by them every
@@ -461,23 +523,8 @@ TEST(Selector, AThousandRanksArePricedWholeWhereABlockFitsTheBudget) {
 // 1,536 ranks, 8 a host at 150 GB/s, 16 hosts a rack on 200 Gbit/s NICs, racks 3:1, 4 racks a
 // pod; 25 MiB of fp16, where the ring's block of 512 ranks is over the selector's budget.
 TEST(Selector, CandidatesThatFitTheBudgetArePricedWholeBesideOnesThatDoNot) {
-  constexpr int kHost = 8, kRackHosts = 16, kPodRacks = 4, n = kHost * kRackHosts * kPodRacks * 3;
-  Topology topo;
-  std::vector<int> host(n), rack(n), pod(n);
-  for (int r = 0; r < n; ++r) {
-    host[static_cast<size_t>(r)] = r / kHost;
-    rack[static_cast<size_t>(r)] = r / (kHost * kRackHosts);
-    pod[static_cast<size_t>(r)] = r / (kHost * kRackHosts * kPodRacks);
-  }
-  const double rackGbps = kRackHosts * 200.0 / 3;
-  topo.groupOf = {host, rack, pod};
-  topo.link = {LinkCost{2, 8e-3 / 1200}, LinkCost{2, 8e-3 / 200}, LinkCost{4, 8e-3 / rackGbps},
-               LinkCost{6, 8e-3 / (kPodRacks * rackGbps)}};
-  topo.gammaUsPerByte = 1.0 / 500e3;
-  CollArgs a = allReduce((size_t(25) << 20) / 2, n, topo);
-  a.typeSize = 2;
-  a.type = ncclFloat16;
-  a.chunkCount = pipelineChunk(Collective::AllReduce, a.count, n, a.typeSize, 512 * 1024);
+  const Topology topo = seedClos(3, 4, 200, 3);
+  const CollArgs a = fp16AllReduce(size_t(25) << 20, topo);
   Choice c;
   ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &c).ok());
   ASSERT_NE(c.reason.find("(representatives)"), std::string::npos)
