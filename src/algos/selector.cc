@@ -272,6 +272,7 @@ bool priceWhole(const Algorithm& algo, const CollArgs& args, double* us, double*
   // simulated does not); the block prices hier within 2% of every rank (operation_sim_test).
   options.approximateSymmetry = true;
   options.maxSteps = kWholeOperationSteps;
+  options.buildAhead = true;  // the source builds from `algo` and `args` alone
   OperationReport report;
   simulateOperation(
       n,
