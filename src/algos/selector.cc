@@ -399,12 +399,10 @@ Status chooseAlgorithm(const CollArgs& args, const AlgoFilter& filter, std::stri
     return Status::Ok();
   }
   // Each candidate is priced as priceOperation does: its whole operation where that fits the
-  // budget, else its representatives, even where other candidates' whole operations fit. The
-  // representatives' error has no one direction (bench/results/selector_scale.md, 3,072 ranks:
-  // a ring's 1.17-1.24 times its whole operation, a tree's 0.39-0.73), so a candidate is best
-  // priced by its whole operation wherever that is affordable; pricing every candidate by
-  // representatives once one was over the budget chose the tree at 25 and 64 MiB there, 1.19
-  // and 1.09 times the cheapest whole operation.
+  // budget, else its representatives, whatever the other candidates' simulations cost. The
+  // representatives err both ways (bench/results/selector_scale.md, 3,072 ranks: a ring's price
+  // 1.17-1.24 times its whole operation, a tree's 0.39-0.73), so no candidate gains by being
+  // priced as the others are: each is priced by its whole operation wherever that is affordable.
   std::vector<Priced> priced;
   for (const Algorithm* algo : allowed) {
     Priced& p = priced.emplace_back(Priced{algo});

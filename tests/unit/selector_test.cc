@@ -517,9 +517,9 @@ TEST(Selector, AnApproximateBlockPricesHierWhereNoExactOneFits) {
 
 // Where one candidate's whole operation is over the budget, the others' are still priced whole,
 // and the choice is the cheapest of those (the ring and rackring, priced by representatives at
-// 8.0 ms, are three times those here): representatives err both ways, and priced by them every
-// candidate chose the tree (priced at 2.1 ms, its NIC's bytes; its whole operation takes
-// 3.0 ms), 1.15 times hier's whole operation. bench/sim_seed.sh's three-tier Clos with 3 pods:
+// 8.0 ms, are three times those here): representatives err both ways, and by them the tree would
+// look cheapest (2.1 ms, its NIC's bytes; its whole operation takes 3.0 ms, 1.15 times hier's).
+// bench/sim_seed.sh's three-tier Clos with 3 pods:
 // 1,536 ranks, 8 a host at 150 GB/s, 16 hosts a rack on 200 Gbit/s NICs, racks 3:1, 4 racks a
 // pod; 25 MiB of fp16, where the ring's block of 512 ranks is over the selector's budget.
 TEST(Selector, CandidatesThatFitTheBudgetArePricedWholeBesideOnesThatDoNot) {
