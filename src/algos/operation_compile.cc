@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -173,6 +174,7 @@ class Compiler {
       out.value = value;
     }
     c_.rankBase.push_back(c_.steps.size());
+    shortest_ = std::min(shortest_, s.steps.size());
     if (topo_.memoryUsPerByte > 0) countMemoryTraffic(r, s);
     if (topo_.signatures && topo_.alphaScale > 1.0) addLoneSignatures(r, s);
   }
@@ -183,16 +185,18 @@ class Compiler {
     return c_.steps.size() < UINT32_MAX && c_.dependents.size() < UINT32_MAX &&
            c_.pairs.size() < UINT32_MAX && !tooManyDeps_ && !overBudget();
   }
-  // Over the budget once the steps compiled pass it, or once those of the block's ranks compiled
-  // so far (at least kProjectAfter of them, and an eighth of the block), scaled to the whole
-  // block, pass it: a block that will not fit is given up after a part of its schedules is
-  // built, which is what compiling costs (a ring at 3,072 ranks: 64 of a 512-rank block's
-  // schedules, not the 333 that reach the budget). At the block's last rank the two agree.
+  // Over the budget once the steps compiled pass it, or once they would with each of the
+  // block's ranks still to come as long as the shortest schedule compiled so far (taken after at
+  // least kProjectAfter ranks, and an eighth of the block): a block that will not fit is given
+  // up after a part of its schedules is built, which is what compiling costs (a ring at 3,072
+  // ranks: 64 of a 512-rank block's schedules, not the 333 that reach the budget), while a block
+  // whose first ranks are its longest (a root, a host's leader) is not. At the block's last rank
+  // the two agree.
   bool overBudget() const {
     if (maxSteps_ == 0) return false;
     const size_t ranks = c_.rankBase.size() - 1, block = static_cast<size_t>(c_.period);
-    if (ranks >= kProjectAfter && ranks * 8 >= block)
-      return double(c_.steps.size()) * double(block) > double(maxSteps_) * double(ranks);
+    if (ranks >= kProjectAfter && ranks * 8 >= block && ranks < block)
+      return c_.steps.size() + (block - ranks) * shortest_ > maxSteps_;
     return c_.steps.size() > maxSteps_;
   }
 
@@ -293,8 +297,7 @@ class Compiler {
     }
   }
 
-  // Fewer ranks than this are too few to stand for a block: a hierarchy's first rank, its host's
-  // leader, has many times the steps of the ranks after it.
+  // Fewer ranks than this are too few to stand for the rest of a block.
   static constexpr size_t kProjectAfter = 64;
 
   Compiled c_;
@@ -303,6 +306,7 @@ class Compiler {
   bool signaturesOnDataEdges_;
   size_t maxSteps_;
   bool tooManyDeps_ = false;
+  size_t shortest_ = SIZE_MAX;  // the fewest steps of a rank compiled so far
   std::unordered_map<uint64_t, uint32_t> pairIndex_;
   uint32_t index_ = 0;
   std::vector<std::vector<uint32_t>> sends_, recvs_;  // per pair, in order, until finish

@@ -18,9 +18,16 @@ namespace {
 
 using algos::Topology;
 
-const algos::Algorithm& byName(std::string_view name) {
-  for (const algos::Algorithm* a : algos::algorithms())
-    if (a->name() == name && !a->compressed()) return *a;
+// The uncompressed algorithm `name` that serves `args` (names repeat across collectives), else
+// the first of that name.
+const algos::Algorithm& byName(std::string_view name, const algos::CollArgs& args) {
+  const algos::Algorithm* named = nullptr;
+  for (const algos::Algorithm* a : algos::algorithms()) {
+    if (a->name() != name || a->compressed()) continue;
+    if (a->supports(args)) return *a;
+    if (!named) named = a;
+  }
+  if (named) return *named;
   ADD_FAILURE() << name;
   return *algos::algorithms()[0];
 }
@@ -30,14 +37,16 @@ const algos::Algorithm& byName(std::string_view name) {
 algos::OperationReport simulate(std::string_view algo, const Topology& topo, size_t bytes,
                                 bool symmetry, size_t chunkBytes = 0,
                                 bool approximateSymmetry = false, size_t maxSteps = 0,
-                                int* built = nullptr) {
+                                int* built = nullptr,
+                                algos::Collective coll = algos::Collective::AllReduce) {
   algos::CollArgs args;
+  args.coll = coll;
   args.count = bytes / 4;
   args.nranks = topo.nranks();
   args.typeSize = 4;
   args.chunkCount = chunkBytes ? chunkBytes / 4 : args.count;
   args.topology = &topo;
-  const algos::Algorithm& a = byName(algo);
+  const algos::Algorithm& a = byName(algo, args);
   if (!a.supports(args)) return {};
   algos::OperationOptions options;
   options.signaturesOnDataEdges = true;
@@ -242,6 +251,22 @@ TEST(OperationSim, ABudgetStopsWhenTheRanksBuiltSoFarProjectPastIt) {
   EXPECT_TRUE(over.overBudget);
   EXPECT_FALSE(std::isfinite(over.us));
   EXPECT_EQ(built, 64);
+}
+
+// A block whose first rank has the most steps is not given up early: a direct Gather's root
+// receives from every rank, and the others send once.
+TEST(OperationSim, ABudgetIsNotJudgedByARootsSchedule) {
+  const Topology topo = Topology::flat(512);
+  auto run = [&](size_t maxSteps, int* built) {
+    return simulate("direct", topo, 512 * 1024, false, 0, false, maxSteps, built,
+                    algos::Collective::Gather);
+  };
+  int built = 0;
+  const algos::OperationReport whole = run(0, &built);
+  ASSERT_EQ(whole.period, 512);
+  EXPECT_FALSE(run(whole.steps, &built).overBudget);
+  EXPECT_EQ(built, 512);
+  EXPECT_TRUE(run(whole.steps - 1, &built).overBudget);
 }
 
 }  // namespace
