@@ -4,8 +4,11 @@
 #include <array>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -345,7 +348,9 @@ class BuiltAhead {
     }
     std::unique_lock<std::mutex> lock(mu_);
     Group& slot = slots_[(g / 2) % kSlots];
-    cv_.wait(lock, [&] { return slot.built == g + 1; });
+    cv_.wait(lock, [&] { return slot.built == g + 1 || failed_; });
+    // What building threw there (out of memory, say) is thrown here, on the caller's thread.
+    if (failed_) std::rethrow_exception(failed_);
     return slot.result;
   }
 
@@ -371,12 +376,19 @@ class BuiltAhead {
         cv_.wait(lock, [&] { return stop_ || slot.built == 0; });
         if (stop_) return;
       }
-      build(g, &slot);
+      std::exception_ptr failed;
+      try {
+        build(g, &slot);
+      } catch (...) {
+        failed = std::current_exception();
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         slot.built = g + 1;
+        failed_ = failed;
       }
       cv_.notify_all();
+      if (failed) return;
     }
   }
   void release(size_t g) {
@@ -396,6 +408,7 @@ class BuiltAhead {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::exception_ptr failed_;  // what the helper's building threw
   std::thread helper_;
 };
 
@@ -409,11 +422,18 @@ void forEachGroup(const ScheduleSource& source, bool buildAhead, size_t groups, 
   std::vector<const Schedule*> group;
   for (size_t g = 0; g < groups; ++g) {
     if (g == 1 && buildAhead && std::thread::hardware_concurrency() > 1) {
-      BuiltAhead ahead(source, groups - 1, size,
-                       [&](size_t h, size_t j) { return rankAt(h + 1, j); });
-      for (size_t h = 1; h < groups; ++h)
-        if (!visit(ahead.next())) return;
-      return;
+      std::optional<BuiltAhead> ahead;
+      try {
+        ahead.emplace(source, groups - 1, size,
+                      [&](size_t h, size_t j) { return rankAt(h + 1, j); });
+      } catch (const std::system_error&) {
+        // No second thread to be had: every group is built here.
+      }
+      if (ahead) {
+        for (size_t h = 1; h < groups; ++h)
+          if (!visit(ahead->next())) return;
+        return;
+      }
     }
     group.clear();
     for (size_t j = 0; j < size; ++j) group.push_back(&source(rankAt(g, j), storage[j]));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <string_view>
 #include <vector>
 
@@ -267,6 +268,37 @@ TEST(OperationSim, ABudgetIsNotJudgedByARootsSchedule) {
   EXPECT_FALSE(run(whole.steps, &built).overBudget);
   EXPECT_EQ(built, 512);
   EXPECT_TRUE(run(whole.steps - 1, &built).overBudget);
+}
+
+// A schedule that cannot be built (out of memory, say) on the second thread of
+// OperationOptions::buildAhead fails the simulation on the caller's thread, as it does when built
+// there; it does not end the process.
+TEST(OperationSim, WhatBuildingThrowsAheadReachesTheCaller) {
+  const Topology topo = Topology::flat(8);
+  algos::CollArgs args;
+  args.count = 1024;
+  args.nranks = topo.nranks();
+  args.typeSize = 4;
+  args.chunkCount = args.count;
+  args.topology = &topo;
+  const algos::Algorithm& ring = byName("ring", args);
+  algos::OperationOptions options;
+  options.buildAhead = true;
+  for (int failing : {2, 3}) {  // built ahead (on a machine of two cores), and here
+    algos::OperationReport report;
+    EXPECT_THROW(algos::simulateOperation(
+                     topo.nranks(),
+                     [&](int r, algos::Schedule& storage) -> const algos::Schedule& {
+                       if (r == failing) throw std::bad_alloc();
+                       algos::CollArgs v = args;
+                       v.rank = r;
+                       storage = ring.build(v);
+                       return storage;
+                     },
+                     4, topo, options, &report),
+                 std::bad_alloc)
+        << "rank " << failing;
+  }
 }
 
 }  // namespace
