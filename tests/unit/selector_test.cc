@@ -280,12 +280,17 @@ std::map<std::string, double> wholePrices(const CollArgs& a) {
   return prices;
 }
 
-// priceRepresentatives for the uncompressed algorithm `name` that serves the call (names repeat
-// across collectives).
-double representativePrice(std::string_view name, const CollArgs& a) {
+// The uncompressed algorithm `name` that serves the call (names repeat across collectives), or
+// null.
+const Algorithm* algorithmNamed(std::string_view name, const CollArgs& a) {
   for (const Algorithm* algo : algorithms())
-    if (algo->name() == name && !algo->compressed() && algo->supports(a))
-      return priceRepresentatives(*algo, a);
+    if (algo->name() == name && !algo->compressed() && algo->supports(a)) return algo;
+  return nullptr;
+}
+
+// priceRepresentatives for algorithmNamed(name, a).
+double representativePrice(std::string_view name, const CollArgs& a) {
+  if (const Algorithm* algo = algorithmNamed(name, a)) return priceRepresentatives(*algo, a);
   ADD_FAILURE() << "no algorithm " << name;
   return 0.0;
 }
@@ -434,11 +439,12 @@ std::map<std::string, double> blockPrices(const CollArgs& a, size_t maxSteps = 0
   return whole;
 }
 
-// The selector's choice is within 2% of the cheapest whole operation among those of at most
-// maxSteps steps (0: all).
-void expectTheCheapestWhole(const CollArgs& a, size_t maxSteps = 0) {
-  Choice c;
-  ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &c).ok());
+// The selector's budget of steps for a whole operation (selector.cc, kWholeOperationSteps).
+constexpr size_t kSelectorBudget = size_t{1} << 21;
+
+// The selector's choice `c` for `a` is within 2% of the cheapest whole operation among those of
+// at most maxSteps steps (0: all).
+void expectTheCheapestWhole(const CollArgs& a, const Choice& c, size_t maxSteps = 0) {
   const std::map<std::string, double> whole = blockPrices(a, maxSteps);
   ASSERT_TRUE(whole.count(std::string(c.algorithm->name())))
       << "chose " << c.algorithm->name() << ", over the budget; selector: " << c.reason;
@@ -462,7 +468,10 @@ TEST(Selector, AThousandRanksArePricedWholeWhereABlockFitsTheBudget) {
   for (int h = 0; h < n / kHost; ++h) rack[static_cast<size_t>(h)] = h / kRackHosts;
   const LinkCost local{2, 1.0 / 150e3}, nic{2, 1.0 / 1.25e3}, spine{4, 1.0 / (kRackHosts * 1.25e3)};
   const Topology topo = Topology::hostsAndRacks(host, rack, local, nic, spine);
-  expectTheCheapestWhole(allReduce((size_t(25) << 20) / 4, n, topo));
+  const CollArgs a = allReduce((size_t(25) << 20) / 4, n, topo);
+  Choice c;
+  ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &c).ok());
+  expectTheCheapestWhole(a, c);
 }
 
 // bench/sim_seed.sh's fabrics: `pods` pods of `podRacks` racks of 16 hosts of 8 ranks; 150 GB/s
@@ -500,16 +509,13 @@ CollArgs fp16AllReduce(size_t bytes, const Topology& topo) {
 // fabric: 1,024 ranks).
 TEST(Selector, AnApproximateBlockPricesHierWhereNoExactOneFits) {
   const Topology topo = seedClos(1, 8, 10, 1);
-  CollArgs a = fp16AllReduce(size_t(1) << 30, topo);
-  const Algorithm* hier = nullptr;
-  for (const Algorithm* algo : algorithms())
-    if (algo->name() == "hier" && !algo->compressed() && algo->supports(a)) hier = algo;
+  const CollArgs a = fp16AllReduce(size_t(1) << 30, topo);
+  const Algorithm* hier = algorithmNamed("hier", a);
   ASSERT_NE(hier, nullptr);
-  constexpr size_t kBudget = size_t{1} << 21;
   bool fits = true;
-  blockPrice(*hier, a, kBudget, true, &fits);
+  blockPrice(*hier, a, kSelectorBudget, true, &fits);
   ASSERT_FALSE(fits) << "an exact block or every rank fits the budget now";
-  const double approximate = blockPrice(*hier, a, kBudget, false, &fits);
+  const double approximate = blockPrice(*hier, a, kSelectorBudget, false, &fits);
   ASSERT_TRUE(fits) << "the approximate block is over the budget now";
   EXPECT_EQ(priceOperation(*hier, a), approximate);
   EXPECT_NE(priceRepresentatives(*hier, a), approximate);
@@ -529,7 +535,7 @@ TEST(Selector, CandidatesThatFitTheBudgetArePricedWholeBesideOnesThatDoNot) {
   ASSERT_TRUE(chooseAlgorithm(a, AlgoFilter{}, "", &c).ok());
   ASSERT_NE(c.reason.find("(representatives)"), std::string::npos)
       << "every candidate fits the budget here now: " << c.reason;
-  expectTheCheapestWhole(a, size_t{1} << 21);
+  expectTheCheapestWhole(a, c, kSelectorBudget);
 }
 
 }  // namespace
