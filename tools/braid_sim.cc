@@ -22,7 +22,9 @@
 //   --ranks-per-core X                 ranks sharing each core (default 1): above 1, each
 //                                      message's kernel work is priced on the shared cores, as
 //                                      the runtime does where ranks outnumber cores
-//                                      (tools/netcluster's hosts all run on this machine's)
+//                                      (tools/netcluster's hosts all run on this machine's),
+//                                      with a map's cpu_ns_per_byte taken from them as the
+//                                      messages go
 //   --no-check-mismatch                leave out the mismatch check's signatures (the runtime's
 //                                      BRAID_CHECK_MISMATCH=0; they cost only where X > 1)
 // call (nccl-tests' flags where they have one):

@@ -92,6 +92,7 @@ class OperationSim {
         p.headRecv = c.messages[p.firstMessage].recv;
       }
     }
+    if (topo.alphaScale > 1.0) cores_ = c.simulated() / topo.alphaScale;
     way_.assign(2 * static_cast<size_t>(topo.levels()), 0);
     search_.resize(way_.size());
     levelBytes_.assign(static_cast<size_t>(topo.levels()) + 1, 0.0);
@@ -341,8 +342,12 @@ class OperationSim {
       for (int l = 0; l < level; ++l) transfer = std::max(transfer, busyFor(l, start));
       p.linkFree = start + transfer;
       for (int k = 0; k < 2 * level; ++k) port(k / 2, way[k]).book(start, length(k / 2, way[k]));
-      const double arrival = start + link.alphaUs * topo_.alphaScale + transfer;
-      if (level > 0) cpuWork_ += 2 * link.alphaUs + b * link.cpuUsPerByte;  // the kernel's work
+      double arrival = start + link.alphaUs * topo_.alphaScale + transfer;
+      if (level > 0) {
+        cpuWork_ += 2 * link.alphaUs + b * link.cpuUsPerByte;  // the kernel's work
+        if (cores_ > 0 && link.cpuUsPerByte > 0)
+          arrival = std::max(arrival, cpuDone(start, b * link.cpuUsPerByte / cores_));
+      }
       levelBytes_[static_cast<size_t>(level)] += b * (c_.n / c_.period);
       c_.messages[message].arrival = arrival;
       finish(p.from, g, arrival);
@@ -353,6 +358,20 @@ class OperationSim {
       if (recv != Compiled::kNoMessage && c_.steps[recv].ready())
         completeRecv(p.receiver, recv, arrival);
     }
+  }
+
+  // Where ranks outnumber cores they share them: the simulated ranks' cores are one pool, and a
+  // message's CPU work (its bytes x the link's CPU per byte, spread over the pool) takes the
+  // pool's earliest gap from the message's start. The message arrives no sooner than that work
+  // is done, so messages that leave together queue for the cores as they would for a port:
+  // eight emulated hosts on two cores move 2 Gbit/s each alone, and much less all at once.
+  double cpuDone(double t, double length) {
+    cpu_.forget(now_);
+    Port::Cursor cursor;
+    double freeUntil = 0;
+    const double at = cpu_.earliest(&cursor, t, length, &freeUntil);
+    cpu_.book(at, length);
+    return at + length;
   }
 
   // The port of `rank`'s group at `level`: [2 class] out of it, [2 class + 1] into it.
@@ -396,6 +415,8 @@ class OperationSim {
   std::vector<PortSearch> search_;
   std::vector<double> levelBytes_;
   std::vector<std::vector<Port>> ports_;  // [level][port class, out and in]
+  Port cpu_{0, 0};    // the simulated ranks' cores, where ranks outnumber them (cpuDone)
+  double cores_ = 0;  // how many: simulated ranks / Topology::alphaScale; 0 where not shared
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   size_t finished_ = 0;
   double now_ = 0.0;  // the time of the event being handled: no message starts before it

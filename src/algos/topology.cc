@@ -47,16 +47,19 @@ int Topology::groups(int level) const {
 }
 
 std::string Topology::describe() const {
+  auto cost = [](const LinkCost& c) {
+    return strfmt("link alpha %.2f us beta %.3g us/B", c.alphaUs, c.betaUsPerByte) +
+           (c.cpuUsPerByte > 0 ? strfmt(" CPU %.3g ns/B", c.cpuUsPerByte * 1e3) : "");
+  };
   std::string out;
   for (int l = 0; l < levels(); ++l) {
-    out += strfmt("level %d (%s): %d groups, link alpha %.2f us beta %.3g us/B\n", l,
+    out += strfmt("level %d (%s): %d groups, %s\n", l,
                   l == 0   ? "host"
                   : l == 1 ? "rack"
                            : "switch",
-                  groups(l), link[l].alphaUs, link[l].betaUsPerByte);
+                  groups(l), cost(link[l]).c_str());
   }
-  out += strfmt("top: link alpha %.2f us beta %.3g us/B\n", link.back().alphaUs,
-                link.back().betaUsPerByte);
+  out += strfmt("top: %s\n", cost(link.back()).c_str());
   if (alphaScale != 1.0)
     out += strfmt("ranks outnumber cores: every alpha priced x%.2f (ranks per core)\n", alphaScale);
   return out;

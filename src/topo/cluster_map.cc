@@ -7,7 +7,7 @@ namespace braid::topo {
 
 algos::LinkCost ClusterLevel::link() const {
   // Gbit/s to microseconds per byte: 8 bits / (bw * 1e9 bit/s) = 8e-3 / bw us.
-  return {latencyUs, 8e-3 / bwGbps, burstKib * 1024};
+  return {latencyUs, 8e-3 / bwGbps, burstKib * 1024, cpuNsPerByte * 1e-3};
 }
 
 namespace {
@@ -75,7 +75,7 @@ class Parser {
   }
 
   Status level(const pugi::xml_node& n) {
-    BRAID_TRY(onlyAttributes(n, {"name", "bw_gbps", "latency_us", "burst_kib"}));
+    BRAID_TRY(onlyAttributes(n, {"name", "bw_gbps", "latency_us", "burst_kib", "cpu_ns_per_byte"}));
     ClusterLevel l;
     l.name = n.attribute("name").value();
     if (l.name.empty())
@@ -97,6 +97,8 @@ class Parser {
     BRAID_TRY(number(n, "bw_gbps", true, &l.bwGbps));
     BRAID_TRY(number(n, "latency_us", false, &l.latencyUs));
     if (n.attribute("burst_kib")) BRAID_TRY(number(n, "burst_kib", false, &l.burstKib));
+    if (n.attribute("cpu_ns_per_byte"))
+      BRAID_TRY(number(n, "cpu_ns_per_byte", false, &l.cpuNsPerByte));
     map_->levels.push_back(std::move(l));
     return Status::Ok();
   }

@@ -26,7 +26,8 @@ struct ClusterLevel {
   double bwGbps = 0;
   double latencyUs = 0;
   double burstKib = 0;           // a shaped link's token bucket (optional; 0: a plain link)
-  algos::LinkCost link() const;  // alpha = latency, beta = 1 / bandwidth, burst
+  double cpuNsPerByte = 0;       // CPU a byte costs both ends together (optional; 0: not priced)
+  algos::LinkCost link() const;  // alpha = latency, beta = 1 / bandwidth, burst, CPU
 };
 
 struct ClusterGroup {

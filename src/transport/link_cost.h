@@ -12,8 +12,9 @@ struct LinkCost {
   // up to this many bytes at once, then its rate. 0 for a plain link.
   double burstBytes = 0;
   // CPU that a byte between two hosts costs both ends together (the kernel's network path, the
-  // copies in and out), in microseconds. Priced only where ranks outnumber cores, as the cores'
-  // total work bounds the time (algos/operation_cost.h). 0: not measured.
+  // copies in and out), in microseconds: measured by the rack probe or declared by a cluster map.
+  // Priced only where ranks outnumber cores: the cores' total work bounds the time, and messages
+  // in flight together wait for the cores (algos/operation_cost.h). 0: not measured.
   double cpuUsPerByte = 0;
 };
 

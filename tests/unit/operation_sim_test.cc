@@ -1,7 +1,8 @@
 // The operation simulator at scale (algos::simulateOperation, what braid-sim runs): a block of
 // ranks standing for the others prices what simulating every rank prices, and on a
 // non-blocking fabric the ring and the two-level hierarchical AllReduce take the alpha-beta
-// closed forms of docs/scale.md, and the double binary tree comes near its own.
+// closed forms of docs/scale.md, and the double binary tree comes near its own; ranks that
+// outnumber their cores queue for them as their messages go.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -228,6 +229,35 @@ TEST(OperationSim, DoubleBinaryTreeComesNearItsClosedForm) {
     EXPECT_LE(r.us, 1.3 * form) << n << " ranks";
     EXPECT_NEAR(r.busiestUs, nics, 1e-6 * nics) << n << " ranks: the busiest NIC carries 2 B";
   }
+}
+
+// Eight hosts on two cores (four ranks a core): each rank exchanges 1 MiB with its neighbour
+// (r ^ 1) and reduces what it received, slowly (B gamma = 50 ms). Alone, a host's link moves its
+// message in B beta; but the eight messages, leaving together, need 8 B x cpu of the cores' work,
+// so with two cores the last of them arrives 4 B cpu after the start, and its receiver's
+// reduction ends that much later. Without a CPU figure, or with a core a rank, the links alone
+// price it; the cores' total work (8 B cpu / 2, the bound a whole operation had before) does
+// not reach the reduction's end.
+TEST(OperationSim, RanksThatOutnumberCoresQueueForThemAsTheirMessagesGo) {
+  const size_t bytes = size_t{1} << 20;
+  const double b = static_cast<double>(bytes), beta = 1.0 / 250, cpu = 1.6e-3, gamma = 50000 / b;
+  auto price = [&](double ranksPerCore, double cpuUsPerByte) {
+    Topology t = Topology::flat(8, {0, beta, 0, cpuUsPerByte});
+    t.alphaScale = ranksPerCore;
+    t.gammaUsPerByte = gamma;
+    std::vector<algos::Schedule> schedules;
+    for (int r = 0; r < 8; ++r) {
+      algos::ScheduleBuilder s("pairs");
+      s.send(r ^ 1, {algos::Buffer::Send, 0, bytes / 4});
+      s.recvReduce(r ^ 1, {algos::Buffer::Send, 0, bytes / 4}, {algos::Buffer::Recv, 0, bytes / 4});
+      schedules.push_back(std::move(s).finish());
+    }
+    return algos::estimateMicroseconds(schedules, 4, t);
+  };
+  const double links = b * beta + b * gamma;
+  EXPECT_NEAR(price(4, 0), links, 1e-6 * links);
+  EXPECT_NEAR(price(1, cpu), links, 1e-6 * links);
+  EXPECT_NEAR(price(4, cpu), 8 * b * cpu / 2 + b * gamma, 1e-6 * links);
 }
 
 // OperationOptions::maxSteps: a simulation over the budget prices nothing and says so, and it

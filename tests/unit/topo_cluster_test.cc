@@ -46,17 +46,20 @@ TEST(ClusterMap, TwoRacks) {
   EXPECT_EQ(map.groups[0][4].line, 12);
 }
 
-// A shaped level declares its token bucket; the others have none.
-TEST(ClusterMap, ShapedLevelsCarryTheirBurst) {
+// A shaped level declares its token bucket, and a level may declare the CPU a byte costs; the
+// others have neither.
+TEST(ClusterMap, LevelsCarryTheirBurstAndCpuPerByte) {
   ClusterMap map;
   ASSERT_TRUE(parseClusterMap(XmlSource::fromText("t", R"(<cluster>
-    <level name="host" bw_gbps="2" latency_us="0"/>
+    <level name="host" bw_gbps="2" latency_us="0" cpu_ns_per_byte="1.5"/>
     <level name="rack" bw_gbps="0.667" latency_us="0" burst_kib="81.5"/>
     <rack name="r0"><host name="a"/></rack></cluster>)"),
                               &map)
                   .ok());
   EXPECT_EQ(map.levels[0].link().burstBytes, 0);
   EXPECT_DOUBLE_EQ(map.levels[1].link().burstBytes, 81.5 * 1024);
+  EXPECT_DOUBLE_EQ(map.levels[0].link().cpuUsPerByte, 1.5e-3);
+  EXPECT_EQ(map.levels[1].link().cpuUsPerByte, 0);
 }
 
 TEST(ClusterMap, HostsMatchByFullOrShortName) {
@@ -168,6 +171,9 @@ TEST(ClusterMap, InlineErrorsNameLineAndExpectation) {
       {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"1\" "
        "burst_kib=\"-4\"/>\n</cluster>",
        "map.xml:2: <level burst_kib=\"-4\">: expected a non-negative number"},
+      {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"1\" "
+       "cpu_ns_per_byte=\"-0.5\"/>\n</cluster>",
+       "map.xml:2: <level cpu_ns_per_byte=\"-0.5\">: expected a non-negative number"},
       {levels + "<level name=\"rack\" bw_gbps=\"1\" latency_us=\"1\"/></cluster>",
        "map.xml:4: level \"rack\" declared twice"},
       {levels + "<rack name=\"r\"/><rack name=\"r\"/></cluster>",
