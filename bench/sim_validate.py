@@ -2,14 +2,16 @@
 and run for real on tools/netcluster, every size of every asked algorithm side by side.
 
     /usr/bin/python3 bench/sim_validate.py --netcluster '--hosts 8 --racks 2' [--coll LIST]
-        [--algos LIST] [-b 64K -e 16M -f 4 -n 5 -w 2] [--build build/release] [--name NAME]
+        [--algos LIST] [-b 64K -e 16M -f 4 -n 5 -w 2] [--rounds R] [--build build/release]
+        [--name NAME] [--cpu-ns-per-byte NS]
 
 runs each collective's perf binary once per algorithm (`-A NAME -P 1`: forced, and with the
 runtime's own prediction, ncclGroupSimulateEnd) across the emulated cluster with the cluster map
 netcluster writes (BRAID_CLUSTER_FILE), then braid-sim on that map for the algorithm each size
-ran, and writes bench/results/NAME.md: measured time against braid-sim's and the runtime's
-predictions, and per collective and algorithm the worst ratio from the goal's size up (issue 20:
-within 15% for AllReduce, 25% for the others, from 64 KiB).
+ran, and writes bench/results/NAME.md: measured time (the median of R rounds, each running the
+collective's algorithms in turn) against braid-sim's and the runtime's predictions, and per
+collective and algorithm the worst ratio from the goal's size up (issue 20: within 15% for
+AllReduce, 25% for the others, from 64 KiB).
 
     /usr/bin/python3 bench/sim_validate.py --loopback 4 [--ranks-per-host K] [--coll ...] ...
 
@@ -19,14 +21,19 @@ the map as it would across hosts; every runtime prediction must equal braid-sim'
 shows braid-sim prices exactly what a communicator on that map prices. Measured times there mean
 nothing (the links are loopback) and are not compared. Exit status 1 on a mismatch.
 
-braid-sim is given what a communicator on this machine also uses: host memory (--memory) and the
-ranks per core of the one machine the emulated hosts share (--ranks-per-core N / cores); and it
+braid-sim is given what a communicator on this machine also uses: host memory (--memory), the
+ranks per core of the one machine the emulated hosts share (--ranks-per-core N / cores), and the
+CPU a byte between two emulated hosts costs (the map's cpu_ns_per_byte, which the runtime reads
+too), measured first on the same cluster as Braid moves bytes (--cpu-ns-per-byte: cpu_per_byte
+below; or given, 0 to leave it out); and it
 simulates every rank (--no-symmetry), as the runtime does up to 16 ranks: the symmetric-block
 shortcut is for thousands of ranks, and its own error (up to 3% here, pairwise AlltoAll at 8
 ranks) is not what this compares."""
 import argparse
 import csv
 import datetime
+import glob
+import json
 import os
 import subprocess
 import sys
@@ -46,8 +53,8 @@ GOAL_FROM = 64 << 10
 
 LOOPBACK_MAP = """<?xml version="1.0"?>
 <cluster version="1">
-  <level name="host" bw_gbps="2" latency_us="20" burst_kib="244.1"/>
-  <level name="rack" bw_gbps="0.6667" latency_us="40" burst_kib="128"/>
+  <level name="host" bw_gbps="2" latency_us="20" burst_kib="244.1" cpu_ns_per_byte="1.5"/>
+  <level name="rack" bw_gbps="0.6667" latency_us="40" burst_kib="128" cpu_ns_per_byte="1.5"/>
 {racks}</cluster>
 """
 
@@ -109,13 +116,29 @@ def simulate(args, coll, algos, cluster_map, ranks_per_host, ranks_per_core):
     return {(int(r["size"]), r["algo"]): float(r["time_us"]) for r in rows}
 
 
+def median_rows(rounds):
+    """One {size: row} from several rounds of measure(): each size's row from the first round,
+    its time the median over the rounds that ran it, and the fastest and slowest (lo_us, hi_us)."""
+    rows = {}
+    for size, row in rounds[0].items():
+        times = sorted(r[size]["time_us"] for r in rounds if size in r)
+        rows[size] = dict(row, time_us=times[(len(times) - 1) // 2] if len(times) % 2 else
+                          (times[len(times) // 2 - 1] + times[len(times) // 2]) / 2,
+                          lo_us=times[0], hi_us=times[-1])
+    return rows
+
+
 def collect(args, launch, env, cluster_map, ranks_per_host, nranks):
     """Per collective: [(asked algo, size, row with sim_us)]."""
     ranks_per_core = max(1.0, nranks / len(os.sched_getaffinity(0)))
     results = {}
     for coll in args.colls:
         asked = args.algos if coll == "allreduce" else args.other_algos
-        runs = [(algo, measure(args, coll, algo, launch, env)) for algo in asked]
+        rounds = {algo: [] for algo in asked}
+        for _ in range(args.rounds):  # the algorithms in turn, then again: drift hits them alike
+            for algo in asked:
+                rounds[algo].append(measure(args, coll, algo, launch, env))
+        runs = [(algo, median_rows(rounds[algo])) for algo in asked]
         used = {row["used"] for _, rows in runs for row in rows.values() if "used" in row}
         sim = simulate(args, coll, used, cluster_map, ranks_per_host, ranks_per_core) if used else {}
         results[coll] = []
@@ -130,13 +153,14 @@ def collect(args, launch, env, cluster_map, ranks_per_host, nranks):
 
 def table(results):
     lines = ["| collective | asked | size | ran | braid-sim (us) | runtime's prediction (us) | measured (us) "
-             "| measured / braid-sim |", "|---|---|---|---|---|---|---|---|"]
+             "| measured / braid-sim | rounds' range / braid-sim |", "|---|---|---|---|---|---|---|---|---|"]
     for coll, rows in results.items():
         for algo, size, r in rows:
             sim, pred = r.get("sim_us"), r.get("pred_us")
             ratio = f"{r['time_us'] / sim:.2f}" if sim else "-"
+            spread = f"{r['lo_us'] / sim:.2f}-{r['hi_us'] / sim:.2f}" if sim and "lo_us" in r else "-"
             lines.append(f"| {coll} | {algo} | {human(size)} | {r['used']} | {sim if sim else '-'} | "
-                         f"{pred if pred is not None else '-'} | {r['time_us']:.1f} | {ratio} |")
+                         f"{pred if pred is not None else '-'} | {r['time_us']:.1f} | {ratio} | {spread} |")
     return lines
 
 
@@ -182,13 +206,67 @@ def loopback(args):
     return 1 if bad or got != want else 0
 
 
+def busy_cpu_seconds():
+    """CPU time this machine has spent busy, every core together (/proc/stat's first line)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+CALIBRATION = (4 << 20, 4, 24)  # ring AllReduce of 4 MiB, 4 and then 24 timed iterations
+
+
+def cpu_per_byte(args, topo):
+    """Nanoseconds of this machine's CPU (every core: the ranks, the kernel's path through the
+    veths, bridges and shapers) per byte the ranks send to other hosts when the cores, not the
+    links, are the limit, as the cost model's pool of cores prices it: ring AllReduce on `topo`'s
+    hosts in one rack (every host sending at its link's rate at once: more than two cores move)
+    twice (CALIBRATION), the difference of the two runs' CPU over the difference of their bytes
+    between hosts (each rank's BRAID_STATS_FILE counts per peer), so building the cluster and
+    starting the ranks count for nothing. None where a run failed."""
+    topo = Topology(f"--hosts {topo.hosts} --racks 1 --ranks-per-host {topo.per_host} --rack-gbit {topo.rack_gbit:g}")
+    size, short, long = CALIBRATION
+    perf = Path(args.build) / "bench" / "perf" / COLLS["allreduce"].perf
+    runs = []
+    for iters in (short, long):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {"BRAID_STATS_FILE": f"{tmp}/%h.%p", "BRAID_STATS_INTERVAL_MS": "0"}
+            cmd = [str(perf), "-b", str(size), "-e", str(size), "-n", str(iters), "-w", "1", "-A", "ring"]
+            before = busy_cpu_seconds()
+            if run(topo.command(cmd, timeout=args.timeout), env, args.timeout + 30) is None:
+                return None
+            cpu = busy_cpu_seconds() - before
+            sent = 0
+            for path in glob.glob(f"{tmp}/*"):
+                for line in open(path):
+                    d = json.loads(line)
+                    if d["event"] == "destroy":
+                        fields = d["peerFields"]
+                        sent += sum(p[fields.index("bytesSent")] for p in d["peers"]
+                                    if p[fields.index("level")] > 0)
+            runs.append((cpu, sent))
+    cpu, sent = runs[1][0] - runs[0][0], runs[1][1] - runs[0][1]
+    return max(cpu, 0.0) * 1e9 / sent if sent > 0 else None
+
+
 def netcluster(args):
-    if "--write-cluster-map" in args.netcluster:
-        sys.exit("--netcluster: leave --write-cluster-map out (this script writes the map)")
+    if "--write-cluster-map" in args.netcluster or "--cpu-ns-per-byte" in args.netcluster:
+        sys.exit("--netcluster: leave --write-cluster-map and --cpu-ns-per-byte out (this script writes the map)")
     name = args.name or f"sim_validate_{datetime.datetime.now():%Y%m%d-%H%M}"
     results_dir = Path(args.results)
     cluster_map = (results_dir / f"{name}_map.xml").resolve()
-    topo = Topology(f"{args.netcluster} --write-cluster-map {cluster_map}")
+    cpu = args.cpu_ns_per_byte
+    if cpu is None:
+        cpu = cpu_per_byte(args, Topology(args.netcluster))
+        if cpu is None:
+            sys.exit("the CPU per byte could not be measured (a calibration run failed); give --cpu-ns-per-byte")
+        how = (f"measured first: ring AllReduce of {human(CALIBRATION[0])} on the same hosts in one rack (every host "
+               f"at its link's rate at once, the cores the limit), {CALIBRATION[1]} and {CALIBRATION[2]} iterations, "
+               "the difference of the machine's busy CPU (/proc/stat) over the difference of the bytes the ranks sent "
+               "to other hosts")
+    else:
+        how = "given (--cpu-ns-per-byte)"
+    topo = Topology(f"{args.netcluster} --cpu-ns-per-byte {cpu:.3g} --write-cluster-map {cluster_map}")
     if topo.placement != "block":
         sys.exit("--netcluster: block placement only (braid-sim places ranks host by host in the map's order)")
     results = collect(args, lambda cmd: topo.command(cmd, timeout=args.timeout), {}, cluster_map,
@@ -201,10 +279,13 @@ def netcluster(args):
             f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; source {source}; "
             f"{cores} cores",
             topo.describe(),
+            f"- CPU a byte between two emulated hosts costs (the map's cpu_ns_per_byte): {cpu:.3g} ns, {how}",
             f"- braid-sim: `--cluster {cluster_map.name} --ranks-per-host {topo.per_host} --ranks-per-core "
             f"{max(1.0, topo.ranks / cores):g} --memory --no-symmetry`, for the algorithm each size ran",
             f"- measured: the perf binaries' out-of-place time, {args.iters} timed iterations after {args.warmup} "
-            "warm-up, data checked; runtime's prediction: their -P column (ncclGroupSimulateEnd)",
+            f"warm-up, data checked, the median of {args.rounds} run{'s' if args.rounds > 1 else ''} (a "
+            "collective's algorithms in turn, then again); runtime's prediction: their -P column "
+            "(ncclGroupSimulateEnd)",
             "", "## Summary", ""] + summary(results) + ["", "## Every size", ""] + table(results)
     path = results_dir / f"{name}.md"
     path.write_text("\n".join(text) + "\n")
@@ -218,6 +299,8 @@ def main():
     where.add_argument("--netcluster", metavar="ARGS", help="tools/netcluster topology flags (block placement)")
     where.add_argument("--loopback", type=int, metavar="N", help="N ranks on this host (the tests' check)")
     ap.add_argument("--ranks-per-host", type=int, default=2, help="with --loopback (default 2)")
+    ap.add_argument("--cpu-ns-per-byte", type=float, default=None,
+                    help="with --netcluster: the CPU a byte between hosts costs (default: measured first; 0: not priced)")
     ap.add_argument("--coll", default="allreduce", help="comma list of collectives, or all (default allreduce)")
     ap.add_argument("--algos", default=ALLREDUCE, help=f"AllReduce's algorithms (default {ALLREDUCE})")
     ap.add_argument("--other-algos", default="auto", help="the other collectives' (default auto)")
@@ -226,6 +309,7 @@ def main():
     ap.add_argument("-f", "--factor", type=int, default=4)
     ap.add_argument("-n", "--iters", type=int, default=5)
     ap.add_argument("-w", "--warmup", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each perf binary; the table has the median (default 1)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     ap.add_argument("--build", default=str(REPO / "build" / "release"))
     ap.add_argument("--name", help="results file name (default sim_validate_<date>)")
@@ -235,6 +319,8 @@ def main():
     unknown = [c for c in args.colls if c not in COLLS or c == "sendrecv"]
     if unknown:
         ap.error(f"--coll: unknown collective {unknown[0]}")
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: expected at least 1")
     args.algos, args.other_algos = args.algos.split(","), args.other_algos.split(",")
     args.sizes = size_steps(args.min, args.max, args.factor)
     args.build = str(Path(args.build).resolve())
