@@ -33,8 +33,10 @@ import argparse
 import csv
 import datetime
 import glob
-import json
+import importlib.machinery
+import importlib.util
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,10 +123,8 @@ def median_rows(rounds):
     its time the median over the rounds that ran it, and the fastest and slowest (lo_us, hi_us)."""
     rows = {}
     for size, row in rounds[0].items():
-        times = sorted(r[size]["time_us"] for r in rounds if size in r)
-        rows[size] = dict(row, time_us=times[(len(times) - 1) // 2] if len(times) % 2 else
-                          (times[len(times) // 2 - 1] + times[len(times) // 2]) / 2,
-                          lo_us=times[0], hi_us=times[-1])
+        times = [r[size]["time_us"] for r in rounds if size in r]
+        rows[size] = dict(row, time_us=statistics.median(times), lo_us=min(times), hi_us=max(times))
     return rows
 
 
@@ -216,6 +216,14 @@ def busy_cpu_seconds():
 CALIBRATION = (4 << 20, 4, 24)  # ring AllReduce of 4 MiB, 4 and then 24 timed iterations
 
 
+def braid_stats():
+    """tools/braid-stats as a module: its reader of BRAID_STATS_FILE's lines."""
+    loader = importlib.machinery.SourceFileLoader("braid_stats_tool", str(REPO / "tools" / "braid-stats"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
 def cpu_per_byte(args, topo):
     """Nanoseconds of this machine's CPU (every core: the ranks, the kernel's path through the
     veths, bridges and shapers) per byte the ranks send to other hosts when the cores, not the
@@ -227,6 +235,7 @@ def cpu_per_byte(args, topo):
     topo = Topology(f"--hosts {topo.hosts} --racks 1 --ranks-per-host {topo.per_host} --rack-gbit {topo.rack_gbit:g}")
     size, short, long = CALIBRATION
     perf = Path(args.build) / "bench" / "perf" / COLLS["allreduce"].perf
+    stats = braid_stats()
     runs = []
     for iters in (short, long):
         with tempfile.TemporaryDirectory() as tmp:
@@ -236,14 +245,10 @@ def cpu_per_byte(args, topo):
             if run(topo.command(cmd, timeout=args.timeout), env, args.timeout + 30) is None:
                 return None
             cpu = busy_cpu_seconds() - before
-            sent = 0
-            for path in glob.glob(f"{tmp}/*"):
-                for line in open(path):
-                    d = json.loads(line)
-                    if d["event"] == "destroy":
-                        fields = d["peerFields"]
-                        sent += sum(p[fields.index("bytesSent")] for p in d["peers"]
-                                    if p[fields.index("level")] > 0)
+            comms, _ = stats.read(glob.glob(f"{tmp}/*"))
+            sent = sum(p["bytesSent"] for ranks in comms.values() for lines in ranks.values()
+                       for line in lines if line["event"] == "destroy"
+                       for p in stats.peers(line).values() if p["level"] > 0)
             runs.append((cpu, sent))
     cpu, sent = runs[1][0] - runs[0][0], runs[1][1] - runs[0][1]
     return max(cpu, 0.0) * 1e9 / sent if sent > 0 else None
