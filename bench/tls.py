@@ -6,8 +6,10 @@ shaped by tc tbf to --rates Gbit/s; needs root), side by side in one run.
     python3 bench/tls.py --rates 10,40 --rounds 5 -b 64K -e 256M -f 4 -n 10 --volume 64M --lat-iters 2000
 
 The configurations (--configs): plain; tls, whose records Braid's record layer seals and opens
-(BRAID_TLS_RECORDS=braid, the default where the kernel has no TLS); tls-openssl, OpenSSL's
-record layer (BRAID_TLS_RECORDS=openssl). Each round runs, at every rate in turn, every
+(BRAID_TLS_RECORDS=braid, the default where the kernel has no TLS) with the default AES-GCM
+(BRAID_TLS_GCM=auto: Intel's ipsec-mb where it loads); tls-evp, the same record layer with
+OpenSSL's AES-GCM (BRAID_TLS_GCM=openssl); tls-openssl, OpenSSL's record layer
+(BRAID_TLS_RECORDS=openssl). Each round runs, at every rate in turn, every
 configuration: the busbw sizes (-b..-e), then the 8-byte latency (all_reduce_perf -b 8 -e 8
 with --lat-iters iterations). Each size is its own all_reduce_perf run of max(-n, --volume /
 size) iterations after an eighth of that volume of warm-up: a tbf shaper passes its whole
@@ -36,7 +38,8 @@ KEY = "bench-tls-key-not-secret-0123456789abcdef"
 # Each configuration's environment beyond NCCL_SHM_DISABLE=1.
 CONFIGS = {
     "plain": {},
-    "tls": {"BRAID_TLS_PSK": KEY, "BRAID_TLS_RECORDS": "braid"},
+    "tls": {"BRAID_TLS_PSK": KEY, "BRAID_TLS_RECORDS": "braid", "BRAID_TLS_GCM": "auto"},
+    "tls-evp": {"BRAID_TLS_PSK": KEY, "BRAID_TLS_RECORDS": "braid", "BRAID_TLS_GCM": "openssl"},
     "tls-openssl": {"BRAID_TLS_PSK": KEY, "BRAID_TLS_RECORDS": "openssl"},
 }
 
@@ -119,7 +122,9 @@ def main():
              "veth pairs through a bridge, every link shaped by tc tbf), one rank each, "
              "`NCCL_SHM_DISABLE=1` (the TCP transport, 4 streams); TLS is `BRAID_TLS_PSK` "
              "(TLS 1.3, AES-128-GCM; this kernel has no kTLS): `tls` with Braid's record layer "
-             "(`BRAID_TLS_RECORDS=braid`), `tls-openssl` with OpenSSL's. "
+             "(`BRAID_TLS_RECORDS=braid`) and its default AES-GCM (`BRAID_TLS_GCM=auto`: Intel's "
+             "ipsec-mb where it loads), `tls-evp` with that record layer and OpenSSL's AES-GCM "
+             "(`BRAID_TLS_GCM=openssl`), `tls-openssl` with OpenSSL's record layer. "
              f"all_reduce_perf, float sum, out of place, checked; each size its own run of "
              f"max({args.iters}, {human(args.volume)} / size) iterations after an eighth of that "
              "volume of warm-up (a shaper's bucket passes 1 ms of traffic at memory speed after "

@@ -59,6 +59,22 @@ endif()
 # only at run time (dlopen), so the library needs it nowhere.
 message(STATUS "Braid: IB verbs headers ${BRAID_VERBS_FOUND} (ib transport ${BRAID_VERBS_FOUND})")
 
+# Intel's ipsec-mb: the AES-GCM of the TLS record layer (src/base/net/gcm.h). Only its header
+# is needed to build; libIPSec_MB.so.1 is loaded at run time where it is installed, and OpenSSL's
+# AES-GCM serves where it is not, so the library needs it nowhere.
+set(BRAID_WITH_IPSEC_MB AUTO CACHE STRING "Build the ipsec-mb AES-GCM for TLS records (AUTO, ON, OFF)")
+set_property(CACHE BRAID_WITH_IPSEC_MB PROPERTY STRINGS AUTO ON OFF)
+set(BRAID_IPSEC_MB_FOUND OFF)
+if(BRAID_WITH_IPSEC_MB)
+  find_path(BRAID_IPSEC_MB_INCLUDE intel-ipsec-mb.h)
+  if(BRAID_IPSEC_MB_INCLUDE)
+    set(BRAID_IPSEC_MB_FOUND ON)
+  elseif(BRAID_WITH_IPSEC_MB STREQUAL "ON")
+    message(FATAL_ERROR "BRAID_WITH_IPSEC_MB=ON but intel-ipsec-mb.h is missing (install libipsec-mb-dev)")
+  endif()
+endif()
+message(STATUS "Braid: ipsec-mb header ${BRAID_IPSEC_MB_FOUND} (without it, TLS records use OpenSSL's AES-GCM)")
+
 # pugixml reads NCCL_TOPO_FILE and the cluster map: required. hwloc discovers the host; without
 # it the library still builds and discovery reads what it can from /proc and /sys.
 set(BRAID_WITH_HWLOC AUTO CACHE STRING "Discover the host with hwloc (AUTO, ON, OFF)")

@@ -13,9 +13,11 @@ cd "$(dirname "$0")/.."
 # sanitizer trees (tools/check-sanitizers.sh, tools/check-deep.sh) and the fuzz targets.
 # openmpi-bin: mpirun, which the netns label's test starts Braid's perf binaries with (and
 # libopenmpi-dev beside it: with mpirun and without the headers, CMake's FindMPI fails).
+# libipsec-mb-dev: Intel's AES-GCM for the TLS record layer (src/base/net/gcm.h; OpenSSL's
+# without it).
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2 openmpi-bin libopenmpi-dev
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev libssl-dev
-          python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
+          libipsec-mb-dev python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
 for arg in "$@"; do
   case $arg in
     --bench) packages+=(python3-matplotlib python3-sklearn) ;;

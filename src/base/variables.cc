@@ -31,10 +31,16 @@ const Var kBraidTlsRecords = {
     "in Braid's record layer, straight between the caller's buffers and the socket's; openssl "
     "in OpenSSL's, one copy more each way (docs/net.md)"};
 
+const Var kBraidTlsGcm = {
+    "BRAID_TLS_GCM", "auto",
+    "the AES-128-GCM of Braid's TLS record layer: ipsec-mb (Intel's libIPSec_MB.so.1, several "
+    "times OpenSSL 3.0's speed on CPUs with VAES), openssl, or auto: ipsec-mb where it loads "
+    "(docs/net.md)"};
+
 List baseVariables() {
   static const Var* const kList[] = {&kNcclConfFile,    &kNcclDebug,        &kNcclDebugFile,
                                      &kNcclDebugSubsys, &kNcclSocketFamily, &kNcclSocketIfname,
-                                     &kBraidTlsPsk,     &kBraidTlsRecords};
+                                     &kBraidTlsPsk,     &kBraidTlsRecords,  &kBraidTlsGcm};
   return kList;
 }
 

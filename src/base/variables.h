@@ -14,6 +14,7 @@ extern const Var kNcclSocketFamily;
 extern const Var kNcclSocketIfname;
 extern const Var kBraidTlsPsk;
 extern const Var kBraidTlsRecords;
+extern const Var kBraidTlsGcm;
 
 List baseVariables();
 

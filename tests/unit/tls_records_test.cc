@@ -1,10 +1,13 @@
 // Braid's TLS 1.3 record layer (base/net/tls_records.h) driven from memory: records sealed from
 // pieces of any shape and opened into buffers of any shape, across key updates; a changed byte
 // anywhere in a record fails it; alerts, KeyUpdates and other records; OpenSSL's key-log lines.
+// The first two run with each AES-GCM (gcm.h) sealing and each opening, so the two are shown to
+// make the same records.
 // That the records are TLS 1.3's, readable by OpenSSL and reading OpenSSL's, is
 // tests/inproc/tls_test.cc's (a Braid session against an OpenSSL one).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -55,9 +58,9 @@ void feed(RecordReader& r, const uint8_t* data, size_t bytes) {
 
 // Opens one whole record fed alone into a fresh reader of the same secret.
 RecordReader::Result openAlone(const std::vector<uint8_t>& wire, std::string* why,
-                               std::vector<uint8_t>* plain) {
+                               std::vector<uint8_t>* plain, GcmImpl impl = GcmImpl::OpenSsl) {
   RecordReader r;
-  EXPECT_TRUE(r.init(kSecret, why)) << *why;
+  EXPECT_TRUE(r.init(kSecret, why, impl)) << *why;
   feed(r, wire.data(), wire.size());
   plain->assign(kMaxPlainBytes, 0);
   iovec iov{plain->data(), plain->size()};
@@ -67,15 +70,42 @@ RecordReader::Result openAlone(const std::vector<uint8_t>& wire, std::string* wh
   return res;
 }
 
-TEST(TlsRecords, RoundTripInAnyShapeAcrossKeyUpdates) {
+// Which AES-GCM seals and which opens.
+struct Gcms {
+  GcmImpl seal, open;
+};
+
+class TlsRecordsGcm : public ::testing::TestWithParam<Gcms> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if ((GetParam().seal == GcmImpl::IpsecMb || GetParam().open == GcmImpl::IpsecMb) &&
+        !ipsecMbGcmAvailable(&why))
+      GTEST_SKIP() << why;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(SealOpen, TlsRecordsGcm,
+                         ::testing::Values(Gcms{GcmImpl::OpenSsl, GcmImpl::OpenSsl},
+                                           Gcms{GcmImpl::IpsecMb, GcmImpl::IpsecMb},
+                                           Gcms{GcmImpl::OpenSsl, GcmImpl::IpsecMb},
+                                           Gcms{GcmImpl::IpsecMb, GcmImpl::OpenSsl}),
+                         [](const ::testing::TestParamInfo<Gcms>& info) {
+                           auto name = [](GcmImpl g) {
+                             return g == GcmImpl::IpsecMb ? "IpsecMb" : "OpenSsl";
+                           };
+                           return std::string(name(info.param.seal)) + "To" + name(info.param.open);
+                         });
+
+TEST_P(TlsRecordsGcm, RoundTripInAnyShapeAcrossKeyUpdates) {
   std::mt19937_64 rng(11);
   std::vector<uint8_t> src(3u << 20);
   for (auto& b : src) b = static_cast<uint8_t>(rng());
   RecordWriter w(/*recordsPerKey=*/5);
   RecordReader r;
   std::string why;
-  ASSERT_TRUE(w.init(kSecret, &why)) << why;
-  ASSERT_TRUE(r.init(kSecret, &why)) << why;
+  ASSERT_TRUE(w.init(kSecret, &why, GetParam().seal)) << why;
+  ASSERT_TRUE(r.init(kSecret, &why, GetParam().open)) << why;
   std::vector<uint8_t> wire;
   for (size_t at = 0; at < src.size();) {
     const size_t n = std::min<size_t>(src.size() - at, 1 + rng() % kMaxPlainBytes);
@@ -145,14 +175,15 @@ TEST(TlsRecords, ABufferSmallerThanARecordLeavesTheRestHeldAndReady) {
   EXPECT_EQ(r.open(c, SIZE_MAX, &why), RecordReader::Result::NeedBytes);
 }
 
-TEST(TlsRecords, AChangedByteAnywhereFailsTheRecordSayingWhy) {
+TEST_P(TlsRecordsGcm, AChangedByteAnywhereFailsTheRecordSayingWhy) {
+  const GcmImpl opener = GetParam().open;
   RecordWriter w;
   std::string why;
-  ASSERT_TRUE(w.init(kSecret, &why)) << why;
+  ASSERT_TRUE(w.init(kSecret, &why, GetParam().seal)) << why;
   std::vector<uint8_t> src(4000, 0x5a);
   const auto rec = seal(w, src.data(), src.size(), kApplicationData);
   std::vector<uint8_t> plain;
-  ASSERT_EQ(openAlone(rec, &why, &plain), RecordReader::Result::Moved) << why;
+  ASSERT_EQ(openAlone(rec, &why, &plain, opener), RecordReader::Result::Moved) << why;
   ASSERT_EQ(plain, src);
   struct Case {
     size_t at;
@@ -170,21 +201,23 @@ TEST(TlsRecords, AChangedByteAnywhereFailsTheRecordSayingWhy) {
     why.clear();
     // A changed length leaves the record short or long: fed with a tail, it is whole either way.
     bad.resize(bad.size() + 64, 0);
-    EXPECT_EQ(openAlone(bad, &why, &plain), RecordReader::Result::Failed) << "byte " << c.at;
+    EXPECT_EQ(openAlone(bad, &why, &plain, opener), RecordReader::Result::Failed)
+        << "byte " << c.at;
     EXPECT_NE(why.find(c.says), std::string::npos) << "byte " << c.at << ": " << why;
   }
   // A length no TLS 1.3 record has.
   auto huge = rec;
   huge[3] = 0xff;
   huge[4] = 0xff;
-  EXPECT_EQ(openAlone(huge, &why, &plain), RecordReader::Result::Failed);
+  EXPECT_EQ(openAlone(huge, &why, &plain, opener), RecordReader::Result::Failed);
   EXPECT_NE(why.find("65535 bytes"), std::string::npos) << why;
   // Sealed with another secret.
   uint8_t other[kSecretBytes] = {9};
   RecordWriter stranger;
-  ASSERT_TRUE(stranger.init(other, &why)) << why;
-  EXPECT_EQ(openAlone(seal(stranger, src.data(), src.size(), kApplicationData), &why, &plain),
-            RecordReader::Result::Failed);
+  ASSERT_TRUE(stranger.init(other, &why, GetParam().seal)) << why;
+  EXPECT_EQ(
+      openAlone(seal(stranger, src.data(), src.size(), kApplicationData), &why, &plain, opener),
+      RecordReader::Result::Failed);
   EXPECT_NE(why.find("not sealed with this connection's key"), std::string::npos) << why;
 }
 
@@ -267,6 +300,35 @@ TEST(TlsRecords, KeyLogLinesGiveTheTrafficSecrets) {
       parseKeyLogLine(("CLIENT_TRAFFIC_SECRET_0 " + random + " " + bad).c_str(), &client, &server));
   EXPECT_FALSE(parseKeyLogLine("CLIENT_TRAFFIC_SECRET_0 nospace", &client, &server));
   EXPECT_FALSE(client.set);
+}
+
+TEST(TlsRecords, BraidTlsGcmChoosesTheCipherOrSaysWhyNot) {
+  std::string missing;
+  const bool have = ipsecMbGcmAvailable(&missing);
+  GcmImpl impl = GcmImpl::IpsecMb;
+  setenv("BRAID_TLS_GCM", "openssl", 1);
+  ASSERT_TRUE(chooseGcm(&impl).ok());
+  EXPECT_EQ(impl, GcmImpl::OpenSsl);
+  setenv("BRAID_TLS_GCM", "auto", 1);
+  ASSERT_TRUE(chooseGcm(&impl).ok());
+  EXPECT_EQ(impl, have ? GcmImpl::IpsecMb : GcmImpl::OpenSsl);
+  setenv("BRAID_TLS_GCM", "ipsec-mb", 1);
+  Status st = chooseGcm(&impl);
+  if (have) {
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(impl, GcmImpl::IpsecMb);
+  } else {
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("BRAID_TLS_GCM is 'ipsec-mb'"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(missing), std::string::npos) << st.message();
+  }
+  setenv("BRAID_TLS_GCM", "aesni", 1);
+  st = chooseGcm(&impl);
+  unsetenv("BRAID_TLS_GCM");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("BRAID_TLS_GCM is 'aesni': auto, ipsec-mb or openssl"),
+            std::string::npos)
+      << st.message();
 }
 
 }  // namespace

@@ -257,8 +257,10 @@ Status TlsSession::create(std::shared_ptr<const TlsContext> context, int fd, Rol
   if (!ssl) return systemError("TLS: SSL_new: %s", sslErrorText().c_str());
   std::unique_ptr<TlsSession> s(new TlsSession());
   s->ssl_.reset(ssl);
-  bool own = true;  // read wherever it applies or not, so that a bad value is always an error
+  // Both read wherever they apply or not, so that a bad value is always an error.
+  bool own = true;
   BRAID_TRY(ownRecordLayer(&own));
+  BRAID_TRY(tls13::chooseGcm(&s->gcm_));
   s->context_ = std::move(context);
   s->fd_ = fd;
   s->role_ = role;
@@ -690,8 +692,10 @@ int TlsSession::startRecords() {
     if (bio_)
       writer_ = std::make_unique<tls13::RecordWriter>(perKey ? perKey : tls13::kRecordsPerKey);
     if (!ktlsRecv_) reader_ = std::make_unique<tls13::RecordReader>();
-    if ((writer_ && !writer_->init((client ? secrets_->client : secrets_->server).bytes, &why)) ||
-        (reader_ && !reader_->init((client ? secrets_->server : secrets_->client).bytes, &why))) {
+    if ((writer_ &&
+         !writer_->init((client ? secrets_->client : secrets_->server).bytes, &why, gcm_)) ||
+        (reader_ &&
+         !reader_->init((client ? secrets_->server : secrets_->client).bytes, &why, gcm_))) {
       writer_.reset();
       reader_.reset();
       if (why.empty()) why = "no record keys";

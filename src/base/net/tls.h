@@ -152,7 +152,8 @@ class TlsSession {
   std::unique_ptr<Secrets> secrets_;
   std::unique_ptr<tls13::RecordWriter> writer_;
   std::unique_ptr<tls13::RecordReader> reader_;
-  std::unique_ptr<void, SslDeleter> ssl_;  // SSL*, freed before bio_
+  tls13::GcmImpl gcm_ = tls13::GcmImpl::OpenSsl;  // the AES-GCM of Braid's record layer
+  std::unique_ptr<void, SslDeleter> ssl_;         // SSL*, freed before bio_
   int fd_ = -1;
   Role role_ = Role::Client;
   std::string peer_;

@@ -15,8 +15,8 @@ namespace braid::net::tls13 {
 
 namespace {
 
-constexpr size_t kKeyBytes = 16;  // AES-128
-constexpr size_t kIvBytes = 12;
+constexpr size_t kKeyBytes = Aes128Gcm::kKeyBytes;
+constexpr size_t kIvBytes = Aes128Gcm::kNonceBytes;
 // Ciphertext a receive holds: many records, so that a read system call takes several.
 constexpr size_t kReceiveBufferBytes = 256u << 10;
 static_assert(kReceiveBufferBytes >= 2 * kMaxRecordBytes, "a whole record must always fit");
@@ -26,12 +26,6 @@ static_assert(kReceiveBufferBytes >= 2 * kMaxRecordBytes, "a whole record must a
 constexpr size_t kDirectMinBytes = 64;
 // A KeyUpdate message (section 4.6.3): type 24, length 1, update_not_requested.
 constexpr uint8_t kKeyUpdateMessage[] = {24, 0, 0, 1, 0};
-
-const EVP_CIPHER* aes128Gcm() {
-  // Fetched once: an implicit fetch per record would look the algorithm up by name each time.
-  static EVP_CIPHER* const cipher = EVP_CIPHER_fetch(nullptr, "AES-128-GCM", nullptr);
-  return cipher;
-}
 
 // HKDF-Expand-Label(secret, label, "", bytes) with SHA-256 (section 7.1).
 bool expandLabel(const uint8_t* secret, const char* label, uint8_t* out, size_t bytes) {
@@ -97,34 +91,27 @@ bool parseKeyLogLine(const char* line, Secret* client, Secret* server) {
   return true;
 }
 
-RecordKey::RecordKey() = default;
-
 RecordKey::~RecordKey() {
-  EVP_CIPHER_CTX_free(static_cast<EVP_CIPHER_CTX*>(ctx_));
   OPENSSL_cleanse(secret_, sizeof(secret_));
   OPENSSL_cleanse(iv_, sizeof(iv_));
 }
 
-bool RecordKey::init(const uint8_t* secret, bool seal, std::string* why) {
+bool RecordKey::init(const uint8_t* secret, bool seal, GcmImpl impl, std::string* why) {
   std::memcpy(secret_, secret, kSecretBytes);
   seal_ = seal;
-  if (!ctx_) ctx_ = EVP_CIPHER_CTX_new();
-  if (!ctx_ || !aes128Gcm()) {
-    *why = "OpenSSL has no AES-128-GCM";
-    return false;
-  }
+  impl_ = impl;
   return derive(why);
 }
 
 bool RecordKey::derive(std::string* why) {
   uint8_t key[kKeyBytes];
-  const bool ok = expandLabel(secret_, "key", key, kKeyBytes) &&
-                  expandLabel(secret_, "iv", iv_, kIvBytes) &&
-                  EVP_CipherInit_ex(static_cast<EVP_CIPHER_CTX*>(ctx_), aes128Gcm(), nullptr, key,
-                                    nullptr, seal_ ? 1 : 0) == 1;
-  OPENSSL_cleanse(key, sizeof(key));
-  if (!ok) *why = "deriving the TLS record keys failed (OpenSSL's HKDF or AES-128-GCM)";
   seq_ = 0;
+  if (!expandLabel(secret_, "key", key, kKeyBytes) || !expandLabel(secret_, "iv", iv_, kIvBytes)) {
+    *why = "deriving the TLS record keys failed (OpenSSL's HKDF)";
+    return false;
+  }
+  const bool ok = gcm_.init(impl_, key, seal_, why);
+  OPENSSL_cleanse(key, sizeof(key));
   return ok;
 }
 
@@ -145,28 +132,15 @@ bool RecordKey::begin(const uint8_t* header) {
   uint8_t nonce[kIvBytes];
   std::memcpy(nonce, iv_, kIvBytes);
   for (int i = 0; i < 8; ++i) nonce[kIvBytes - 1 - i] ^= static_cast<uint8_t>(seq_ >> (8 * i));
-  auto* ctx = static_cast<EVP_CIPHER_CTX*>(ctx_);
-  int outl = 0;
-  return EVP_CipherInit_ex(ctx, nullptr, nullptr, nullptr, nonce, -1) == 1 &&
-         EVP_CipherUpdate(ctx, nullptr, &outl, header, kHeaderBytes) == 1;
+  return gcm_.begin(nonce, header, kHeaderBytes);
 }
 
 bool RecordKey::crypt(const uint8_t* in, uint8_t* out, size_t bytes) {
-  if (bytes == 0) return true;
-  int outl = 0;
-  return EVP_CipherUpdate(static_cast<EVP_CIPHER_CTX*>(ctx_), out, &outl, in,
-                          static_cast<int>(bytes)) == 1 &&
-         static_cast<size_t>(outl) == bytes;
+  return gcm_.crypt(in, out, bytes);
 }
 
 bool RecordKey::finish(uint8_t* tag) {
-  auto* ctx = static_cast<EVP_CIPHER_CTX*>(ctx_);
-  uint8_t none[16];
-  int outl = 0;
-  const bool ok = seal_ ? EVP_CipherFinal_ex(ctx, none, &outl) == 1 &&
-                              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, kTagBytes, tag) == 1
-                        : EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, kTagBytes, tag) == 1 &&
-                              EVP_CipherFinal_ex(ctx, none, &outl) == 1;
+  const bool ok = gcm_.finish(tag);
   if (ok) ++seq_;
   return ok;
 }

@@ -4,9 +4,9 @@
 // every byte once more each way than the transfer needs (a send's plaintext into its buffer
 // before encrypting it there; a receive's plaintext out of its buffer after decrypting it
 // there). Here a record is encrypted from the caller's buffers straight into the send queue and
-// decrypted from the received bytes straight into the caller's buffers. The cipher and the key
-// schedule are OpenSSL's (EVP's AES-128-GCM, HKDF); this file frames records, numbers them and
-// updates keys (KeyUpdate, section 4.6.3).
+// decrypted from the received bytes straight into the caller's buffers. The key schedule is
+// OpenSSL's (HKDF), the cipher AES-128-GCM from OpenSSL or Intel's ipsec-mb (gcm.h); this file
+// frames records, numbers them and updates keys (KeyUpdate, section 4.6.3).
 //
 // No sockets here: net::TlsSession (tls.h) moves the bytes, so tests and the fuzz target drive
 // these classes from memory.
@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "base/net/gcm.h"
 
 namespace braid::net::tls13 {
 
@@ -45,16 +47,17 @@ struct Secret {
 // whose secret is not 32 bytes of hex.
 bool parseKeyLogLine(const char* line, Secret* client, Secret* server);
 
-// One direction's key: the AEAD context, the IV, the sequence number and the traffic secret
-// (kept for KeyUpdate), all wiped on destruction.
+// One direction's key: the AEAD key, the IV, the sequence number and the traffic secret (kept
+// for KeyUpdate), all wiped on destruction.
 class RecordKey {
  public:
-  RecordKey();
+  RecordKey() = default;
   ~RecordKey();
   RecordKey(const RecordKey&) = delete;
   RecordKey& operator=(const RecordKey&) = delete;
-  // From an application traffic secret (section 7.3), to seal (encrypt) or to open.
-  bool init(const uint8_t* secret, bool seal, std::string* why);
+  // From an application traffic secret (section 7.3), to seal (encrypt) or to open, with the
+  // given AES-GCM implementation.
+  bool init(const uint8_t* secret, bool seal, GcmImpl impl, std::string* why);
   // The next generation (section 7.2): a new secret, key and IV, the sequence from 0.
   bool update(std::string* why);
   uint64_t sequence() const { return seq_; }
@@ -68,9 +71,10 @@ class RecordKey {
 
  private:
   bool derive(std::string* why);
-  void* ctx_ = nullptr;  // EVP_CIPHER_CTX*
+  Aes128Gcm gcm_;
+  GcmImpl impl_ = GcmImpl::OpenSsl;
   uint8_t secret_[kSecretBytes] = {};
-  uint8_t iv_[12] = {};
+  uint8_t iv_[Aes128Gcm::kNonceBytes] = {};
   uint64_t seq_ = 0;
   bool seal_ = true;
 };
@@ -95,7 +99,9 @@ class IovSink {
 class RecordWriter {
  public:
   explicit RecordWriter(uint64_t recordsPerKey = kRecordsPerKey) : perKey_(recordsPerKey) {}
-  bool init(const uint8_t* secret, std::string* why) { return key_.init(secret, true, why); }
+  bool init(const uint8_t* secret, std::string* why, GcmImpl impl = GcmImpl::OpenSsl) {
+    return key_.init(secret, true, impl, why);
+  }
   // The bytes the next record of `plain` bytes needs in the queue, a KeyUpdate included.
   size_t bytesFor(size_t plain) const;
   // Seals `plain` bytes (<= kMaxPlainBytes) of content type `type` into `out` (bytesFor(plain)
@@ -133,7 +139,9 @@ class RecordWriter {
 class RecordReader {
  public:
   RecordReader();
-  bool init(const uint8_t* secret, std::string* why) { return key_.init(secret, false, why); }
+  bool init(const uint8_t* secret, std::string* why, GcmImpl impl = GcmImpl::OpenSsl) {
+    return key_.init(secret, false, impl, why);
+  }
   // Where to read ciphertext into (at least one whole record's room).
   uint8_t* space(size_t* bytes);
   void received(size_t bytes) { tail_ += bytes; }
