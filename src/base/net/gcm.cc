@@ -123,6 +123,7 @@ Status chooseGcm(GcmImpl* impl) {
 struct Aes128Gcm::Ipsec {
   gcm_key_data key;  // 64-byte aligned: operator new honours the type's alignment
   gcm_context_data ctx;
+  const IMB_MGR* mgr;  // the process's (ipsecMb()), whose function table the calls go through
 };
 #else
 struct Aes128Gcm::Ipsec {};
@@ -152,7 +153,8 @@ bool Aes128Gcm::init(GcmImpl impl, const uint8_t* key, bool seal, std::string* w
       *why = "no memory for an AES-GCM key";
       return false;
     }
-    IMB_AES128_GCM_PRE(ipsecMb().mgr, key, &ipsec_->key);
+    ipsec_->mgr = ipsecMb().mgr;
+    IMB_AES128_GCM_PRE(ipsec_->mgr, key, &ipsec_->key);
     return true;
 #else
     return ipsecMbGcmAvailable(why);
@@ -174,7 +176,7 @@ bool Aes128Gcm::init(GcmImpl impl, const uint8_t* key, bool seal, std::string* w
 bool Aes128Gcm::begin(const uint8_t* nonce, const uint8_t* aad, size_t aadBytes) {
 #if BRAID_HAVE_IPSEC_MB
   if (ipsec_) {
-    IMB_AES128_GCM_INIT(ipsecMb().mgr, &ipsec_->key, &ipsec_->ctx, nonce, aad, aadBytes);
+    IMB_AES128_GCM_INIT(ipsec_->mgr, &ipsec_->key, &ipsec_->ctx, nonce, aad, aadBytes);
     return true;
   }
 #endif
@@ -189,9 +191,9 @@ bool Aes128Gcm::crypt(const uint8_t* in, uint8_t* out, size_t bytes) {
 #if BRAID_HAVE_IPSEC_MB
   if (ipsec_) {
     if (seal_)
-      IMB_AES128_GCM_ENC_UPDATE(ipsecMb().mgr, &ipsec_->key, &ipsec_->ctx, out, in, bytes);
+      IMB_AES128_GCM_ENC_UPDATE(ipsec_->mgr, &ipsec_->key, &ipsec_->ctx, out, in, bytes);
     else
-      IMB_AES128_GCM_DEC_UPDATE(ipsecMb().mgr, &ipsec_->key, &ipsec_->ctx, out, in, bytes);
+      IMB_AES128_GCM_DEC_UPDATE(ipsec_->mgr, &ipsec_->key, &ipsec_->ctx, out, in, bytes);
     return true;
   }
 #endif
@@ -206,11 +208,11 @@ bool Aes128Gcm::finish(uint8_t* tag) {
 #if BRAID_HAVE_IPSEC_MB
   if (ipsec_) {
     if (seal_) {
-      IMB_AES128_GCM_ENC_FINALIZE(ipsecMb().mgr, &ipsec_->key, &ipsec_->ctx, tag, kTagBytes);
+      IMB_AES128_GCM_ENC_FINALIZE(ipsec_->mgr, &ipsec_->key, &ipsec_->ctx, tag, kTagBytes);
       return true;
     }
     uint8_t expected[kTagBytes];
-    IMB_AES128_GCM_DEC_FINALIZE(ipsecMb().mgr, &ipsec_->key, &ipsec_->ctx, expected, kTagBytes);
+    IMB_AES128_GCM_DEC_FINALIZE(ipsec_->mgr, &ipsec_->key, &ipsec_->ctx, expected, kTagBytes);
     return CRYPTO_memcmp(expected, tag, kTagBytes) == 0;
   }
 #endif

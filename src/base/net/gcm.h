@@ -46,6 +46,7 @@ class Aes128Gcm {
   // A new key; false where the implementation cannot be used (*why).
   bool init(GcmImpl impl, const uint8_t* key, bool seal, std::string* why);
   GcmImpl impl() const { return impl_; }
+  bool sealing() const { return seal_; }
   bool begin(const uint8_t* nonce, const uint8_t* aad, size_t aadBytes);
   bool crypt(const uint8_t* in, uint8_t* out, size_t bytes);
   // Sealing: writes the tag. Opening: false when `tag` is not the record's.
@@ -56,7 +57,7 @@ class Aes128Gcm {
   GcmImpl impl_ = GcmImpl::OpenSsl;
   bool seal_ = true;
   void* evp_ = nullptr;  // EVP_CIPHER_CTX* (OpenSSL)
-  struct Ipsec;          // ipsec-mb's expanded key and running context
+  struct Ipsec;          // ipsec-mb's manager, expanded key and running context
   Ipsec* ipsec_ = nullptr;
 };
 

@@ -98,19 +98,17 @@ RecordKey::~RecordKey() {
 
 bool RecordKey::init(const uint8_t* secret, bool seal, GcmImpl impl, std::string* why) {
   std::memcpy(secret_, secret, kSecretBytes);
-  seal_ = seal;
-  impl_ = impl;
-  return derive(why);
+  return derive(seal, impl, why);
 }
 
-bool RecordKey::derive(std::string* why) {
+bool RecordKey::derive(bool seal, GcmImpl impl, std::string* why) {
   uint8_t key[kKeyBytes];
   seq_ = 0;
   if (!expandLabel(secret_, "key", key, kKeyBytes) || !expandLabel(secret_, "iv", iv_, kIvBytes)) {
     *why = "deriving the TLS record keys failed (OpenSSL's HKDF)";
     return false;
   }
-  const bool ok = gcm_.init(impl_, key, seal_, why);
+  const bool ok = gcm_.init(impl, key, seal, why);
   OPENSSL_cleanse(key, sizeof(key));
   return ok;
 }
@@ -124,7 +122,7 @@ bool RecordKey::update(std::string* why) {
     *why = "deriving the next TLS traffic secret failed (OpenSSL's HKDF)";
     return false;
   }
-  return derive(why);
+  return derive(gcm_.sealing(), gcm_.impl(), why);
 }
 
 bool RecordKey::begin(const uint8_t* header) {

@@ -70,13 +70,11 @@ class RecordKey {
   bool finish(uint8_t* tag);
 
  private:
-  bool derive(std::string* why);
+  bool derive(bool seal, GcmImpl impl, std::string* why);
   Aes128Gcm gcm_;
-  GcmImpl impl_ = GcmImpl::OpenSsl;
   uint8_t secret_[kSecretBytes] = {};
   uint8_t iv_[Aes128Gcm::kNonceBytes] = {};
   uint64_t seq_ = 0;
-  bool seal_ = true;
 };
 
 // Where a receive's plaintext goes: the caller's buffers in order.
