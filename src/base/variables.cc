@@ -33,9 +33,9 @@ const Var kBraidTlsRecords = {
 
 const Var kBraidTlsGcm = {
     "BRAID_TLS_GCM", "auto",
-    "the AES-128-GCM of Braid's TLS record layer: ipsec-mb (Intel's libIPSec_MB.so.1, several "
-    "times OpenSSL 3.0's speed on CPUs with VAES), openssl, or auto: ipsec-mb where it loads "
-    "(docs/net.md)"};
+    "the AES-128-GCM of Braid's TLS record layer: ipsec-mb (Intel's libIPSec_MB.so.1, loaded at "
+    "run time; 2-3 times OpenSSL 3.0's speed on CPUs with VAES), openssl, or auto: ipsec-mb "
+    "where it loads (docs/net.md)"};
 
 List baseVariables() {
   static const Var* const kList[] = {&kNcclConfFile,    &kNcclDebug,        &kNcclDebugFile,
