@@ -24,7 +24,7 @@
 namespace braid::net::tls13 {
 
 constexpr size_t kHeaderBytes = 5;
-constexpr size_t kTagBytes = 16;
+constexpr size_t kTagBytes = Aes128Gcm::kTagBytes;
 constexpr size_t kMaxPlainBytes = 16384;                // a record's plaintext at most
 constexpr size_t kMaxBodyBytes = kMaxPlainBytes + 256;  // a record's ciphertext at most (5.2)
 constexpr size_t kMaxRecordBytes = kHeaderBytes + kMaxBodyBytes;
