@@ -88,7 +88,8 @@ root, p = ET.parse(sys.argv[1]).getroot(), sys.argv[2]
 racks = {r.get("name"): [h.get("name") for h in r.findall("host")] for r in root.findall("rack")}
 levels = [(l.get("name"), l.get("bw_gbps")) for l in root.findall("level")]
 want = {"rack0": [p + "h0", p + "h1"], "rack1": [p + "h2", p + "h3"]}
-ok = racks == want and levels == [("host", "1"), ("rack", "0.25")]
+# Rates as TCP payload sees them: 1448 of each 1514-byte frame.
+ok = racks == want and levels == [("host", "0.9564"), ("rack", "0.2391")]
 print("cluster map:", racks, levels)
 sys.exit(0 if ok else 1)
 PY
