@@ -3,7 +3,7 @@
 // ranks. docs/scale.md says what it models and how far to trust it.
 //
 //   braid-sim [fabric] [call] [--csv FILE] [--plot FILE.png] [--no-symmetry | --exact-symmetry]
-//             [--why]
+//             [--why] [--calls N]
 // fabric, either a cluster map (the format BRAID_CLUSTER_FILE reads, every host in it used):
 //   --cluster FILE --ranks-per-host K
 // or a Clos of identical hosts (ranks numbered host by host, hosts rack by rack):
@@ -37,6 +37,10 @@
 // for (approximate: off with --exact-symmetry); --no-symmetry simulates every rank.
 // --why: for `auto`, the selector's price of every candidate (its TUNING log line) and the time
 // it took to choose, on stderr.
+// --calls N (1-1000, default 1): price a call as one of N back to back, as a benchmark's timing
+// loop issues them (each rank starts a call when it has finished its last; algos::repeatSchedule):
+// the time column is the N calls' time over N. A pipeline's fill and drain (a chain's, a tree's)
+// then overlap the next call's start, as they do in nccl-tests' time column.
 // Exit status 2 on a usage error, 1 when a call cannot be priced, with the reason on stderr.
 #include <spawn.h>
 #include <sys/resource.h>
@@ -69,6 +73,10 @@
 namespace {
 
 using braid::algos::Collective;
+
+// --calls: enough for a benchmark's timing loop (nccl-tests' -n), few enough that pricing stays
+// quick (the simulation grows with them).
+constexpr int kMaxCalls = 1000;
 
 int usage(const char* why) {
   std::fprintf(stderr, "braid-sim: %s (see the comment at the top of tools/braid_sim.cc)\n", why);
@@ -266,6 +274,7 @@ int main(int argc, char** argv) {
   double factor = 2;
   bool symmetry = true, exactSymmetry = false;
   bool why = false;
+  int calls = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -326,6 +335,8 @@ int main(int argc, char** argv) {
       exactSymmetry = true;
     else if (a == "--why")
       why = true;
+    else if (a == "--calls")
+      ok = integer(&calls) && calls <= kMaxCalls;
     else if (a == "--coll" || a == "-d" || a == "--algos" || a == "--compress" || a == "--csv" ||
              a == "--plot") {
       const char* v = value();
@@ -460,15 +471,19 @@ int main(int argc, char** argv) {
       options.buildAhead = true;  // the source below builds from `args` and `algo` alone
       braid::algos::OperationReport report;
       const auto started = std::chrono::steady_clock::now();
-      const double us = braid::algos::simulateOperation(
+      double us = braid::algos::simulateOperation(
           n,
           [&](int r, braid::algos::Schedule& storage) -> const braid::algos::Schedule& {
             braid::algos::CollArgs v = args;
             v.rank = r;
             storage = algo->build(v);
+            if (calls > 1) storage = braid::algos::repeatSchedule(storage, calls);
             return storage;
           },
           typeSize, topo, options, &report);
+      us /= calls;  // and a call's share of the bytes and the busiest port's time
+      for (double& b : report.levelBytes) b /= calls;
+      report.busiestUs /= calls;
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       if (!std::isfinite(us)) {

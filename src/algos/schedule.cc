@@ -163,6 +163,31 @@ Schedule concatSchedules(const std::vector<Schedule>& parts) {
   return out;
 }
 
+Schedule repeatSchedule(const Schedule& call, int calls) {
+  Schedule out = call;
+  if (calls <= 1 || call.steps.empty()) return out;
+  const uint32_t n = static_cast<uint32_t>(call.steps.size());
+  std::vector<uint32_t> last;  // the steps of one run that nothing in it waits for
+  for (uint32_t i = 0; i < n; ++i)
+    if (call.dependentsBegin[i + 1] == call.dependentsBegin[i]) last.push_back(i);
+  out.steps.reserve(static_cast<size_t>(n) * static_cast<size_t>(calls));
+  for (int k = 1; k < calls; ++k) {
+    const uint32_t base = static_cast<uint32_t>(k) * n;
+    for (Step st : call.steps) {
+      const uint32_t begin = static_cast<uint32_t>(out.deps.size());
+      for (uint32_t d = 0; d < st.depCount; ++d)
+        out.deps.push_back(base + call.deps[st.depBegin + d]);
+      if (st.depCount == 0)
+        for (uint32_t l : last) out.deps.push_back(base - n + l);
+      st.depBegin = begin;
+      st.depCount = static_cast<uint32_t>(out.deps.size()) - begin;
+      out.steps.push_back(st);
+    }
+  }
+  complete(out);
+  return out;
+}
+
 Range evenPart(size_t count, int parts, int index) {
   const size_t p = static_cast<size_t>(parts), i = static_cast<size_t>(index);
   const size_t base = count / p, extra = count % p;

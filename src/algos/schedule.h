@@ -143,6 +143,12 @@ class ScheduleBuilder {
 // runs a group's plans side by side instead.)
 Schedule concatSchedules(const std::vector<Schedule>& parts);
 
+// `calls` runs of one rank's schedule back to back, as a loop of blocking calls issues them: a
+// run's first steps (those that wait for nothing) wait for the last steps of the run before
+// (those nothing waits for), so the rank starts a call when it has finished the last, while
+// its peers may still be in theirs. Messages keep their order per peer, run after run.
+Schedule repeatSchedule(const Schedule& call, int calls);
+
 // Splits [0, count) into `parts` contiguous ranges as evenly as possible (the first
 // count % parts ranges get one more element). Used by every algorithm, so that sender and
 // receiver always agree on boundaries.

@@ -40,7 +40,8 @@ algos::OperationReport simulate(std::string_view algo, const Topology& topo, siz
                                 bool symmetry, size_t chunkBytes = 0,
                                 bool approximateSymmetry = false, size_t maxSteps = 0,
                                 int* built = nullptr,
-                                algos::Collective coll = algos::Collective::AllReduce) {
+                                algos::Collective coll = algos::Collective::AllReduce,
+                                int calls = 1) {
   algos::CollArgs args;
   args.coll = coll;
   args.count = bytes / 4;
@@ -64,6 +65,7 @@ algos::OperationReport simulate(std::string_view algo, const Topology& topo, siz
         algos::CollArgs v = args;
         v.rank = r;
         storage = a.build(v);
+        if (calls > 1) storage = algos::repeatSchedule(storage, calls);
         return storage;
       },
       4, topo, options, &report);
@@ -229,6 +231,33 @@ TEST(OperationSim, DoubleBinaryTreeComesNearItsClosedForm) {
     EXPECT_LE(r.us, 1.3 * form) << n << " ranks";
     EXPECT_NEAR(r.busiestUs, nics, 1e-6 * nics) << n << " ranks: the busiest NIC carries 2 B";
   }
+}
+
+// Calls back to back (braid-sim --calls), as a benchmark's loop issues them: a chain Broadcast
+// of k chunks over n ranks takes (n - 1 + k - 1) c beta alone, but its root starts the next
+// call once its own sends have left, so N calls keep the chain full and take
+// (n - 1 + N k - 1) c beta (copies made fast here: a relay's copy of each chunk at the default
+// 10 GB/s would be the chain's slowest stage). A ring AllReduce, whose ranks all end together,
+// gains nothing.
+TEST(OperationSim, CallsBackToBackOverlapAPipelinesFillAndDrain) {
+  const double beta = 1.0 / 12.5e3;
+  const int n = 8, k = 16, calls = 10;
+  const size_t chunk = size_t{64} << 10, bytes = k * chunk;
+  Topology flat = Topology::flat(n, {0, beta});
+  flat.link[0].betaUsPerByte = flat.gammaUsPerByte = beta / 1000;
+  const double hop = static_cast<double>(chunk) * beta;
+  const algos::Collective bcast = algos::Collective::Broadcast;
+  const double alone = simulate("chain", flat, bytes, false, chunk, false, 0, nullptr, bcast).us;
+  EXPECT_NEAR(alone, (n - 1 + k - 1) * hop, 0.01 * alone);
+  const double stream =
+      simulate("chain", flat, bytes, false, chunk, false, 0, nullptr, bcast, calls).us;
+  EXPECT_NEAR(stream, (n - 1 + calls * k - 1) * hop, 0.01 * stream);
+
+  const double ring = simulate("ring", flat, bytes, false, chunk).us;
+  const double rings = simulate("ring", flat, bytes, false, chunk, false, 0, nullptr,
+                                algos::Collective::AllReduce, calls)
+                           .us;
+  EXPECT_NEAR(rings, calls * ring, 0.01 * rings);
 }
 
 // Eight hosts on two cores (four ranks a core): each rank exchanges 1 MiB with its neighbour

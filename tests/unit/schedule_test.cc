@@ -1,6 +1,7 @@
-// The schedule type's own pieces: the builder's dependencies and concatSchedules (algos/
-// schedule.h); and the in-memory engine every schedule test runs on (tests/common/
-// schedule_sim.h): FIFO matching per pair, the two send modes, and the errors it reports.
+// The schedule type's own pieces: the builder's dependencies, concatSchedules and
+// repeatSchedule (algos/schedule.h); and the in-memory engine every schedule test runs on
+// (tests/common/ schedule_sim.h): FIFO matching per pair, the two send modes, and the errors it
+// reports.
 #include <gtest/gtest.h>
 
 #include "algos/schedule.h"
@@ -87,6 +88,40 @@ std::vector<testing::SimRank> inputs(size_t count) {
       ranks[r].recv.push_back(-100 * (r + 1) - static_cast<int64_t>(e));
     }
   return ranks;
+}
+
+// A loop of blocking calls: run k's first steps wait for run k-1's last ones, nothing else
+// changes, and the messages of every run go to the same peers in the same order.
+TEST(RepeatSchedule, EachRunStartsWhenTheLastHasEnded) {
+  ScheduleBuilder b("relay");
+  b.recv(0, {Buffer::Recv, 0, 4});                        // 0: waits for nothing
+  b.send(2, {Buffer::Recv, 0, 4});                        // 1: waits for 0
+  b.copy({Buffer::Send, 0, 4}, {Buffer::Scratch, 0, 4});  // 2: waits for nothing
+  b.needScratch(4);
+  const Schedule one = std::move(b).finish();
+  ASSERT_EQ(depsOf(one, 1), std::vector<uint32_t>{0});
+  ASSERT_TRUE(depsOf(one, 2).empty());
+
+  const Schedule three = algos::repeatSchedule(one, 3);
+  ASSERT_EQ(three.steps.size(), 9u);
+  EXPECT_EQ(three.peers, one.peers);
+  EXPECT_EQ(three.scratchCount, 4u);
+  EXPECT_TRUE(depsOf(three, 0).empty()) << "the first run waits for nothing";
+  EXPECT_TRUE(depsOf(three, 2).empty());
+  for (uint32_t run = 1; run < 3; ++run) {
+    const uint32_t base = 3 * run;
+    // The last steps of a run: the send (1) and the copy (2), which nothing waits for.
+    const std::vector<uint32_t> last = {base - 3 + 1, base - 3 + 2};
+    EXPECT_EQ(depsOf(three, base), last) << "run " << run;
+    EXPECT_EQ(depsOf(three, base + 1), std::vector<uint32_t>{base}) << "run " << run;
+    EXPECT_EQ(depsOf(three, base + 2), last) << "run " << run;
+    for (uint32_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(three.steps[base + i].kind, one.steps[i].kind);
+      EXPECT_EQ(three.steps[base + i].peer, one.steps[i].peer);
+    }
+  }
+  EXPECT_EQ(dependentsOf(three, 1), (std::vector<uint32_t>{3, 5}));
+  EXPECT_EQ(algos::repeatSchedule(one, 1).steps.size(), 3u);
 }
 
 TEST(ScheduleSim, MovesBytesBetweenRanks) {
