@@ -175,7 +175,7 @@ def table(results):
             sim, pred, stream = r.get("sim_us"), r.get("pred_us"), r.get("stream_us")
             ratio = f"{r['time_us'] / sim:.2f}" if sim else "-"
             spread = f"{r['lo_us'] / sim:.2f}-{r['hi_us'] / sim:.2f}" if sim and "lo_us" in r else "-"
-            more = (f" {stream if stream else '-'} | {r['time_us'] / stream:.2f} |" if stream else " - | - |") if extra else ""
+            more = (f" {stream} | {r['time_us'] / stream:.2f} |" if stream else " - | - |") if extra else ""
             lines.append(f"| {coll} | {algo} | {human(size)} | {r['used']} | {sim if sim else '-'} | "
                          f"{pred if pred is not None else '-'} | {r['time_us']:.1f} | {ratio} | {spread} |" + more)
     return lines
