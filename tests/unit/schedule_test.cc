@@ -1,7 +1,7 @@
 // The schedule type's own pieces: the builder's dependencies, concatSchedules and
 // repeatSchedule (algos/schedule.h); and the in-memory engine every schedule test runs on
-// (tests/common/ schedule_sim.h): FIFO matching per pair, the two send modes, and the errors it
-// reports.
+// (tests/common/schedule_sim.h): FIFO matching per pair, the two send modes, and the errors
+// it reports.
 #include <gtest/gtest.h>
 
 #include "algos/schedule.h"
