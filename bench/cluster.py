@@ -42,6 +42,7 @@ class Topology:
         self.placement, self.latency_us, self.map_file = a.placement, a.latency_us, a.write_cluster_map
         self.ranks = self.hosts * self.per_host
         self.burst_us = a.burst_us
+        self.queue_ms = a.queue_ms
         self.uplink_burst = tool.burst_bytes(self.uplink_gbit, a.burst_us)  # bytes an idle uplink passes at once
         self.rack_sizes = [sum(1 for h in range(self.hosts) if h * self.racks // self.hosts == r)
                            for r in range(self.racks)]
@@ -68,7 +69,8 @@ class Topology:
                 f"{'s' if self.per_host > 1 else ''} per host ({self.ranks} ranks); host links "
                 f"{self.rack_gbit:g} Gbit/s, rack uplinks {self.uplink_gbit:.3g} Gbit/s each way (shared by the "
                 f"rack's hosts); shapers' token buckets {self.burst_us:g} us of traffic at their rate (at least 64 "
-                f"KiB: an uplink's {self.uplink_burst / 1024:.0f} KiB pass at once after it idles); placement {order}; "
+                f"KiB: an uplink's {self.uplink_burst / 1024:.0f} KiB pass at once after it idles), their queues "
+                f"{self.queue_ms:g} ms (packets beyond are dropped); placement {order}; "
                 f"{latency}; {cmap}")
 
     def uplink_bound_us(self, size, gbit):

@@ -40,11 +40,12 @@ leftovers() {
 
 # 1. Shaping and a command across the cluster, in one build. Rates low enough that two shared
 #    cores move them easily, so the ratio reflects the shaping and not the CPU: 1 Gbit/s host
-#    links, 0.25 Gbit/s uplinks (ratio 4).
-"$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --rack-gbit 1 --uplink-gbit 0.25 \
+#    links, 0.25 Gbit/s uplinks (ratio 4). Queues of 50 ms: tc shows a host link's as the
+#    49 ms a full one takes to drain past its bucket.
+"$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --rack-gbit 1 --uplink-gbit 0.25 --queue-ms 50 \
     --measure --measure-seconds 2 --measure-json "$WORK/measure.json" \
     --write-cluster-map "$WORK/cluster.xml" --placement alternate \
-    -- sh -c 'echo "rank=$RANK size=$WORLD_SIZE host=$NCCL_HOSTID uts=$(hostname) if=$NCCL_SOCKET_IFNAME comm=$NCCL_COMM_ID map=${BRAID_CLUSTER_FILE:+yes}"' \
+    -- sh -c 'echo "rank=$RANK size=$WORLD_SIZE host=$NCCL_HOSTID uts=$(hostname) if=$NCCL_SOCKET_IFNAME comm=$NCCL_COMM_ID map=${BRAID_CLUSTER_FILE:+yes} $(tc qdisc show dev $NCCL_SOCKET_IFNAME | grep -o "lat [0-9]*ms")"' \
     >"$WORK/out" 2>"$WORK/err"
 rc=$?
 cat "$WORK/out"
@@ -74,10 +75,10 @@ else
 fi
 
 # alternate placement: ranks 0,1,2,3 on h0 (rack 0), h2 (rack 1), h1, h3.
-for want in "rank=0 size=4 host=${P}h0 uts=${P}h0 if=${P}h0 comm=10.77.0.1:29400 map=yes" \
-            "rank=1 size=4 host=${P}h2 uts=${P}h2 if=${P}h2 comm=10.77.0.1:29400 map=yes" \
-            "rank=2 size=4 host=${P}h1 uts=${P}h1 if=${P}h1 comm=10.77.0.1:29400 map=yes" \
-            "rank=3 size=4 host=${P}h3 uts=${P}h3 if=${P}h3 comm=10.77.0.1:29400 map=yes"; do
+for want in "rank=0 size=4 host=${P}h0 uts=${P}h0 if=${P}h0 comm=10.77.0.1:29400 map=yes lat 49ms" \
+            "rank=1 size=4 host=${P}h2 uts=${P}h2 if=${P}h2 comm=10.77.0.1:29400 map=yes lat 49ms" \
+            "rank=2 size=4 host=${P}h1 uts=${P}h1 if=${P}h1 comm=10.77.0.1:29400 map=yes lat 49ms" \
+            "rank=3 size=4 host=${P}h3 uts=${P}h3 if=${P}h3 comm=10.77.0.1:29400 map=yes lat 49ms"; do
   r=${want#rank=}; r=${r%% *}
   grep -qxF "[$r] $want" "$WORK/out" || fail "missing line: [$r] $want"
 done
@@ -100,6 +101,18 @@ if [[ -n $BRAID_TOPO ]]; then
     { fail "braid-topo does not see 2 levels in the map"; cat "$WORK/topo"; }
 fi
 left=$(leftovers); [[ -z $left ]] || fail "left after a clean run: $left"
+
+# 1b. A full queue drops packets, and netcluster says where: rank 0 sends 5.6 MB of UDP to h1
+#    (rack 1) faster than rack 0's 0.05 Gbit/s uplink drains its queue (512 KiB: four buckets).
+#    A socket's buffer holds its packets until they leave the last shaper, so the sender's
+#    (SO_SNDBUFFORCE, 32: above the system's limit) must hold them all for the queue to overflow.
+"$NETCLUSTER" --prefix "$P" --hosts 2 --racks 2 --uplink-gbit 0.05 --quiet -- sh -c '[ "$RANK" != 0 ] ||
+    python3 -c "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.setsockopt(socket.SOL_SOCKET, 32, 1 << 24)
+for _ in range(4000): s.sendto(bytes(1400), (\"10.77.1.1\", 9))"' >"$WORK/out1b" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "the UDP burst's netcluster exited $rc"
+grep -E "the shapers dropped [0-9]+ packets \(.*${P}r0u [0-9]+" "$WORK/out1b" ||
+  { fail "no report of the packets rack 0's uplink dropped"; cat "$WORK/out1b"; }
 
 # 2. A failing rank brings the others down at once and its status becomes the job's.
 start=$(date +%s)
