@@ -8,8 +8,9 @@ and run for real on tools/netcluster, every size of every asked algorithm side b
 runs each collective's perf binary once per algorithm (`-A NAME -P 1`: forced, and with the
 runtime's own prediction, ncclGroupSimulateEnd) across the emulated cluster with the cluster map
 netcluster writes (BRAID_CLUSTER_FILE), then braid-sim on that map for the algorithm each size
-ran, and writes bench/results/NAME.md: measured time (the median of R rounds, each running the
-collective's algorithms in turn) against braid-sim's and the runtime's predictions, and per
+ran, and writes bench/results/NAME.md: measured time (the slowest rank's, `-a 3`, as braid-sim
+prices when the last rank finishes; the median of R rounds, each running the collective's
+algorithms in turn) against braid-sim's and the runtime's predictions, and per
 collective and algorithm the worst ratio from the goal's size up (issue 20: within 15% for
 AllReduce, 25% for the others, from 64 KiB).
 
@@ -104,7 +105,7 @@ def measure(args, coll, algo, launch, env):
     """{nominal size: row} of one perf run (time_us measured, used, pred_us the runtime's)."""
     perf = Path(args.build) / "bench" / "perf" / COLLS[coll].perf
     cmd = [str(perf), "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor), "-n", str(args.iters),
-           "-w", str(args.warmup), "-c", "1", "-A", algo, "-P", "1"] + (["-r", "0"] if COLLS[coll].rooted else [])
+           "-w", str(args.warmup), "-c", "1", "-a", "3", "-A", algo, "-P", "1"] + (["-r", "0"] if COLLS[coll].rooted else [])
     out = run(launch(cmd), env, args.timeout + 30)
     if out is None:
         return {}
@@ -339,8 +340,8 @@ def netcluster(args):
             f"alone, as the runtime's prediction prices it; and with `--calls {args.iters}`, a call as one of the "
             "timing loop's calls back to back (each rank starts a call when it has finished its last), as the perf "
             "binaries time them",
-            f"- measured: the perf binaries' out-of-place time, {args.iters} timed iterations after {args.warmup} "
-            f"warm-up, data checked, the median of {args.rounds} run{'s' if args.rounds > 1 else ''} (a "
+            f"- measured: the perf binaries' out-of-place time of the slowest rank (`-a 3`: braid-sim prices when "
+            f"the last rank finishes), {args.iters} timed iterations after {args.warmup} warm-up, data checked, the median of {args.rounds} run{'s' if args.rounds > 1 else ''} (a "
             "collective's algorithms in turn, then again); runtime's prediction: their -P column "
             "(ncclGroupSimulateEnd)",
             "- packets the shapers dropped (netcluster's count after each run): " + (
