@@ -103,10 +103,10 @@ fi
 left=$(leftovers); [[ -z $left ]] || fail "left after a clean run: $left"
 
 # 1b. A full queue drops packets, and netcluster says where: rank 0 sends 5.6 MB of UDP to h1
-#    (rack 1) faster than rack 0's 0.05 Gbit/s uplink drains its queue (512 KiB: four buckets).
+#    (rack 1) faster than rack 0's 0.02 Gbit/s uplink drains its queue (512 KiB: four buckets).
 #    A socket's buffer holds its packets until they leave the last shaper, so the sender's
 #    (SO_SNDBUFFORCE, 32: above the system's limit) must hold them all for the queue to overflow.
-"$NETCLUSTER" --prefix "$P" --hosts 2 --racks 2 --uplink-gbit 0.05 --quiet -- sh -c '[ "$RANK" != 0 ] ||
+"$NETCLUSTER" --prefix "$P" --hosts 2 --racks 2 --uplink-gbit 0.02 --quiet -- sh -c '[ "$RANK" != 0 ] ||
     python3 -c "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.setsockopt(socket.SOL_SOCKET, 32, 1 << 24)
 for _ in range(4000): s.sendto(bytes(1400), (\"10.77.1.1\", 9))"' >"$WORK/out1b" 2>&1
 rc=$?
