@@ -105,7 +105,8 @@ def measure(args, coll, algo, launch, env):
     """{nominal size: row} of one perf run (time_us measured, used, pred_us the runtime's)."""
     perf = Path(args.build) / "bench" / "perf" / COLLS[coll].perf
     cmd = [str(perf), "-b", str(args.min), "-e", str(args.max), "-f", str(args.factor), "-n", str(args.iters),
-           "-w", str(args.warmup), "-c", "1", "-a", "3", "-A", algo, "-P", "1"] + (["-r", "0"] if COLLS[coll].rooted else [])
+           "-w", str(args.warmup), "-c", "1", "-a", "3", "-A", algo, "-P", "1"] + \
+        (["-r", "0"] if COLLS[coll].rooted else [])
     out = run(launch(cmd), env, args.timeout + 30)
     if out is None:
         return {}
@@ -341,8 +342,9 @@ def netcluster(args):
             "timing loop's calls back to back (each rank starts a call when it has finished its last), as the perf "
             "binaries time them",
             f"- measured: the perf binaries' out-of-place time of the slowest rank (`-a 3`: braid-sim prices when "
-            f"the last rank finishes), {args.iters} timed iterations after {args.warmup} warm-up, data checked, the median of {args.rounds} run{'s' if args.rounds > 1 else ''} (a "
-            "collective's algorithms in turn, then again); runtime's prediction: their -P column "
+            f"the last rank finishes), {args.iters} timed iterations after {args.warmup} warm-up, data checked, the "
+            f"median of {args.rounds} run{'s' if args.rounds > 1 else ''} (a collective's algorithms in turn, then "
+            "again); runtime's prediction: their -P column "
             "(ncclGroupSimulateEnd)",
             "- packets the shapers dropped (netcluster's count after each run): " + (
                 f"in {len(DROPS)} runs: " + "; ".join(re.search(r"dropped (.*\))", d).group(1) for d in DROPS)
