@@ -347,7 +347,7 @@ def netcluster(args):
             "again); runtime's prediction: their -P column "
             "(ncclGroupSimulateEnd)",
             "- packets the shapers dropped (netcluster's count after each run): " + (
-                f"in {len(DROPS)} runs: " + "; ".join(re.search(r"dropped (.*\))", d).group(1) for d in DROPS)
+                f"in {len(DROPS)} runs: " + "; ".join(re.search(r"dropped ([0-9]+ packets \([^)]*\))", d).group(1) for d in DROPS)
                 if DROPS else "none, in any run"),
             "", "## Summary", ""] + summary(results) + ["", "## Every size", ""] + table(results)
     path = results_dir / f"{name}.md"
