@@ -114,6 +114,15 @@ rc=$?
 grep -E "the shapers dropped [0-9]+ packets \(.*${P}r0u [0-9]+" "$WORK/out1b" ||
   { fail "no report of the packets rack 0's uplink dropped"; cat "$WORK/out1b"; }
 
+# 1c. One host: its ranks run (there is no pair of hosts to check, no link to shape).
+"$NETCLUSTER" --prefix "$P" --hosts 1 --racks 1 --ranks-per-host 2 --quiet \
+    -- sh -c 'echo "rank $RANK of $WORLD_SIZE on $NETCLUSTER_HOST"' >"$WORK/out1c" 2>&1 ||
+  { fail "netcluster on one host exited $?"; cat "$WORK/out1c"; }
+for r in 0 1; do
+  grep -q "rank $r of 2 on ${P}h0" "$WORK/out1c" || { fail "one host: no rank $r"; cat "$WORK/out1c"; }
+done
+left=$(leftovers); [[ -z $left ]] || fail "left after one host: $left"
+
 # 2. A failing rank brings the others down at once and its status becomes the job's.
 start=$(date +%s)
 "$NETCLUSTER" --prefix "$P" --hosts 4 --racks 2 --quiet \
