@@ -261,7 +261,11 @@ def busy_cpu_seconds():
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-CALIBRATION = (4 << 20, 4, 24)  # ring AllReduce of 4 MiB, 4 and then 24 timed iterations
+# Ring AllReduce of 4 MiB, 4 and then 44 timed iterations, three times: the median of the three.
+# One pair is not enough: two of 4 and 24 on the same idle machine gave 0.47 and, minutes later,
+# 1.14 ns a byte (this script's first step with --netcluster '--hosts 8 --racks 2').
+CALIBRATION = (4 << 20, 4, 44)
+CALIBRATION_ROUNDS = 3
 
 
 def braid_stats():
@@ -279,7 +283,18 @@ def cpu_per_byte(args, topo):
     hosts in one rack (every host sending at its link's rate at once: more than two cores move)
     twice (CALIBRATION), the difference of the two runs' CPU over the difference of their bytes
     between hosts (each rank's BRAID_STATS_FILE counts per peer), so building the cluster and
-    starting the ranks count for nothing. None where a run failed."""
+    starting the ranks count for nothing. (median, [each round's]), or None where a run failed."""
+    rounds = []
+    for _ in range(CALIBRATION_ROUNDS):
+        cpu = cpu_per_byte_once(args, topo)
+        if cpu is None:
+            return None
+        rounds.append(cpu)
+    return statistics.median(rounds), rounds
+
+
+def cpu_per_byte_once(args, topo):
+    """One round of cpu_per_byte."""
     topo = Topology(f"--hosts {topo.hosts} --racks 1 --ranks-per-host {topo.per_host} --rack-gbit {topo.rack_gbit:g} "
                     f"--queue-ms {topo.queue_ms:g}")
     size, short, long = CALIBRATION
@@ -313,13 +328,15 @@ def netcluster(args):
     cluster_map = (results_dir / f"{name}_map.xml").resolve()
     cpu = args.cpu_ns_per_byte
     if cpu is None:
-        cpu = cpu_per_byte(args, Topology(args.netcluster))
-        if cpu is None:
+        measured = cpu_per_byte(args, Topology(args.netcluster))
+        if measured is None:
             sys.exit("the CPU per byte could not be measured (a calibration run failed); give --cpu-ns-per-byte")
+        cpu, rounds = measured
         how = (f"measured first: ring AllReduce of {human(CALIBRATION[0])} on the same hosts in one rack (every host "
                f"at its link's rate at once, the cores the limit), {CALIBRATION[1]} and {CALIBRATION[2]} iterations, "
                "the difference of the machine's busy CPU (/proc/stat) over the difference of the bytes the ranks sent "
-               "to other hosts")
+               f"to other hosts; the median of {len(rounds)} such pairs (" +
+               ", ".join(f"{r:.3g}" for r in rounds) + " ns)")
     else:
         how = "given (--cpu-ns-per-byte)"
     topo = Topology(f"{args.netcluster} --cpu-ns-per-byte {cpu:.3g} --write-cluster-map {cluster_map}")
