@@ -318,6 +318,25 @@ def cpu_per_byte_once(args, topo):
     return max(cpu, 0.0) * 1e9 / sent if sent > 0 else None
 
 
+STEP_PROBE = (1 << 10, 50, 5)  # ring AllReduce of 1 KiB, 50 timed iterations after 5 warm-up
+
+
+def ring_step_us(args, topo, cluster_map):
+    """Microseconds a step of a ring AllReduce of 1 KiB takes on `topo` with its map (the slowest
+    rank's time over the ring's 2 (n - 1) steps), or None where the run failed. The map declares
+    no latency (netcluster emulates none), so what a step of a tiny message takes is this
+    machine's: its scheduler waking the ranks and the kernel's path through the namespaces, which
+    differ from one machine to the next (docs/scale.md). The results say it, so that runs on
+    different machines can be told apart."""
+    size, iters, warmup = STEP_PROBE
+    perf = Path(args.build) / "bench" / "perf" / COLLS["allreduce"].perf
+    cmd = [str(perf), "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup), "-c", "1", "-a", "3",
+           "-A", "ring"]
+    out = run(topo.command(cmd, timeout=args.timeout), {"BRAID_CLUSTER_FILE": str(cluster_map)}, args.timeout + 30)
+    row = parse_perf_table(out, "out", [size]).get(size) if out else None
+    return row["time_us"] / (2 * (topo.ranks - 1)) if row else None
+
+
 def netcluster(args):
     if "--write-cluster-map" in args.netcluster or "--cpu-ns-per-byte" in args.netcluster:
         sys.exit("--netcluster: leave --write-cluster-map and --cpu-ns-per-byte out (this script writes the map)")
@@ -342,6 +361,7 @@ def netcluster(args):
     topo = Topology(f"{args.netcluster} --cpu-ns-per-byte {cpu:.3g} --write-cluster-map {cluster_map}")
     if topo.placement != "block":
         sys.exit("--netcluster: block placement only (braid-sim places ranks host by host in the map's order)")
+    step = ring_step_us(args, topo, cluster_map)
     results = collect(args, lambda cmd: topo.command(cmd, timeout=args.timeout), {}, cluster_map,
                       topo.per_host, topo.ranks, args.iters)
     cores = len(os.sched_getaffinity(0))
@@ -363,6 +383,10 @@ def netcluster(args):
             f"median of {args.rounds} run{'s' if args.rounds > 1 else ''} (a collective's algorithms in turn, then "
             "again); runtime's prediction: their -P column "
             "(ncclGroupSimulateEnd)",
+            f"- a small message's step on this machine: ring AllReduce of {human(STEP_PROBE[0])} with the map, "
+            f"{STEP_PROBE[1]} iterations, the slowest rank's time over its {2 * (topo.ranks - 1)} steps: " +
+            (f"{step:.0f} us a step (the map declares no latency: braid-sim prices these steps at about nothing)"
+             if step else "not measured (the run failed)"),
             "- packets the shapers dropped (netcluster's count after each run): " + (
                 f"in {len(DROPS)} runs: " + "; ".join(re.search(r"dropped ([0-9]+ packets \([^)]*\))", d).group(1) for d in DROPS)
                 if DROPS else "none, in any run"),
