@@ -114,7 +114,7 @@ rc=$?
 grep -E "the shapers dropped [0-9]+ packets \(.*${P}r0u [0-9]+" "$WORK/out1b" ||
   { fail "no report of the packets rack 0's uplink dropped"; cat "$WORK/out1b"; }
 
-# 1c. One host: its ranks run (there is no pair of hosts to check, no link to shape).
+# 1c. One host: its ranks run (there is no pair of hosts whose connectivity to check).
 "$NETCLUSTER" --prefix "$P" --hosts 1 --racks 1 --ranks-per-host 2 --quiet \
     -- sh -c 'echo "rank $RANK of $WORLD_SIZE on $NETCLUSTER_HOST"' >"$WORK/out1c" 2>&1 ||
   { fail "netcluster on one host exited $?"; cat "$WORK/out1c"; }
