@@ -65,7 +65,7 @@ LOSSLESS_QUEUE_MS = 1000
 DROPS = []  # netcluster's reports of dropped packets, one per run that had any
 
 LOOPBACK_MAP = """<?xml version="1.0"?>
-<cluster version="1">
+<cluster version="1" local_cpu_ns_per_byte="0.3">
   <level name="host" bw_gbps="2" latency_us="20" burst_kib="244.1" cpu_ns_per_byte="1.5"/>
   <level name="rack" bw_gbps="0.6667" latency_us="40" burst_kib="128" cpu_ns_per_byte="1.5"/>
 {racks}</cluster>
@@ -278,27 +278,48 @@ def braid_stats():
 
 def cpu_per_byte(args, topo):
     """Nanoseconds of this machine's CPU (every core: the ranks, the kernel's path through the
-    veths, bridges and shapers) per byte the ranks send to other hosts when the cores, not the
-    links, are the limit, as the cost model's pool of cores prices it: ring AllReduce on `topo`'s
-    hosts in one rack (every host sending at its link's rate at once: more than two cores move)
-    twice (CALIBRATION), the difference of the two runs' CPU over the difference of their bytes
-    between hosts (each rank's BRAID_STATS_FILE counts per peer), so building the cluster and
-    starting the ranks count for nothing. (median, [each round's]), or None where a run failed."""
+    veths, bridges and shapers) per byte the ranks send to other hosts, and per byte between two
+    ranks of one host, when the cores, not the links, are the limit, as the cost model's pool of
+    cores prices them. Each figure is a difference: a run of CALIBRATION's size twice, the
+    difference of the two runs' CPU over the difference of their bytes (each rank's
+    BRAID_STATS_FILE counts per peer), so building the cluster and starting the ranks count for
+    nothing; the median of CALIBRATION_ROUNDS such pairs. With more than one rank a host, first
+    the bytes inside a host: ring AllReduce of all `topo`'s ranks on one host (shared memory
+    only). Then the bytes between hosts: ring AllReduce on `topo`'s hosts in one rack (every host
+    sending at its link's rate at once: more than two cores move), the CPU its bytes inside a
+    host took (at the first figure) taken off. ((between hosts, [each round's]), (inside a host,
+    [each round's]) or None with one rank a host), or None where a run failed."""
+    local = None
+    if topo.per_host > 1:
+        one_host = f"--hosts 1 --racks 1 --ranks-per-host {topo.ranks} --queue-ms {topo.queue_ms:g}"
+        local = calibrate(args, one_host, lambda cpu, net, shm: cpu / shm if shm > 0 else None)
+        if local is None:
+            return None
+    in_rack = (f"--hosts {topo.hosts} --racks 1 --ranks-per-host {topo.per_host} --rack-gbit {topo.rack_gbit:g} "
+               f"--queue-ms {topo.queue_ms:g}")
+    shm_ns = local[0] if local else 0.0
+    net = calibrate(args, in_rack, lambda cpu, net, shm: max(cpu - shm * shm_ns, 0.0) / net if net > 0 else None)
+    return None if net is None else (net, local)
+
+
+def calibrate(args, netcluster, per_byte):
+    """(median, [each round's]) of CALIBRATION_ROUNDS rounds of calibrate_once, or None."""
     rounds = []
     for _ in range(CALIBRATION_ROUNDS):
-        cpu = cpu_per_byte_once(args, topo)
-        if cpu is None:
+        figure = calibrate_once(args, netcluster, per_byte)
+        if figure is None:
             return None
-        rounds.append(cpu)
+        rounds.append(figure)
     return statistics.median(rounds), rounds
 
 
-def cpu_per_byte_once(args, topo):
-    """One round of cpu_per_byte."""
-    topo = Topology(f"--hosts {topo.hosts} --racks 1 --ranks-per-host {topo.per_host} --rack-gbit {topo.rack_gbit:g} "
-                    f"--queue-ms {topo.queue_ms:g}")
+def calibrate_once(args, netcluster, per_byte):
+    """One pair of ring AllReduce runs (CALIBRATION) on netcluster with flags `netcluster`:
+    per_byte(ns of busy CPU, bytes between hosts, bytes inside hosts), the differences of the
+    two runs; None where a run failed."""
     size, short, long = CALIBRATION
     perf = Path(args.build) / "bench" / "perf" / COLLS["allreduce"].perf
+    topo = Topology(netcluster)
     stats = braid_stats()
     runs = []
     for iters in (short, long):
@@ -310,12 +331,12 @@ def cpu_per_byte_once(args, topo):
                 return None
             cpu = busy_cpu_seconds() - before
             comms, _ = stats.read(glob.glob(f"{tmp}/*"))
-            sent = sum(p["bytesSent"] for ranks in comms.values() for lines in ranks.values()
-                       for line in lines if line["event"] == "destroy"
-                       for p in stats.peers(line).values() if p["level"] > 0)
-            runs.append((cpu, sent))
-    cpu, sent = runs[1][0] - runs[0][0], runs[1][1] - runs[0][1]
-    return max(cpu, 0.0) * 1e9 / sent if sent > 0 else None
+            peers = [p for ranks in comms.values() for lines in ranks.values() for line in lines
+                     if line["event"] == "destroy" for p in stats.peers(line).values()]
+            runs.append((cpu, sum(p["bytesSent"] for p in peers if p["level"] > 0),
+                         sum(p["bytesSent"] for p in peers if p["level"] == 0)))
+    cpu, net, shm = (b - a for a, b in zip(runs[0], runs[1]))
+    return per_byte(max(cpu, 0.0) * 1e9, net, shm)
 
 
 STEP_PROBE = (1 << 10, 50, 5)  # ring AllReduce of 1 KiB, 50 timed iterations after 5 warm-up
@@ -338,27 +359,41 @@ def ring_step_us(args, topo, cluster_map):
 
 
 def netcluster(args):
-    if "--write-cluster-map" in args.netcluster or "--cpu-ns-per-byte" in args.netcluster:
-        sys.exit("--netcluster: leave --write-cluster-map and --cpu-ns-per-byte out (this script writes the map)")
+    if any(flag in args.netcluster for flag in ("--write-cluster-map", "cpu-ns-per-byte")):
+        sys.exit("--netcluster: leave --write-cluster-map and the CPU figures out (this script writes the map)")
     if "--queue-ms" not in args.netcluster:
         args.netcluster += f" --queue-ms {LOSSLESS_QUEUE_MS}"
     name = args.name or f"sim_validate_{datetime.datetime.now():%Y%m%d-%H%M}"
     results_dir = Path(args.results)
     cluster_map = (results_dir / f"{name}_map.xml").resolve()
-    cpu = args.cpu_ns_per_byte
+    cpu, local = args.cpu_ns_per_byte, args.local_cpu_ns_per_byte or 0.0
+    how_local = "not priced"
     if cpu is None:
         measured = cpu_per_byte(args, Topology(args.netcluster))
         if measured is None:
             sys.exit("the CPU per byte could not be measured (a calibration run failed); give --cpu-ns-per-byte")
-        cpu, rounds = measured
+        (cpu, rounds), local_rounds = measured
+        pairs = f"{CALIBRATION[1]} and {CALIBRATION[2]} iterations"
+
+        def ns(figures):
+            return ", ".join(f"{r:.3g}" for r in figures) + " ns"
+
         how = (f"measured first: ring AllReduce of {human(CALIBRATION[0])} on the same hosts in one rack (every host "
-               f"at its link's rate at once, the cores the limit), {CALIBRATION[1]} and {CALIBRATION[2]} iterations, "
-               "the difference of the machine's busy CPU (/proc/stat) over the difference of the bytes the ranks sent "
-               f"to other hosts; the median of {len(rounds)} such pairs (" +
-               ", ".join(f"{r:.3g}" for r in rounds) + " ns)")
+               f"at its link's rate at once, the cores the limit), {pairs}, the difference of the machine's busy CPU "
+               "(/proc/stat) over the difference of the bytes the ranks sent to other hosts" +
+               (", less the CPU of the bytes between ranks of a host (below)" if local_rounds else "") +
+               f"; the median of {len(rounds)} such pairs ({ns(rounds)})")
+        if local_rounds:
+            local = local_rounds[0]
+            how_local = (f"measured first: ring AllReduce of {human(CALIBRATION[0])} of all the ranks on one host "
+                         f"(shared memory only), {pairs}, the difference of the busy CPU over the difference of "
+                         f"the bytes; the median of {len(local_rounds[1])} such pairs ({ns(local_rounds[1])})")
     else:
         how = "given (--cpu-ns-per-byte)"
-    topo = Topology(f"{args.netcluster} --cpu-ns-per-byte {cpu:.3g} --write-cluster-map {cluster_map}")
+        if local:
+            how_local = "given (--local-cpu-ns-per-byte)"
+    local_flag = f" --local-cpu-ns-per-byte {local:.3g}" if local else ""
+    topo = Topology(f"{args.netcluster} --cpu-ns-per-byte {cpu:.3g}{local_flag} --write-cluster-map {cluster_map}")
     if topo.placement != "block":
         sys.exit("--netcluster: block placement only (braid-sim places ranks host by host in the map's order)")
     step = ring_step_us(args, topo, cluster_map)
@@ -373,6 +408,8 @@ def netcluster(args):
             f"{cores} cores",
             topo.describe(),
             f"- CPU a byte between two emulated hosts costs (the map's cpu_ns_per_byte): {cpu:.3g} ns, {how}",
+            (f"- CPU a byte between two ranks of one host costs (the map's local_cpu_ns_per_byte): {local:.3g} ns, "
+             f"{how_local}" if topo.per_host > 1 else "- one rank a host: no bytes between ranks of a host"),
             f"- braid-sim: `--cluster {cluster_map.name} --ranks-per-host {topo.per_host} --ranks-per-core "
             f"{max(1.0, topo.ranks / cores):g} --memory --no-symmetry`, for the algorithm each size ran: one call "
             f"alone, as the runtime's prediction prices it; and with `--calls {args.iters}`, a call as one of the "
@@ -423,6 +460,9 @@ def main():
     ap.add_argument("--ranks-per-host", type=int, default=2, help="with --loopback (default 2)")
     ap.add_argument("--cpu-ns-per-byte", type=float, default=None,
                     help="with --netcluster: the CPU a byte between hosts costs (default: measured first; 0: not priced)")
+    ap.add_argument("--local-cpu-ns-per-byte", type=float, default=None,
+                    help="with --cpu-ns-per-byte: the CPU a byte between two ranks of a host costs (default: not "
+                         "priced; measured first with the other)")
     ap.add_argument("--coll", default="allreduce", help="comma list of collectives, or all (default allreduce)")
     ap.add_argument("--algos", default=ALLREDUCE, help=f"AllReduce's algorithms (default {ALLREDUCE})")
     ap.add_argument("--other-algos", default="auto", help="the other collectives' (default auto)")
@@ -444,6 +484,8 @@ def main():
     unknown = [c for c in args.colls if c not in COLLS or c == "sendrecv"]
     if unknown:
         ap.error(f"--coll: unknown collective {unknown[0]}")
+    if args.local_cpu_ns_per_byte is not None and (args.cpu_ns_per_byte is None or args.local_cpu_ns_per_byte < 0):
+        ap.error("--local-cpu-ns-per-byte: a non-negative number, with --cpu-ns-per-byte (else both are measured)")
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
     if args.check is not None and (args.loopback or not args.check > 0):

@@ -154,8 +154,8 @@ class OperationSim {
     if (!matched) return std::numeric_limits<double>::infinity();
     // Where ranks outnumber cores, the cores' total work bounds the time too: each message
     // between hosts costs its sender and its receiver about a link alpha of CPU in the kernel's
-    // network path (shared memory costs a copy, priced by beta), and alphaScale ranks share each
-    // core. On the emulated cluster (8 ranks on 2 cores) small AllReduces ranked by messages
+    // network path, every message its bytes' CPU (LinkCost::cpuUsPerByte), and alphaScale
+    // ranks share each core. On the emulated cluster (8 ranks on 2 cores) small AllReduces ranked by messages
     // sent more than by rounds: direct (56 messages, one round) 0.44 ms, tree (28) 0.60, rhd (48)
     // 0.71, ring (112) 0.81 at 1 KiB.
     if (topo_.alphaScale > 1.0)
@@ -343,11 +343,13 @@ class OperationSim {
       p.linkFree = start + transfer;
       for (int k = 0; k < 2 * level; ++k) port(k / 2, way[k]).book(start, length(k / 2, way[k]));
       double arrival = start + link.alphaUs * topo_.alphaScale + transfer;
-      if (level > 0) {
-        cpuWork_ += 2 * link.alphaUs + b * link.cpuUsPerByte;  // the kernel's work
-        if (cores_ > 0 && link.cpuUsPerByte > 0)
-          arrival = std::max(arrival, cpuDone(start, b * link.cpuUsPerByte / cores_));
-      }
+      // The CPU a message's bytes cost its two ends, on the pool where ranks outnumber cores:
+      // between hosts the kernel's network path, inside a host the copies through shared
+      // memory (a link's cpuUsPerByte; inside a host 0 unless a cluster map declares it).
+      if (level > 0) cpuWork_ += 2 * link.alphaUs;
+      cpuWork_ += b * link.cpuUsPerByte;
+      if (cores_ > 0 && link.cpuUsPerByte > 0)
+        arrival = std::max(arrival, cpuDone(start, b * link.cpuUsPerByte / cores_));
       levelBytes_[static_cast<size_t>(level)] += b * (c_.n / c_.period);
       c_.messages[message].arrival = arrival;
       finish(p.from, g, arrival);

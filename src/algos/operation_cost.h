@@ -9,9 +9,10 @@
 // one message at a time. A receive completes when it is ready and its message has arrived (plus
 // bytes x gamma to reduce).
 // Where the machine, not the links, is the limit: ranks that outnumber cores share the cores'
-// work (Topology::alphaScale), in total and as they go (a message between hosts also waits for
-// its bytes' CPU work, LinkCost::cpuUsPerByte, on the simulated ranks' share of the cores, which
-// messages in flight together take in turn); and the ranks of a host share its memory
+// work (Topology::alphaScale), in total and as they go (a message also waits for its bytes' CPU
+// work, LinkCost::cpuUsPerByte of its link, between hosts or inside one, on the simulated ranks'
+// share of the cores, which messages in flight together take in turn); and the ranks of a host
+// share its memory
 // (Topology::memoryUsPerByte): every byte a step reads or writes in the call's buffers (a send's
 // source, a receive's destination, both for a reduction) goes through memory in the share of
 // them the last-level cache cannot hold (1 - cacheBytes / the host's buffer bytes), and the

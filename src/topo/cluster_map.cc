@@ -19,10 +19,12 @@ class Parser {
   Status run(const pugi::xml_node& root) {
     if (std::string_view(root.name()) != "cluster")
       return src_.error(root, strfmt("root element <%s>; expected <cluster>", root.name()));
-    BRAID_TRY(onlyAttributes(root, {"version"}));
+    BRAID_TRY(onlyAttributes(root, {"version", "local_cpu_ns_per_byte"}));
     if (pugi::xml_attribute v = root.attribute("version"); v && std::string_view(v.value()) != "1")
       return src_.error(root,
                         strfmt("<cluster version=\"%s\">; expected version=\"1\"", v.value()));
+    if (root.attribute("local_cpu_ns_per_byte"))
+      BRAID_TRY(number(root, "local_cpu_ns_per_byte", false, &map_->localCpuNsPerByte));
     for (pugi::xml_node n : root.children("level")) BRAID_TRY(level(n));
     if (map_->levels.empty())
       return src_.error(

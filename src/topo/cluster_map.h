@@ -39,6 +39,9 @@ struct ClusterGroup {
 struct ClusterMap {
   std::string path;
   std::vector<ClusterLevel> levels;               // innermost (host) first
+  // CPU a byte between two ranks of one host costs both ends together (the copies through
+  // shared memory), in nanoseconds: <cluster local_cpu_ns_per_byte> (optional; 0: not priced).
+  double localCpuNsPerByte = 0;
   std::vector<std::vector<ClusterGroup>> groups;  // groups[L] belong to levels[L]; groups[0]: hosts
 
   // The host a rank names itself by (hostname or NCCL_HOSTID): exact match first, else the

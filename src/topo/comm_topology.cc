@@ -86,6 +86,7 @@ Status topologyFromClusterMap(const ClusterMap& map, const std::vector<std::stri
     t.topology.groupOf.push_back(numberGroups(keys, &t.groupNames.back()));
     t.levelNames.push_back(map.levels[l].name);
   }
+  if (map.localCpuNsPerByte > 0) intraHost.cpuUsPerByte = map.localCpuNsPerByte * 1e-3;
   t.topology.link.push_back(intraHost);
   for (const ClusterLevel& l : map.levels) t.topology.link.push_back(l.link());
   *out = std::move(t);

@@ -114,13 +114,21 @@ rc=$?
 grep -E "the shapers dropped [0-9]+ packets \(.*${P}r0u [0-9]+" "$WORK/out1b" ||
   { fail "no report of the packets rack 0's uplink dropped"; cat "$WORK/out1b"; }
 
-# 1c. One host: its ranks run (there is no pair of hosts whose connectivity to check).
+# 1c. One host: its ranks run (there is no pair of hosts whose connectivity to check), and the map
+#     it writes carries the CPU figures given, the local one on the link inside a host.
 "$NETCLUSTER" --prefix "$P" --hosts 1 --racks 1 --ranks-per-host 2 --quiet \
+    --cpu-ns-per-byte 1.5 --local-cpu-ns-per-byte 0.25 --write-cluster-map "$WORK/map1c.xml" \
     -- sh -c 'echo "rank $RANK of $WORLD_SIZE on $NETCLUSTER_HOST"' >"$WORK/out1c" 2>&1 ||
   { fail "netcluster on one host exited $?"; cat "$WORK/out1c"; }
 for r in 0 1; do
   grep -q "rank $r of 2 on ${P}h0" "$WORK/out1c" || { fail "one host: no rank $r"; cat "$WORK/out1c"; }
 done
+if [[ -n $BRAID_TOPO ]]; then
+  "$BRAID_TOPO" "$WORK/map1c.xml" --hosts "${P}h0,${P}h0" >"$WORK/topo1c" 2>&1 ||
+    { fail "braid-topo rejects the one-host map"; cat "$WORK/topo1c"; }
+  grep -q "inside one host: .*0.25 ns of CPU per byte" "$WORK/topo1c" ||
+    { fail "the one-host map's link inside a host has no CPU figure"; cat "$WORK/topo1c"; }
+fi
 left=$(leftovers); [[ -z $left ]] || fail "left after one host: $left"
 
 # 2. A failing rank brings the others down at once and its status becomes the job's.

@@ -266,12 +266,17 @@ TEST(OperationSim, CallsBackToBackOverlapAPipelinesFillAndDrain) {
 // so with two cores the last of them arrives 4 B cpu after the start, and its receiver's
 // reduction ends that much later. Without a CPU figure, or with a core a rank, the links alone
 // price it; the cores' total work (8 B cpu / 2, the bound a whole operation had before) does
-// not reach the reduction's end.
+// not reach the reduction's end. The same eight ranks on one host, their messages through shared
+// memory, queue for the cores the same way when the link inside a host has a CPU figure.
 TEST(OperationSim, RanksThatOutnumberCoresQueueForThemAsTheirMessagesGo) {
   const size_t bytes = size_t{1} << 20;
   const double b = static_cast<double>(bytes), beta = 1.0 / 250, cpu = 1.6e-3, gamma = 50000 / b;
-  auto price = [&](double ranksPerCore, double cpuUsPerByte) {
+  auto price = [&](double ranksPerCore, double cpuUsPerByte, bool oneHost = false) {
     Topology t = Topology::flat(8, {0, beta, 0, cpuUsPerByte});
+    if (oneHost) {
+      t.groupOf = {std::vector<int>(8, 0)};
+      t.link = {{0, beta, 0, cpuUsPerByte}, {}};
+    }
     t.alphaScale = ranksPerCore;
     t.gammaUsPerByte = gamma;
     std::vector<algos::Schedule> schedules;
@@ -287,6 +292,8 @@ TEST(OperationSim, RanksThatOutnumberCoresQueueForThemAsTheirMessagesGo) {
   EXPECT_NEAR(price(4, 0), links, 1e-6 * links);
   EXPECT_NEAR(price(1, cpu), links, 1e-6 * links);
   EXPECT_NEAR(price(4, cpu), 8 * b * cpu / 2 + b * gamma, 1e-6 * links);
+  EXPECT_NEAR(price(4, 0, true), links, 1e-6 * links);
+  EXPECT_NEAR(price(4, cpu, true), 8 * b * cpu / 2 + b * gamma, 1e-6 * links);
 }
 
 // OperationOptions::maxSteps: a simulation over the budget prices nothing and says so, and it

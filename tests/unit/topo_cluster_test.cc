@@ -47,10 +47,11 @@ TEST(ClusterMap, TwoRacks) {
 }
 
 // A shaped level declares its token bucket, and a level may declare the CPU a byte costs; the
-// others have neither.
+// others have neither. The map may declare one for a byte between two ranks of a host too,
+// which the topology puts on its link inside a host (the caller's otherwise).
 TEST(ClusterMap, LevelsCarryTheirBurstAndCpuPerByte) {
   ClusterMap map;
-  ASSERT_TRUE(parseClusterMap(XmlSource::fromText("t", R"(<cluster>
+  ASSERT_TRUE(parseClusterMap(XmlSource::fromText("t", R"(<cluster local_cpu_ns_per_byte="0.3">
     <level name="host" bw_gbps="2" latency_us="0" cpu_ns_per_byte="1.5"/>
     <level name="rack" bw_gbps="0.667" latency_us="0" burst_kib="81.5"/>
     <rack name="r0"><host name="a"/></rack></cluster>)"),
@@ -60,6 +61,17 @@ TEST(ClusterMap, LevelsCarryTheirBurstAndCpuPerByte) {
   EXPECT_DOUBLE_EQ(map.levels[1].link().burstBytes, 81.5 * 1024);
   EXPECT_DOUBLE_EQ(map.levels[0].link().cpuUsPerByte, 1.5e-3);
   EXPECT_EQ(map.levels[1].link().cpuUsPerByte, 0);
+  EXPECT_DOUBLE_EQ(map.localCpuNsPerByte, 0.3);
+  const algos::LinkCost shm{0.3, 1e-5};
+  CommTopology t;
+  ASSERT_TRUE(topologyFromClusterMap(map, {"a", "a"}, shm, &t).ok());
+  EXPECT_DOUBLE_EQ(t.topology.link[0].alphaUs, 0.3);
+  EXPECT_DOUBLE_EQ(t.topology.link[0].betaUsPerByte, 1e-5);
+  EXPECT_DOUBLE_EQ(t.topology.link[0].cpuUsPerByte, 0.3e-3);
+  EXPECT_NE(t.describe().find("0.3 ns of CPU per byte"), std::string::npos) << t.describe();
+  map.localCpuNsPerByte = 0;  // not declared: the caller's link as it is
+  ASSERT_TRUE(topologyFromClusterMap(map, {"a", "a"}, {0.3, 1e-5, 0, 2e-4}, &t).ok());
+  EXPECT_DOUBLE_EQ(t.topology.link[0].cpuUsPerByte, 2e-4);
 }
 
 TEST(ClusterMap, HostsMatchByFullOrShortName) {
@@ -174,6 +186,9 @@ TEST(ClusterMap, InlineErrorsNameLineAndExpectation) {
       {"<cluster>\n<level name=\"host\" bw_gbps=\"1\" latency_us=\"1\" "
        "cpu_ns_per_byte=\"-0.5\"/>\n</cluster>",
        "map.xml:2: <level cpu_ns_per_byte=\"-0.5\">: expected a non-negative number"},
+      {"<cluster local_cpu_ns_per_byte=\"x\">\n<level name=\"host\" bw_gbps=\"1\" "
+       "latency_us=\"1\"/>\n</cluster>",
+       "map.xml:1: <cluster local_cpu_ns_per_byte=\"x\">: expected a non-negative number"},
       {levels + "<level name=\"rack\" bw_gbps=\"1\" latency_us=\"1\"/></cluster>",
        "map.xml:4: level \"rack\" declared twice"},
       {levels + "<rack name=\"r\"/><rack name=\"r\"/></cluster>",
