@@ -3,7 +3,7 @@ and run for real on tools/netcluster, every size of every asked algorithm side b
 
     /usr/bin/python3 bench/sim_validate.py --netcluster '--hosts 8 --racks 2' [--coll LIST]
         [--algos LIST] [-b 64K -e 16M -f 4 -n 5 -w 2] [--rounds R] [--build build/release]
-        [--name NAME] [--cpu-ns-per-byte NS]
+        [--name NAME] [--cpu-ns-per-byte NS [--local-cpu-ns-per-byte NS]]
 
 runs each collective's perf binary once per algorithm (`-A NAME -P 1`: forced, and with the
 runtime's own prediction, ncclGroupSimulateEnd) across the emulated cluster with the cluster map
@@ -25,8 +25,9 @@ nothing (the links are loopback) and are not compared. Exit status 1 on a mismat
 braid-sim is given what a communicator on this machine also uses: host memory (--memory), the
 ranks per core of the one machine the emulated hosts share (--ranks-per-core N / cores), and the
 CPU a byte between two emulated hosts costs (the map's cpu_ns_per_byte, which the runtime reads
-too), measured first on the same cluster as Braid moves bytes (--cpu-ns-per-byte: cpu_per_byte
-below; or given, 0 to leave it out); and it
+too) and, with more than one rank a host, one between two ranks of a host (the map's
+local_cpu_ns_per_byte), measured first on the same cluster as Braid moves bytes (cpu_per_byte
+below; or given: --cpu-ns-per-byte, 0 to leave it out, and --local-cpu-ns-per-byte); and it
 simulates every rank (--no-symmetry), as the runtime does up to 16 ranks: the symmetric-block
 shortcut is for thousands of ranks, and its own error (up to 3% here, pairwise AlltoAll at 8
 ranks) is not what this compares. It prices one call alone, as the runtime's prediction does;
@@ -318,25 +319,35 @@ def calibrate_once(args, netcluster, per_byte):
     per_byte(ns of busy CPU, bytes between hosts, bytes inside hosts), the differences of the
     two runs; None where a run failed."""
     size, short, long = CALIBRATION
-    perf = Path(args.build) / "bench" / "perf" / COLLS["allreduce"].perf
-    topo = Topology(netcluster)
-    stats = braid_stats()
-    runs = []
-    for iters in (short, long):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {"BRAID_STATS_FILE": f"{tmp}/%h.%p", "BRAID_STATS_INTERVAL_MS": "0"}
-            cmd = [str(perf), "-b", str(size), "-e", str(size), "-n", str(iters), "-w", "1", "-A", "ring"]
-            before = busy_cpu_seconds()
-            if run(topo.command(cmd, timeout=args.timeout), env, args.timeout + 30) is None:
-                return None
-            cpu = busy_cpu_seconds() - before
-            comms, _ = stats.read(glob.glob(f"{tmp}/*"))
-            peers = [p for ranks in comms.values() for lines in ranks.values() for line in lines
-                     if line["event"] == "destroy" for p in stats.peers(line).values()]
-            runs.append((cpu, sum(p["bytesSent"] for p in peers if p["level"] > 0),
-                         sum(p["bytesSent"] for p in peers if p["level"] == 0)))
-    cpu, net, shm = (b - a for a, b in zip(runs[0], runs[1]))
+    runs = [cpu_and_traffic(args, netcluster, "allreduce", "ring", size, iters) for iters in (short, long)]
+    if None in runs:
+        return None
+    cpu, net, shm = (b - a for a, b in zip(runs[0][:3], runs[1][:3]))
     return per_byte(max(cpu, 0.0) * 1e9, net, shm)
+
+
+def cpu_and_traffic(args, netcluster, coll, algo, size, iters):
+    """One run of `coll`'s perf binary (`-A algo`, one size, `iters` timed iterations after one
+    warm-up) on netcluster with flags `netcluster`: (seconds of the machine's busy CPU, bytes
+    between hosts, bytes inside hosts, messages between hosts, messages inside hosts), the ranks'
+    own counts (BRAID_STATS_FILE), or None where the run failed."""
+    perf = Path(args.build) / "bench" / "perf" / COLLS[coll].perf
+    topo, stats = Topology(netcluster), braid_stats()
+    with tempfile.TemporaryDirectory() as tmp:
+        # No probe of the racks: without a map a communicator of three hosts or more probes at
+        # init and, where large calls run slower than priced, again between calls (adaptation,
+        # docs/adaptation.md), and those probes' CPU would count as the calls'.
+        env = {"BRAID_STATS_FILE": f"{tmp}/%h.%p", "BRAID_STATS_INTERVAL_MS": "0", "BRAID_TOPO_PROBE": "0"}
+        cmd = [str(perf), "-b", str(size), "-e", str(size), "-n", str(iters), "-w", "1", "-A", algo]
+        before = busy_cpu_seconds()
+        if run(topo.command(cmd, timeout=args.timeout), env, args.timeout + 30) is None:
+            return None
+        cpu = busy_cpu_seconds() - before
+        comms, _ = stats.read(glob.glob(f"{tmp}/*"))
+    peers = [p for ranks in comms.values() for lines in ranks.values() for line in lines
+             if line["event"] == "destroy" for p in stats.peers(line).values()]
+    return (cpu,) + tuple(sum(p[field] for p in peers if (p["level"] > 0) == between)
+                          for field in ("bytesSent", "messagesSent") for between in (True, False))
 
 
 STEP_PROBE = (1 << 10, 50, 5)  # ring AllReduce of 1 KiB, 50 timed iterations after 5 warm-up
