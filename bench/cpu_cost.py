@@ -5,9 +5,9 @@ size asked, side by side.
     /usr/bin/python3 bench/cpu_cost.py --netcluster '--hosts 8 --racks 2 --ranks-per-host 2'
         [--coll allreduce] -A ring,hier -b 256K -e 16M [-f 4] [-n 2,8]
 
-runs each algorithm and size twice on the cluster with the cluster map netcluster writes, with the two iteration counts of -n, and gives the
-differences over the difference of the calls (each perf iteration times an out-of-place and an
-in-place call), so building the cluster and starting the ranks count for nothing: the machine's
+runs each algorithm and size twice on the cluster with the cluster map netcluster writes, with
+the two iteration counts of -n, and gives the differences over the difference of the calls (each
+perf iteration times an out-of-place and an in-place call), so building the cluster and starting the ranks count for nothing: the machine's
 busy CPU (/proc/stat, every core) and the ranks' own counts of what they sent (BRAID_STATS_FILE).
 Where ranks outnumber cores the cost model prices the CPU of a call's bytes (the cluster map's
 cpu_ns_per_byte and local_cpu_ns_per_byte, which bench/sim_validate.py measures the same way);

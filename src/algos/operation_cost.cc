@@ -155,9 +155,9 @@ class OperationSim {
     // Where ranks outnumber cores, the cores' total work bounds the time too: each message
     // between hosts costs its sender and its receiver about a link alpha of CPU in the kernel's
     // network path, every message its bytes' CPU (LinkCost::cpuUsPerByte), and alphaScale
-    // ranks share each core. On the emulated cluster (8 ranks on 2 cores) small AllReduces ranked by messages
-    // sent more than by rounds: direct (56 messages, one round) 0.44 ms, tree (28) 0.60, rhd (48)
-    // 0.71, ring (112) 0.81 at 1 KiB.
+    // ranks share each core. On the emulated cluster (8 ranks on 2 cores) small AllReduces
+    // ranked by messages sent more than by rounds: direct (56 messages, one round) 0.44 ms, tree
+    // (28) 0.60, rhd (48) 0.71, ring (112) 0.81 at 1 KiB.
     if (topo_.alphaScale > 1.0)
       end_ = std::max(end_, topo_.alphaScale * (cpuWork_ + c_.loneSignatureUs) / c_.simulated());
     linksUs_ = end_;

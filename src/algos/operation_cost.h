@@ -12,12 +12,12 @@
 // work (Topology::alphaScale), in total and as they go (a message also waits for its bytes' CPU
 // work, LinkCost::cpuUsPerByte of its link, between hosts or inside one, on the simulated ranks'
 // share of the cores, which messages in flight together take in turn); and the ranks of a host
-// share its memory
-// (Topology::memoryUsPerByte): every byte a step reads or writes in the call's buffers (a send's
-// source, a receive's destination, both for a reduction) goes through memory in the share of
-// them the last-level cache cannot hold (1 - cacheBytes / the host's buffer bytes), and the
-// host's memory moves them at its rate. Large local calls are that bound: 4 ranks on one host,
-// 128 MiB, measured 47-49 ms where links and reductions alone priced 17-25 ms.
+// share its memory (Topology::memoryUsPerByte): every byte a step reads or writes in the call's
+// buffers (a send's source, a receive's destination, both for a reduction) goes through memory
+// in the share of them the last-level cache cannot hold (1 - cacheBytes / the host's buffer
+// bytes), and the host's memory moves them at its rate. Large local calls are that bound: 4
+// ranks on one host, 128 MiB, measured 47-49 ms where links and reductions alone priced 17-25
+// ms.
 #pragma once
 
 #include <cstddef>
