@@ -29,6 +29,8 @@
 //                                      BRAID_CHECK_MISMATCH=0; they cost only where X > 1)
 // call (nccl-tests' flags where they have one):
 //   --coll NAME -b MIN -e MAX -f FACTOR -d TYPE --algos a,b,...|auto --compress int8|topk:R
+//   --chunk-bytes SIZE                 pipeline chunk (default 512K: the runtime's default
+//                                      BRAID_CHUNK_BYTES; give it the job's where it sets one)
 // --plot FILE.png: time and busbw against size, a line per algorithm, drawn by braid-sim-plot
 // (beside this binary; matplotlib) from the CSV (--csv's, else FILE.csv).
 // Symmetric ranks (docs/scale.md): one block of ranks stands for the others where shifting every
@@ -270,7 +272,7 @@ int main(int argc, char** argv) {
   Fabric fabric;
   std::string collName = "allreduce", typeName = "float", algoList = "auto", compress, csvPath,
               plotPath;
-  size_t minBytes = 1 << 20, maxBytes = 1 << 20;
+  size_t minBytes = 1 << 20, maxBytes = 1 << 20, chunkBytes = 512 * 1024;
   double factor = 2;
   bool symmetry = true, exactSymmetry = false;
   bool why = false;
@@ -352,6 +354,9 @@ int main(int argc, char** argv) {
     } else if (a == "-b" || a == "-e") {
       const char* v = value();
       ok = v && parseSize(v, a == "-b" ? &minBytes : &maxBytes);
+    } else if (a == "--chunk-bytes") {
+      const char* v = value();
+      ok = v && parseSize(v, &chunkBytes) && chunkBytes > 0;
     } else if (a == "-f")
       ok = number(&factor) && factor > 1;
     else
@@ -429,7 +434,7 @@ int main(int argc, char** argv) {
     args.nranks = n;
     args.typeSize = typeSize;
     args.type = type->type;
-    args.chunkCount = braid::algos::pipelineChunk(coll->coll, count, n, typeSize, 512 * 1024);
+    args.chunkCount = braid::algos::pipelineChunk(coll->coll, count, n, typeSize, chunkBytes);
     args.directMaxBytes = 65536;
     args.topology = &topo;
     args.codec = codec.get();
