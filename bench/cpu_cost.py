@@ -7,8 +7,9 @@ size asked, side by side.
 
 runs each algorithm and size twice on the cluster with the cluster map netcluster writes, with
 the two iteration counts of -n, and gives the differences over the difference of the calls (each
-perf iteration times an out-of-place and an in-place call), so building the cluster and starting the ranks count for nothing: the machine's
-busy CPU (/proc/stat, every core) and the ranks' own counts of what they sent (BRAID_STATS_FILE).
+perf iteration times an out-of-place and an in-place call), so building the cluster and starting
+the ranks count for nothing: the machine's busy CPU (/proc/stat, every core) and the ranks' own
+counts of what they sent (BRAID_STATS_FILE).
 Where ranks outnumber cores the cost model prices the CPU of a call's bytes (the cluster map's
 cpu_ns_per_byte and local_cpu_ns_per_byte, which bench/sim_validate.py measures the same way);
 this shows what else differs between schedules, such as how many messages they send. Where the
