@@ -3,7 +3,7 @@ and run for real on tools/netcluster, every size of every asked algorithm side b
 
     /usr/bin/python3 bench/sim_validate.py --netcluster '--hosts 8 --racks 2' [--coll LIST]
         [--algos LIST] [-b 64K -e 16M -f 4 -n 5 -w 2] [--rounds R] [--build build/release]
-        [--name NAME] [--cpu-ns-per-byte NS [--local-cpu-ns-per-byte NS]]
+        [--name NAME] [--cpu-ns-per-byte NS [--local-cpu-ns-per-byte NS]] [--map-latency-us US]
 
 runs each collective's perf binary once per algorithm (`-A NAME -P 1`: forced, and with the
 runtime's own prediction, ncclGroupSimulateEnd) across the emulated cluster with the cluster map
@@ -27,7 +27,9 @@ ranks per core of the one machine the emulated hosts share (--ranks-per-core N /
 CPU a byte between two emulated hosts costs (the map's cpu_ns_per_byte, which the runtime reads
 too) and, with more than one rank a host, one between two ranks of a host (the map's
 local_cpu_ns_per_byte), measured first on the same cluster as Braid moves bytes (cpu_per_byte
-below; or given: --cpu-ns-per-byte, 0 to leave it out, and --local-cpu-ns-per-byte); and it
+below; or given: --cpu-ns-per-byte, 0 to leave it out, and --local-cpu-ns-per-byte), and the
+latency of a step, at which braid-sim prices a ring AllReduce of 1 KiB at what that ring measured
+on the cluster (step_latency_us; or given: --map-latency-us, 0 for none); and it
 simulates every rank (--no-symmetry), as the runtime does up to 16 ranks: the symmetric-block
 shortcut is for thousands of ranks, and its own error (up to 3% here, pairwise AlltoAll at 8
 ranks) is not what this compares. It prices one call alone, as the runtime's prediction does;
@@ -355,11 +357,11 @@ STEP_PROBE = (1 << 10, 50, 5)  # ring AllReduce of 1 KiB, 50 timed iterations af
 
 def ring_step_us(args, topo, cluster_map):
     """Microseconds a step of a ring AllReduce of 1 KiB takes on `topo` with its map (the slowest
-    rank's time over the ring's 2 (n - 1) steps), or None where the run failed. The map declares
-    no latency (netcluster emulates none), so what a step of a tiny message takes is this
-    machine's: its scheduler waking the ranks and the kernel's path through the namespaces, which
-    differ from one machine to the next (docs/scale.md). The results say it, so that runs on
-    different machines can be told apart."""
+    rank's time over the ring's 2 (n - 1) steps), or None where the run failed. netcluster
+    emulates no latency, so what a step of a tiny message takes is this machine's: its scheduler
+    waking the ranks and the kernel's path through the namespaces, which differ from one machine
+    to the next (docs/scale.md). The map then declares the latency at which braid-sim prices this
+    ring at what it measured (step_latency_us), as it declares the CPU a byte costs."""
     size, iters, warmup = STEP_PROBE
     perf = Path(args.build) / "bench" / "perf" / COLLS["allreduce"].perf
     cmd = [str(perf), "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup), "-c", "1", "-a", "3",
@@ -369,9 +371,51 @@ def ring_step_us(args, topo, cluster_map):
     return row["time_us"] / (2 * (topo.ranks - 1)) if row else None
 
 
+PROBE_LATENCY_US = 10.0  # the second point of the price's line in the map's latency
+
+
+def probe_price_us(args, cluster_map, topo, latency_us):
+    """braid-sim's price of the step probe (ring AllReduce of STEP_PROBE's size, one call) on the
+    map with its latency_us set to `latency_us` on every level, or None where braid-sim failed."""
+    ranks_per_core = max(1.0, topo.ranks / len(os.sched_getaffinity(0)))
+    text = re.sub(r'latency_us="[^"]*"', f'latency_us="{latency_us:g}"', Path(cluster_map).read_text())
+    with tempfile.NamedTemporaryFile("w", suffix=".xml") as m, tempfile.NamedTemporaryFile(suffix=".csv") as f:
+        m.write(text)
+        m.flush()
+        cmd = [str(Path(args.build) / "tools" / "braid-sim"), "--cluster", m.name, "--ranks-per-host",
+               str(topo.per_host), "--ranks-per-core", f"{ranks_per_core:g}", "--memory", "--no-symmetry",
+               "--algos", "ring", "-b", str(STEP_PROBE[0]), "-e", str(STEP_PROBE[0]), "--csv", f.name]
+        if subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout).returncode != 0:
+            return None
+        rows = list(csv.DictReader(open(f.name)))
+    return float(rows[0]["time_us"]) if rows else None
+
+
+def step_latency_us(args, cluster_map, topo, step_us):
+    """(latency_us, braid-sim's price of the probe with it) for the map: the latency at which
+    braid-sim prices the step probe at what it measured. Where ranks outnumber cores a link's
+    latency is priced on each hop times the ranks a core, and on the cores' work at both ends of
+    a message between hosts, so the price of a ring of tiny messages is nearly a line in it: two
+    points give it, and a third, the line through the first and that latency's price, corrects it
+    (the signatures' part is not quite a line). 0 where the probe measured no more than braid-sim
+    prices without latency."""
+    measured = step_us * 2 * (topo.ranks - 1)
+    p0 = probe_price_us(args, cluster_map, topo, 0.0)
+    latency, price = PROBE_LATENCY_US, probe_price_us(args, cluster_map, topo, PROBE_LATENCY_US)
+    if p0 is None or measured <= p0:
+        return 0.0, p0
+    for _ in range(2):
+        if price is None or price <= p0:
+            return 0.0, p0
+        latency = latency * (measured - p0) / (price - p0)
+        price = probe_price_us(args, cluster_map, topo, latency)
+    return latency, price
+
+
 def netcluster(args):
-    if any(flag in args.netcluster for flag in ("--write-cluster-map", "cpu-ns-per-byte")):
-        sys.exit("--netcluster: leave --write-cluster-map and the CPU figures out (this script writes the map)")
+    if any(flag in args.netcluster for flag in ("--write-cluster-map", "cpu-ns-per-byte", "--map-latency-us")):
+        sys.exit("--netcluster: leave --write-cluster-map, the CPU figures and --map-latency-us out (this script "
+                 "writes the map)")
     if "--queue-ms" not in args.netcluster:
         args.netcluster += f" --queue-ms {LOSSLESS_QUEUE_MS}"
     name = args.name or f"sim_validate_{datetime.datetime.now():%Y%m%d-%H%M}"
@@ -408,6 +452,10 @@ def netcluster(args):
     if topo.placement != "block":
         sys.exit("--netcluster: block placement only (braid-sim places ranks host by host in the map's order)")
     step = ring_step_us(args, topo, cluster_map)
+    latency, probe_us = (args.map_latency_us, None) if args.map_latency_us is not None else \
+        step_latency_us(args, cluster_map, topo, step) if step else (0.0, None)
+    if latency:
+        topo = Topology(f"{topo.text} --map-latency-us {latency:.3g}")
     results = collect(args, lambda cmd: topo.command(cmd, timeout=args.timeout), {}, cluster_map,
                       topo.per_host, topo.ranks, args.iters)
     cores = len(os.sched_getaffinity(0))
@@ -432,9 +480,15 @@ def netcluster(args):
             "again); runtime's prediction: their -P column "
             "(ncclGroupSimulateEnd)",
             f"- a small message's step on this machine: ring AllReduce of {human(STEP_PROBE[0])} with the map, "
-            f"{STEP_PROBE[1]} iterations, the slowest rank's time over its {2 * (topo.ranks - 1)} steps: " +
-            (f"{step:.0f} us a step (the map declares no latency: braid-sim prices these steps at about nothing)"
-             if step else "not measured (the run failed)"),
+            f"{STEP_PROBE[1]} iterations, the slowest rank's time over its {2 * (topo.ranks - 1)} steps, "
+            "measured with the map before it declared a latency: " +
+            (f"{step:.0f} us a step" if step else "not measured (the run failed)"),
+            "- the map's latency_us (both levels; netcluster's --map-latency-us, declared, not emulated): " +
+            (f"{latency:.3g} us, given (--map-latency-us)" if args.map_latency_us is not None else
+             f"{latency:.3g} us, at which braid-sim prices that ring at {probe_us:.0f} us, what it measured (ranks a "
+             "core scale a link's latency on each hop, and the cores' work counts it at both ends of a message "
+             "between hosts)" if latency and probe_us else
+             "none: the step was not measured, or braid-sim prices it at what it measured without one"),
             "- packets the shapers dropped (netcluster's count after each run): " + (
                 f"in {len(DROPS)} runs: " + "; ".join(re.search(r"dropped ([0-9]+ packets \([^)]*\))", d).group(1) for d in DROPS)
                 if DROPS else "none, in any run"),
@@ -474,6 +528,9 @@ def main():
     ap.add_argument("--local-cpu-ns-per-byte", type=float, default=None,
                     help="with --cpu-ns-per-byte: the CPU a byte between two ranks of a host costs (default: not "
                          "priced; measured first with the other)")
+    ap.add_argument("--map-latency-us", type=float, default=None,
+                    help="with --netcluster: the latency the map declares (default: what makes braid-sim price "
+                         "the step probe, a ring of 1 KiB, at what it measured; 0: none)")
     ap.add_argument("--coll", default="allreduce", help="comma list of collectives, or all (default allreduce)")
     ap.add_argument("--algos", default=ALLREDUCE, help=f"AllReduce's algorithms (default {ALLREDUCE})")
     ap.add_argument("--other-algos", default="auto", help="the other collectives' (default auto)")
@@ -497,6 +554,8 @@ def main():
         ap.error(f"--coll: unknown collective {unknown[0]}")
     if args.local_cpu_ns_per_byte is not None and (args.cpu_ns_per_byte is None or args.local_cpu_ns_per_byte < 0):
         ap.error("--local-cpu-ns-per-byte: a non-negative number, with --cpu-ns-per-byte (else both are measured)")
+    if args.map_latency_us is not None and (args.loopback or args.map_latency_us < 0):
+        ap.error("--map-latency-us: a non-negative number, with --netcluster")
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
     if args.check is not None and (args.loopback or not args.check > 0):

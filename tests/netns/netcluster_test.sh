@@ -115,14 +115,18 @@ grep -E "the shapers dropped [0-9]+ packets \(.*${P}r0u [0-9]+" "$WORK/out1b" ||
   { fail "no report of the packets rack 0's uplink dropped"; cat "$WORK/out1b"; }
 
 # 1c. One host: its ranks run (there is no pair of hosts whose connectivity to check), and the map
-#     it writes carries the CPU figures given, the local one on the link inside a host.
+#     it writes carries the CPU figures given, the local one on the link inside a host, and the
+#     latency given to the map alone, on both levels.
 "$NETCLUSTER" --prefix "$P" --hosts 1 --racks 1 --ranks-per-host 2 --quiet \
-    --cpu-ns-per-byte 1.5 --local-cpu-ns-per-byte 0.25 --write-cluster-map "$WORK/map1c.xml" \
+    --cpu-ns-per-byte 1.5 --local-cpu-ns-per-byte 0.25 --map-latency-us 12.5 \
+    --write-cluster-map "$WORK/map1c.xml" \
     -- sh -c 'echo "rank $RANK of $WORLD_SIZE on $NETCLUSTER_HOST"' >"$WORK/out1c" 2>&1 ||
   { fail "netcluster on one host exited $?"; cat "$WORK/out1c"; }
 for r in 0 1; do
   grep -q "rank $r of 2 on ${P}h0" "$WORK/out1c" || { fail "one host: no rank $r"; cat "$WORK/out1c"; }
 done
+[[ $(grep -c 'latency_us="12.5"' "$WORK/map1c.xml") == 2 ]] ||
+  { fail "--map-latency-us 12.5 is not on both of the map's levels"; cat "$WORK/map1c.xml"; }
 if [[ -n $BRAID_TOPO ]]; then
   "$BRAID_TOPO" "$WORK/map1c.xml" --hosts "${P}h0,${P}h0" >"$WORK/topo1c" 2>&1 ||
     { fail "braid-topo rejects the one-host map"; cat "$WORK/topo1c"; }

@@ -29,3 +29,7 @@ if [[ $status != 0 ]]; then
   echo "FAIL: sim_validate --check exited $status"
   exit 1
 fi
+# The map's latency: calibrated on a 1 KiB ring (or none, where braid-sim prices that ring at what
+# it measured without one); the results say which.
+grep -E "^- the map's latency_us" "$RESULTS/check.md" ||
+  { echo "FAIL: the results do not say the map's latency"; exit 1; }
