@@ -499,6 +499,45 @@ def netcluster(args):
     return check(args, results) if args.check is not None else 0
 
 
+def reprice(args):
+    """Prices every row of a results file again with braid-sim on its map, the map's latency_us set
+    to --map-latency-us (default 0), and prints measured / that beside measured / the file's price:
+    the same measurements against the model with and without what the map declares."""
+    path = Path(args.reprice)
+    text = path.read_text()
+    sim_line = re.search(r"- braid-sim: `--cluster (\S+) --ranks-per-host (\d+) --ranks-per-core ([0-9.]+)", text)
+    if not sim_line or "## Every size" not in text:
+        sys.exit(f"--reprice {path}: not a results file of --netcluster (no braid-sim line or table)")
+    cluster_map, per_host, per_core = path.parent / sim_line[1], sim_line[2], sim_line[3]
+    latency = args.map_latency_us or 0.0
+    mapped = re.sub(r'latency_us="[^"]*"', f'latency_us="{latency:g}"', cluster_map.read_text())
+    print(f"# {path.name}: measured against braid-sim on {cluster_map.name} as the file priced it, and with "
+          f"latency_us=\"{latency:g}\"\n")
+    print("| collective | asked | size | ran | measured (us) | measured / braid-sim | braid-sim again (us) "
+          "| measured / that |\n|---|---|---|---|---|---|---|---|")
+    units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    with tempfile.NamedTemporaryFile("w", suffix=".xml") as m:
+        m.write(mapped)
+        m.flush()
+        for line in text.split("## Every size", 1)[1].splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 8 or not re.fullmatch(r"[0-9.]+", cells[6]) or cells[4] == "-":
+                continue
+            coll, asked, size, ran, measured = cells[0], cells[1], cells[2], cells[3], float(cells[6])
+            number, unit = size.split()
+            nbytes = int(number) * units[unit]
+            cmd = [str(Path(args.build) / "tools" / "braid-sim"), "--cluster", m.name, "--ranks-per-host", per_host,
+                   "--ranks-per-core", per_core, "--memory", "--no-symmetry", "--coll", coll, "--algos", ran,
+                   "-b", str(nbytes), "-e", str(nbytes)]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout).stdout
+            prices = [float(f[5]) for f in (r.split() for r in out.splitlines() if not r.startswith("#"))
+                      if len(f) > 8 and f[8] == ran]
+            again = f"{prices[0]:.1f} | {measured / prices[0]:.2f}" if prices else "- | -"
+            print(f"| {coll} | {asked} | {size} | {ran} | {measured:.1f} | {measured / float(cells[4]):.2f} | "
+                  f"{again} |")
+    return 0
+
+
 def check(args, results):
     """--check TOL: status 1 where a size of an asked algorithm did not run, braid-sim priced none,
     or measured / braid-sim is further than TOL from 1 (at every size); the rows on stdout."""
@@ -522,6 +561,8 @@ def main():
     where = ap.add_mutually_exclusive_group(required=True)
     where.add_argument("--netcluster", metavar="ARGS", help="tools/netcluster topology flags (block placement)")
     where.add_argument("--loopback", type=int, metavar="N", help="N ranks on this host (the tests' check)")
+    where.add_argument("--reprice", metavar="FILE", help="a results file of --netcluster: its rows priced again, "
+                       "the map's latency --map-latency-us (default 0); printed, nothing run")
     ap.add_argument("--ranks-per-host", type=int, default=2, help="with --loopback (default 2)")
     ap.add_argument("--cpu-ns-per-byte", type=float, default=None,
                     help="with --netcluster: the CPU a byte between hosts costs (default: measured first; 0: not priced)")
@@ -555,7 +596,7 @@ def main():
     if args.local_cpu_ns_per_byte is not None and (args.cpu_ns_per_byte is None or args.local_cpu_ns_per_byte < 0):
         ap.error("--local-cpu-ns-per-byte: a non-negative number, with --cpu-ns-per-byte (else both are measured)")
     if args.map_latency_us is not None and (args.loopback or args.map_latency_us < 0):
-        ap.error("--map-latency-us: a non-negative number, with --netcluster")
+        ap.error("--map-latency-us: a non-negative number, with --netcluster or --reprice")
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
     if args.check is not None and (args.loopback or not args.check > 0):
@@ -563,6 +604,8 @@ def main():
     args.algos, args.other_algos = args.algos.split(","), args.other_algos.split(",")
     args.sizes = size_steps(args.min, args.max, args.factor)
     args.build = str(Path(args.build).resolve())
+    if args.reprice:
+        return reprice(args)
     return loopback(args) if args.loopback else netcluster(args)
 
 

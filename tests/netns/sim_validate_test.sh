@@ -33,3 +33,9 @@ fi
 # it measured without one); the results say which.
 grep -E "^- the map's latency_us" "$RESULTS/check.md" ||
   { echo "FAIL: the results do not say the map's latency"; exit 1; }
+# --reprice: the file's six rows priced again on its map without a latency, each with a price.
+python3 "$(dirname "$0")/../../bench/sim_validate.py" --reprice "$RESULTS/check.md" --map-latency-us 0 \
+  --build "$BUILD" >"$RESULTS/reprice" 2>&1
+rows=$(grep -cE '^\| allreduce \| [a-z]+ \| [0-9]+ MiB \| [a-z]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' \
+  "$RESULTS/reprice")
+[[ $rows == 6 ]] || { echo "FAIL: --reprice priced $rows of 6 rows"; cat "$RESULTS/reprice"; exit 1; }
