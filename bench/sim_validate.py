@@ -374,21 +374,33 @@ def ring_step_us(args, topo, cluster_map):
 PROBE_LATENCY_US = 10.0  # the second point of the price's line in the map's latency
 
 
-def probe_price_us(args, cluster_map, topo, latency_us):
-    """braid-sim's price of the step probe (ring AllReduce of STEP_PROBE's size, one call) on the
-    map with its latency_us set to `latency_us` on every level, or None where braid-sim failed."""
-    ranks_per_core = max(1.0, topo.ranks / len(os.sched_getaffinity(0)))
-    text = re.sub(r'latency_us="[^"]*"', f'latency_us="{latency_us:g}"', Path(cluster_map).read_text())
+def with_latency(cluster_map, latency_us):
+    """The map's text with its latency_us set to `latency_us` on every level."""
+    return re.sub(r'latency_us="[^"]*"', f'latency_us="{latency_us:g}"', Path(cluster_map).read_text())
+
+
+def price_us(args, map_text, per_host, per_core, coll, algo, nbytes):
+    """braid-sim's price of one call of `algo` (`coll`, `nbytes`) on the map `map_text`, as the
+    results price it, or None where braid-sim could not price it."""
     with tempfile.NamedTemporaryFile("w", suffix=".xml") as m, tempfile.NamedTemporaryFile(suffix=".csv") as f:
-        m.write(text)
+        m.write(map_text)
         m.flush()
         cmd = [str(Path(args.build) / "tools" / "braid-sim"), "--cluster", m.name, "--ranks-per-host",
-               str(topo.per_host), "--ranks-per-core", f"{ranks_per_core:g}", "--memory", "--no-symmetry",
-               "--algos", "ring", "-b", str(STEP_PROBE[0]), "-e", str(STEP_PROBE[0]), "--csv", f.name]
+               str(per_host), "--ranks-per-core", f"{float(per_core):g}", "--memory", "--no-symmetry",
+               "--coll", coll, "--algos", algo, "-b", str(nbytes), "-e", str(nbytes), "--csv", f.name]
         if subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout).returncode != 0:
             return None
-        rows = list(csv.DictReader(open(f.name)))
+        with open(f.name) as table_file:
+            rows = list(csv.DictReader(table_file))
     return float(rows[0]["time_us"]) if rows else None
+
+
+def probe_price_us(args, cluster_map, topo, latency_us):
+    """braid-sim's price of the step probe (ring AllReduce of STEP_PROBE's size, one call) on the
+    map with its latency_us set to `latency_us`, or None where braid-sim failed."""
+    per_core = max(1.0, topo.ranks / len(os.sched_getaffinity(0)))
+    return price_us(args, with_latency(cluster_map, latency_us), topo.per_host, per_core, "allreduce", "ring",
+                    STEP_PROBE[0])
 
 
 def step_latency_us(args, cluster_map, topo, step_us):
@@ -510,31 +522,21 @@ def reprice(args):
         sys.exit(f"--reprice {path}: not a results file of --netcluster (no braid-sim line or table)")
     cluster_map, per_host, per_core = path.parent / sim_line[1], sim_line[2], sim_line[3]
     latency = args.map_latency_us or 0.0
-    mapped = re.sub(r'latency_us="[^"]*"', f'latency_us="{latency:g}"', cluster_map.read_text())
+    mapped = with_latency(cluster_map, latency)
     print(f"# {path.name}: measured against braid-sim on {cluster_map.name} as the file priced it, and with "
           f"latency_us=\"{latency:g}\"\n")
     print("| collective | asked | size | ran | measured (us) | measured / braid-sim | braid-sim again (us) "
           "| measured / that |\n|---|---|---|---|---|---|---|---|")
     units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-    with tempfile.NamedTemporaryFile("w", suffix=".xml") as m:
-        m.write(mapped)
-        m.flush()
-        for line in text.split("## Every size", 1)[1].splitlines():
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) < 8 or not re.fullmatch(r"[0-9.]+", cells[6]) or cells[4] == "-":
-                continue
-            coll, asked, size, ran, measured = cells[0], cells[1], cells[2], cells[3], float(cells[6])
-            number, unit = size.split()
-            nbytes = int(number) * units[unit]
-            cmd = [str(Path(args.build) / "tools" / "braid-sim"), "--cluster", m.name, "--ranks-per-host", per_host,
-                   "--ranks-per-core", per_core, "--memory", "--no-symmetry", "--coll", coll, "--algos", ran,
-                   "-b", str(nbytes), "-e", str(nbytes)]
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout).stdout
-            prices = [float(f[5]) for f in (r.split() for r in out.splitlines() if not r.startswith("#"))
-                      if len(f) > 8 and f[8] == ran]
-            again = f"{prices[0]:.1f} | {measured / prices[0]:.2f}" if prices else "- | -"
-            print(f"| {coll} | {asked} | {size} | {ran} | {measured:.1f} | {measured / float(cells[4]):.2f} | "
-                  f"{again} |")
+    for line in text.split("## Every size", 1)[1].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 8 or not re.fullmatch(r"[0-9.]+", cells[6]) or cells[4] == "-":
+            continue
+        coll, asked, size, ran, measured = cells[0], cells[1], cells[2], cells[3], float(cells[6])
+        number, unit = size.split()
+        again = price_us(args, mapped, per_host, per_core, coll, ran, int(number) * units[unit])
+        shown = f"{again:.1f} | {measured / again:.2f}" if again else "- | -"
+        print(f"| {coll} | {asked} | {size} | {ran} | {measured:.1f} | {measured / float(cells[4]):.2f} | {shown} |")
     return 0
 
 
