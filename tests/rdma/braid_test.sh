@@ -7,7 +7,7 @@
 #                and 3 ranks, BRAID_TRANSPORTS=ib (the suites' "Tcp" cases: shared memory off).
 #                Not AllReduce at 3 ranks: the coll sweep has an odd rank count over ib, and in
 #                the guest the 2-, 3- and 4-rank AllReduce sweeps took 89, 153 and 238 s of the
-#                test's 800
+#                test's 800 s
 #   failure      BINARY = mp_failure_test: a rank killed or stopped mid-AllReduce and during a
 #                large send/recv; the survivors fail within BRAID_TIMEOUT_MS + 1 s naming it
 #   cycles       BINARY = mp_cycles_test: 100 init/destroy cycles leave fds, threads and memory
