@@ -289,9 +289,9 @@ def cpu_per_byte(args, topo):
     nothing; the median of CALIBRATION_ROUNDS such pairs. With more than one rank a host, first
     the bytes inside a host: ring AllReduce of all `topo`'s ranks on one host (shared memory
     only). Then the bytes between hosts: ring AllReduce on `topo`'s hosts in one rack (every host
-    sending at its link's rate at once: more than two cores move), the CPU its bytes inside a
-    host took (at the first figure) taken off. ((between hosts, [each round's]), (inside a host,
-    [each round's]) or None with one rank a host), or None where a run failed."""
+    sending to the next at once: on 2 Gbit/s links more than two cores move), the CPU its bytes
+    inside a host took (at the first figure) taken off. ((between hosts, [each round's]),
+    (inside a host, [each round's]) or None with one rank a host), or None where a run failed."""
     local = None
     if topo.per_host > 1:
         one_host = f"--hosts 1 --racks 1 --ranks-per-host {topo.ranks} --queue-ms {topo.queue_ms:g}"
@@ -446,7 +446,7 @@ def netcluster(args):
             return ", ".join(f"{r:.3g}" for r in figures) + " ns"
 
         how = (f"measured first: ring AllReduce of {human(CALIBRATION[0])} on the same hosts in one rack (every host "
-               f"at its link's rate at once, the cores the limit), {pairs}, the difference of the machine's busy CPU "
+               f"sending to the next at once), {pairs}, the difference of the machine's busy CPU "
                "(/proc/stat) over the difference of the bytes the ranks sent to other hosts" +
                (", less the CPU of the bytes between ranks of a host (below)" if local_rounds else "") +
                f"; the median of {len(rounds)} such pairs ({ns(rounds)})")
