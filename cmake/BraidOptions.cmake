@@ -75,6 +75,23 @@ if(BRAID_WITH_IPSEC_MB)
 endif()
 message(STATUS "Braid: ipsec-mb header ${BRAID_IPSEC_MB_FOUND} (without it, TLS records use OpenSSL's AES-GCM)")
 
+# liburing lets a rank with peers over TCP and in shared memory sleep on both at once
+# (src/transport/any_wait.h); without it such a rank yields while it waits. Linked statically, so
+# the library needs it nowhere at run time.
+set(BRAID_WITH_URING AUTO CACHE STRING "Sleep on sockets and doorbells at once through liburing (AUTO, ON, OFF)")
+set_property(CACHE BRAID_WITH_URING PROPERTY STRINGS AUTO ON OFF)
+set(BRAID_URING_FOUND OFF)
+if(BRAID_WITH_URING)
+  find_path(BRAID_URING_INCLUDE liburing.h)
+  find_library(BRAID_URING_LIBRARY NAMES liburing.a)
+  if(BRAID_URING_INCLUDE AND BRAID_URING_LIBRARY)
+    set(BRAID_URING_FOUND ON)
+  elseif(BRAID_WITH_URING STREQUAL "ON")
+    message(FATAL_ERROR "BRAID_WITH_URING=ON but liburing.h or liburing.a is missing (install liburing-dev)")
+  endif()
+endif()
+message(STATUS "Braid: liburing ${BRAID_URING_FOUND} (without it, a rank waiting on sockets and shared memory at once yields)")
+
 # pugixml reads NCCL_TOPO_FILE and the cluster map: required. hwloc discovers the host; without
 # it the library still builds and discovery reads what it can from /proc and /sys.
 set(BRAID_WITH_HWLOC AUTO CACHE STRING "Discover the host with hwloc (AUTO, ON, OFF)")

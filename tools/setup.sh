@@ -14,10 +14,11 @@ cd "$(dirname "$0")/.."
 # openmpi-bin: mpirun, which the netns label's test starts Braid's perf binaries with (and
 # libopenmpi-dev beside it: with mpirun and without the headers, CMake's FindMPI fails).
 # libipsec-mb-dev: Intel's AES-GCM for the TLS record layer (src/base/net/gcm.h; OpenSSL's
-# without it).
+# without it). liburing-dev: sleeping on sockets and shared memory at once
+# (src/transport/any_wait.h; yielding without it).
 packages=(build-essential cmake ninja-build pkg-config python3 iproute2 openmpi-bin libopenmpi-dev
           libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev libpugixml-dev libibverbs-dev libssl-dev
-          libipsec-mb-dev python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
+          libipsec-mb-dev liburing-dev python3-torch libtorch-dev pybind11-dev python3-dev clang libclang-rt-dev)
 for arg in "$@"; do
   case $arg in
     --bench) packages+=(python3-matplotlib python3-sklearn) ;;

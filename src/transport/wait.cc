@@ -1,5 +1,6 @@
 #include "transport/wait.h"
 
+#include "transport/any_wait.h"
 #include "transport/transport.h"
 
 namespace braid::transport {
@@ -12,7 +13,9 @@ void WaitSet::disarm() {
 }
 
 bool WaitSet::arm() {
-  if (method_ != Method::kDoorbells || !canWaitForBells()) return false;
+  if (method_ == Method::kDoorbells ? !canWaitForBells()
+                                    : method_ != Method::kMixed || !canWaitForAny())
+    return false;
   for (BellWait& b : bells_) b = raiseFlag(b.doorbell);
   fenceRingers();
   armed_ = true;
@@ -24,6 +27,8 @@ bool WaitSet::sleep(std::chrono::microseconds timeout) {
   if (method_ == Method::kFds) {
     ::poll(fds_.data(), fds_.size(), static_cast<int>(timeout.count() / 1000));
     slept = true;
+  } else if (armed_ && method_ == Method::kMixed) {
+    slept = waitForAny(fds_, bells_, timeout) != AnyWait::kCannot;
   } else if (armed_) {
     slept = waitForBells(bells_, timeout);
   }

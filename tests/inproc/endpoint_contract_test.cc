@@ -235,6 +235,26 @@ TEST_P(EndpointContract, HandlesThatAreNotTheTransportsAreRejected) {
   EXPECT_FALSE(ep);
 }
 
+// Sleeps on `set` (for at most 20 s) while `sender` sends `*out` after 50 ms, on a thread of its
+// own; how long the sleep lasted, in seconds, and whether it slept at all.
+struct Sleep {
+  bool slept;
+  double seconds;
+};
+Sleep sleepWhilePeerSends(WaitSet& set, Endpoint& sender, const uint64_t* out) {
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (void)sender.postSend(out, sizeof *out);
+    (void)drive(sender, 1, 0, 10000);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const bool slept = set.sleep(std::chrono::seconds(20));
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  peer.join();
+  return {slept, waited};
+}
+
 // A caller waiting on a receive sleeps on what the endpoint adds to a WaitSet (transport/wait.h)
 // and is woken when the peer's message arrives, long before the sleep's own bound.
 TEST_P(EndpointContract, AWaitingEndpointCanBeSleptOnUntilThePeerSends) {
@@ -252,16 +272,7 @@ TEST_P(EndpointContract, AWaitingEndpointCanBeSleptOnUntilThePeerSends) {
   }
   ASSERT_TRUE(p.e0->progress().ok());  // the look for work once more that arming asks for
   ASSERT_EQ(p.e0->recvsCompleted(), 0u);
-  std::thread peer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    (void)p.e1->postSend(&out, sizeof out);
-    (void)drive(*p.e1, 1, 0, 10000);
-  });
-  const auto start = std::chrono::steady_clock::now();
-  const bool slept = set.sleep(std::chrono::seconds(20));
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  peer.join();
+  const auto [slept, waited] = sleepWhilePeerSends(set, *p.e1, &out);
   if (!slept && !canWaitForBells())
     GTEST_SKIP() << "this kernel has no futex_waitv: ring waiters yield";
   EXPECT_TRUE(slept);
@@ -459,6 +470,76 @@ TEST_F(IbDirect, AnOfferOfAnotherSizeIsNotUsedAndTheMismatchIsReported) {
   EXPECT_EQ(send_->directBytesSent(), 0u);
 }
 #endif
+
+// A caller waiting on a socket and a doorbell at once (a rank with peers over TCP and in shared
+// memory) sleeps on both (WaitSet::Method::kMixed, through io_uring) and is woken by whichever
+// peer sends first, long before the sleep's own bound.
+class MixedWait : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MixedWait, ASocketAndADoorbellAreSleptOnTogether) {
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
+  auto make = [](const char* name) {
+    std::unique_ptr<Transport> t;
+    EXPECT_TRUE(find(name) && find(name)->create(&t).ok()) << name;
+    return t;
+  };
+  Pair tcp = braid::testing::connectLocally(make("tcp"), make("tcp"));
+  Pair shm = braid::testing::connectLocally(make("shm"), make("shm"));
+  ASSERT_TRUE(tcp.e0 && tcp.e1 && shm.e0 && shm.e1);
+  uint64_t inTcp = 0, inShm = 0, out = 0x5eed;
+  for (Pair* p : {&tcp, &shm}) {
+    ASSERT_TRUE(p->e0->postRecv(p == &tcp ? &inTcp : &inShm, sizeof out, nullptr).ok());
+    ASSERT_TRUE(p->e0->progress().ok());
+  }
+  WaitSet set;
+  tcp.e0->addWakeups(set);
+  shm.e0->addWakeups(set);
+  ASSERT_EQ(set.method(), WaitSet::Method::kMixed);
+  if (!set.arm()) GTEST_SKIP() << "no io_uring that waits on futexes here: mixed waiters yield";
+  for (Pair* p : {&tcp, &shm}) ASSERT_TRUE(p->e0->progress().ok());  // the look once more
+  Pair& sender = std::string(GetParam()) == "tcp" ? tcp : shm;
+  const auto [slept, waited] = sleepWhilePeerSends(set, *sender.e1, &out);
+  EXPECT_TRUE(slept);
+  EXPECT_LT(waited, 15.0) << "the " << GetParam() << " peer's message did not wake the sleeper";
+  ASSERT_TRUE(drive(*sender.e0, 0, 1).ok());
+  EXPECT_EQ(std::string(GetParam()) == "tcp" ? inTcp : inShm, out);
+  // The other receive is still posted: its peer sends now, and both pairs end clean.
+  Pair& other = &sender == &tcp ? shm : tcp;
+  ASSERT_TRUE(other.e1->postSend(&out, sizeof out).ok());
+  onBoth(other, [](Endpoint& ep, int rank) { return rank == 0 ? drive(ep, 0, 1) : drive(ep, 1, 0); });
+  EXPECT_EQ(inTcp, out);
+  EXPECT_EQ(inShm, out);
+}
+
+// What a set sleeps on follows from what was added, in any order: one kind alone, a mixture of
+// sockets and doorbells, or a spin once any endpoint cannot be slept on.
+TEST(WaitSetKinds, FollowWhatWasAdded) {
+  Doorbell bell;
+  WaitSet set;
+  EXPECT_EQ(set.method(), WaitSet::Method::kNone);
+  set.addDoorbell(&bell);
+  set.addDoorbell(&bell);
+  EXPECT_EQ(set.method(), WaitSet::Method::kDoorbells);
+  set.addFd(0, POLLIN);
+  EXPECT_EQ(set.method(), WaitSet::Method::kMixed);
+  set.addDoorbell(&bell);
+  EXPECT_EQ(set.method(), WaitSet::Method::kMixed);
+  set.cannotSleep();
+  set.addFd(0, POLLIN);
+  EXPECT_EQ(set.method(), WaitSet::Method::kSpin);
+  EXPECT_FALSE(set.arm()) << "a set with a spinning endpoint cannot be armed";
+  set.clear();
+  set.addFd(0, POLLIN);
+  EXPECT_EQ(set.method(), WaitSet::Method::kFds);
+  EXPECT_FALSE(set.arm()) << "sockets alone are polled, not armed";
+  set.addDoorbell(&bell);
+  EXPECT_EQ(set.method(), WaitSet::Method::kMixed);
+  set.clear();
+}
+
+INSTANTIATE_TEST_SUITE_P(FirstToSend, MixedWait, ::testing::Values("tcp", "shm"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // Every registered transport has a line in kCases.
 TEST(EndpointContractCases, CoverEveryRegisteredTransport) {

@@ -418,12 +418,13 @@ bool Run::onlySignaturesLeft(const ChannelQueue& q) const {
   return true;
 }
 
-// When every endpoint this run waits on can be slept on alike, sleeps until one of them can
-// move data (transport/wait.h), for at most kSleep, so that ranks that outnumber the cores leave
-// them to the ranks that have work instead of taking turns spinning: in poll() at once on
-// sockets; on doorbells only after the run yielded for kBellsAfter (a futex wake costs tens of
-// microseconds here, more than most waits for a small message last), and then, since a ring is
-// heard only once the flags are up, after one more look for work (the next round). Channels on
+// When every endpoint this run waits on can be slept on, sleeps until one of them can move data
+// (transport/wait.h), for at most kSleep, so that ranks that outnumber the cores leave them to
+// the ranks that have work instead of taking turns spinning: in poll() at once on sockets alone;
+// where doorbells are among them (shared memory, alone or beside sockets) only after the run
+// yielded for kBellsAfter (a futex wake costs tens of microseconds here, more than most waits
+// for a small message last), and then, since a ring is heard only once the flags are up, after
+// one more look for work (the next round). Channels on
 // which only signatures are left to arrive (peers this rank exchanges no data with: some
 // collectives check signatures with every peer) do not wake it while data is awaited elsewhere;
 // they are read when it wakes anyway, at most kSleep later (8 ranks on 2 cores over TCP, 16 B:
@@ -442,8 +443,7 @@ bool Run::sleep() {
     return wakeups_.sleep(kSleep);
   }
   const bool yielded = idle_.yieldedFor(kBellsAfter);
-  if (wakeups_.method() != transport::WaitSet::Method::kDoorbells || !yielded || !wakeups_.arm())
-    wakeups_.clear();
+  if (!yielded || !wakeups_.arm()) wakeups_.clear();  // arm(): false without doorbells
   return false;
 }
 
