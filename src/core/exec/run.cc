@@ -424,11 +424,11 @@ bool Run::onlySignaturesLeft(const ChannelQueue& q) const {
 // where doorbells are among them (shared memory, alone or beside sockets) only after the run
 // yielded for kBellsAfter (a futex wake costs tens of microseconds here, more than most waits
 // for a small message last), and then, since a ring is heard only once the flags are up, after
-// one more look for work (the next round). Channels on
-// which only signatures are left to arrive (peers this rank exchanges no data with: some
-// collectives check signatures with every peer) do not wake it while data is awaited elsewhere;
-// they are read when it wakes anyway, at most kSleep later (8 ranks on 2 cores over TCP, 16 B:
-// rhd 15-20% faster). False when it did not sleep; the caller then yields.
+// one more look for work (the next round). Channels on which only signatures are left to
+// arrive (peers this rank exchanges no data with: some collectives check signatures with every
+// peer) do not wake it while data is awaited elsewhere; they are read when it wakes anyway, at
+// most kSleep later (8 ranks on 2 cores over TCP, 16 B: rhd 15-20% faster). False when it did
+// not sleep; the caller then yields.
 bool Run::sleep() {
   for (int pass = 0; pass < 2 && wakeups_.method() == transport::WaitSet::Method::kNone; ++pass) {
     for (size_t i = 0; i < nQueues_; ++i) {
