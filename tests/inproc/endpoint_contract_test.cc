@@ -474,11 +474,19 @@ TEST_F(IbDirect, AnOfferOfAnotherSizeIsNotUsedAndTheMismatchIsReported) {
 // A caller waiting on a socket and a doorbell at once (a rank with peers over TCP and in shared
 // memory) sleeps on both (WaitSet::Method::kMixed, through io_uring) and is woken by whichever
 // peer sends first, long before the sleep's own bound.
-class MixedWait : public ::testing::TestWithParam<const char*> {};
+class MixedWait : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {  // TCP stays on loopback, as in EndpointContract
+    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+    setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
+  }
+  void TearDown() override {
+    unsetenv("NCCL_SOCKET_IFNAME");
+    unsetenv("NCCL_SOCKET_FAMILY");
+  }
+};
 
 TEST_P(MixedWait, ASocketAndADoorbellAreSleptOnTogether) {
-  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-  setenv("NCCL_SOCKET_FAMILY", "AF_INET", 1);
   auto make = [](const char* name) {
     std::unique_ptr<Transport> t;
     EXPECT_TRUE(find(name) && find(name)->create(&t).ok()) << name;
